@@ -1,0 +1,462 @@
+/*
+ * libmoeint4 — int4 Mixture-of-Experts layers (W4A16) for inference engines.
+ *
+ * The stable C ABI. Everything here is prefixed moeint4_ / MOEINT4_.
+ *
+ * Conventions that hold for every function unless its comment says otherwise:
+ *  - Every function returns a moeint4_status. On failure, moeint4_last_error()
+ *    (thread-local) says in words what was wrong, naming the field.
+ *  - No function aborts, exits or prints on bad input.
+ *  - Inputs are never modified. Outputs are untouched when a call fails.
+ *  - Structs passed by pointer start with `struct_size`: set it to
+ *    sizeof(the struct) as your header saw it. The library accepts any size
+ *    from the first published size upwards; fields past the caller's size
+ *    take their documented defaults. Zero-initialise the struct first.
+ *  - Numeric values of enums are pinned forever; new values are appended.
+ *  - Free/release functions accept NULL and do nothing.
+ *
+ * Threading: the library is thread-safe. A context may be used by several
+ * threads at once; a prepared weights handle is immutable and may be used by
+ * many threads at once for forward(). Destroying a context or releasing a
+ * weights handle while another thread uses it is the caller's error.
+ *
+ * Copyright 2026 the libmoeint4 authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef MOEINT4_H
+#define MOEINT4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MOEINT4_BUILDING_LIBRARY) && defined(__GNUC__)
+#define MOEINT4_API __attribute__((visibility("default")))
+#else
+#define MOEINT4_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define MOEINT4_VERSION_MAJOR 0
+#define MOEINT4_VERSION_MINOR 1
+#define MOEINT4_VERSION_PATCH 0
+/* MAJOR*10000 + MINOR*100 + PATCH, comparable with moeint4_version(). */
+#define MOEINT4_VERSION_NUMBER \
+    (MOEINT4_VERSION_MAJOR * 10000 + MOEINT4_VERSION_MINOR * 100 + MOEINT4_VERSION_PATCH)
+
+/* The version of the library loaded at run time (compare with
+ * MOEINT4_VERSION_NUMBER to detect a header/library mismatch). */
+MOEINT4_API unsigned moeint4_version(void);
+/* "MAJOR.MINOR.PATCH"; static storage, never NULL. */
+MOEINT4_API const char *moeint4_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moeint4_status {
+    MOEINT4_SUCCESS = 0,
+    /* A pointer, size, enum value or data value is invalid (message names it). */
+    MOEINT4_INVALID_ARGUMENT = 1,
+    /* Valid request that this backend / build cannot serve (act-order g_idx,
+     * a dtype the backend lacks, ...). */
+    MOEINT4_UNSUPPORTED = 2,
+    /* Host or device memory could not be allocated. */
+    MOEINT4_OUT_OF_MEMORY = 3,
+    /* The requested backend is not compiled in, its plugin is missing, or its
+     * hardware/runtime is not present on this machine. */
+    MOEINT4_BACKEND_UNAVAILABLE = 4,
+    /* The device runtime reported an error. */
+    MOEINT4_DEVICE_ERROR = 5,
+    /* A plugin or struct has an incompatible version / struct_size. */
+    MOEINT4_VERSION_MISMATCH = 6,
+    /* A bug in libmoeint4; please report it with moeint4_last_error(). */
+    MOEINT4_INTERNAL_ERROR = 7,
+} moeint4_status;
+
+/* Name of a status ("MOEINT4_INVALID_ARGUMENT"); static storage, never NULL
+ * ("MOEINT4_UNKNOWN_STATUS" for values outside the enum). */
+MOEINT4_API const char *moeint4_status_string(moeint4_status status);
+
+/* What the last failing call on this thread said was wrong, in words
+ * (e.g. "topk_ids[3][1] = 130 is outside [0, 128)"). "" when the last call
+ * succeeded. Thread-local storage, valid until the next libmoeint4 call on
+ * this thread. Never NULL. */
+MOEINT4_API const char *moeint4_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Enums                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moeint4_backend {
+    MOEINT4_BACKEND_AUTO = 0, /* let the oracle choose */
+    MOEINT4_BACKEND_CPU = 1,
+    MOEINT4_BACKEND_XPU = 2, /* Intel GPU: Level Zero / OpenCL (libmoeint4-xpu.so) */
+    MOEINT4_BACKEND_HIP = 3, /* ROCm emulation: BF16 at load (libmoeint4-hip.so) */
+    /* moeint4_register_backend() hands out ids from here upwards. */
+    MOEINT4_BACKEND_FIRST_CUSTOM = 16,
+} moeint4_backend;
+
+typedef enum moeint4_dtype {
+    MOEINT4_DTYPE_F32 = 1,
+    MOEINT4_DTYPE_F16 = 2,
+    MOEINT4_DTYPE_BF16 = 3,
+} moeint4_dtype;
+
+typedef enum moeint4_format {
+    /* GPTQ symmetric (uint4b8, value = q - 8). qweight [E, IN/8, OUT] int32
+     * packed along IN, lowest nibble first; scales [E, G, OUT]; no qzeros. */
+    MOEINT4_FORMAT_GPTQ_SYM = 1,
+    /* GPTQ asymmetric: as GPTQ_SYM plus qzeros [E, G, OUT/8] int32 packed
+     * along OUT, lowest nibble first. value = q - (zero + zero_offset). */
+    MOEINT4_FORMAT_GPTQ_ASYM = 2,
+    /* AWQ: qweight [E, IN, OUT/8] int32 packed along OUT in AWQ's nibble order
+     * (nibble i of a word holds column 8*w + {0,2,4,6,1,3,5,7}[i]); qzeros
+     * [E, G, OUT/8] in the same order; scales [E, G, OUT]. value = q - zero. */
+    MOEINT4_FORMAT_AWQ = 3,
+} moeint4_format;
+
+/* How the 2N gate/up rows of w13 become N values: gate = rows [0, N),
+ * up = rows [N, 2N) (gate first). */
+typedef enum moeint4_activation {
+    /* silu(gate) * up */
+    MOEINT4_ACTIVATION_SILU = 0,
+    /* gelu(gate) * up, exact (erf) GELU */
+    MOEINT4_ACTIVATION_GELU = 1,
+    /* Clamped SwiGLU (GPT-OSS style):
+     *   g = min(gate, limit); u = clamp(up, -limit, limit);
+     *   out = (u + beta) * g * sigmoid(alpha * g)
+     * limit > 0 and finite, alpha finite, beta finite. */
+    MOEINT4_ACTIVATION_SWIGLU_CLAMP = 2,
+} moeint4_activation;
+
+/* ------------------------------------------------------------------------ */
+/* Backends                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct moeint4_backend_info {
+    size_t struct_size;
+    moeint4_backend id;
+    char name[32];        /* "cpu", "xpu", "hip", or a custom backend's name */
+    int compiled;         /* 1: built in, or its plugin was found and loaded */
+    int available;        /* 1: its hardware/runtime is present (probe ok) */
+    char reason[256];     /* why not compiled/available; "" when available */
+} moeint4_backend_info;
+
+/* Ids of every known backend (built in, plugin or registered, available or
+ * not), in the oracle's priority order for this machine. Writes at most
+ * `capacity` ids to `ids` (may be NULL when capacity is 0) and the total
+ * number to *count. */
+MOEINT4_API moeint4_status moeint4_backend_list(moeint4_backend *ids, int capacity, int *count);
+
+/* Fills `info` for backend `id` (probing device 0). Unknown id:
+ * MOEINT4_INVALID_ARGUMENT. A known but absent backend succeeds with
+ * compiled = 0 or available = 0 and a reason. */
+MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_backend_info *info);
+
+/* Parses "auto", "cpu", "xpu", "hip" or a registered name (case-insensitive). */
+MOEINT4_API moeint4_status moeint4_backend_from_name(const char *name, moeint4_backend *id);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct moeint4_context moeint4_context;
+typedef struct moeint4_weights moeint4_weights;
+
+typedef struct moeint4_context_options {
+    size_t struct_size;
+    /* AUTO: the oracle picks per weights problem (MOEINT4_BACKEND env var
+     * overrides AUTO). Any other value forces that backend: if it cannot serve
+     * a problem, the call fails with a reason, never a silent fallback. */
+    moeint4_backend backend;
+    int device_index;     /* GPU ordinal; ignored by the CPU backend */
+    int num_threads;      /* CPU worker threads; 0 = one per online core */
+    /* Native handles a framework may hand in so its memory is used in place
+     * (XPU Level Zero: ze_context_handle_t, ze_device_handle_t,
+     * ze_command_list_handle_t). NULL = the backend creates its own. */
+    void *native_context;
+    void *native_device;
+    void *native_queue;
+} moeint4_context_options;
+
+/* Creates a context. `options` may be NULL (AUTO, device 0, all cores).
+ * *ctx is set only on success. Errors: INVALID_ARGUMENT (NULL ctx, bad enum,
+ * negative index), BACKEND_UNAVAILABLE (a forced backend is absent: the
+ * message says why), OUT_OF_MEMORY. */
+MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options *options,
+                                                  moeint4_context **ctx);
+/* Destroys a context. NULL is a no-op. All weights prepared with it must be
+ * released first (weights still alive are released by this call). */
+MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Weights                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* One quantized projection stack as a checkpoint stores it. IN is the
+ * projection's input dimension, OUT its output dimension:
+ *   w13: IN = K (hidden), OUT = 2N (gate rows then up rows)
+ *   w2:  IN = N,          OUT = K
+ * G = IN / group_size (1 for per-channel, group_size = -1).
+ * Shapes per format are documented at moeint4_format. All pointers are host
+ * pointers. */
+typedef struct moeint4_quant_matrix {
+    size_t struct_size;
+    moeint4_format format;
+    int zero_offset;           /* GPTQ_ASYM only: 1 for AutoGPTQ v1 (stored zero = zero - 1) */
+    int num_experts;           /* experts stored in the arrays */
+    int in_features;           /* IN */
+    int out_features;          /* OUT */
+    int group_size;            /* 32, 64, 128 or -1 (per-channel) */
+    moeint4_dtype scales_dtype; /* F16 (checkpoint default) or BF16; 0 = F16 */
+    const int32_t *qweight;
+    const void *scales;        /* [E, G, OUT] */
+    const int32_t *qzeros;     /* [E, G, OUT/8]; NULL for GPTQ_SYM */
+    const int32_t *g_idx;      /* [E, IN] or NULL; only the trivial k/group accepted */
+} moeint4_quant_matrix;
+
+typedef struct moeint4_weights_desc {
+    size_t struct_size;
+    int num_experts;           /* global E (range of topk_ids) */
+    int num_local_experts;     /* experts held in the arrays below */
+    /* [num_experts]: global id -> local id in [0, num_local_experts) or -1
+     * (expert lives elsewhere). NULL: identity, num_local_experts must equal
+     * num_experts. Local ids must not repeat. Copied at prepare time. */
+    const int32_t *expert_map;
+    int hidden_size;           /* K */
+    int intermediate_size;     /* N */
+    int group_size;            /* 32, 64, 128 or -1 (per-channel); same for w13 and w2 */
+    moeint4_format format;
+    int zero_offset;           /* GPTQ_ASYM: 0, or 1 for AutoGPTQ v1 checkpoints */
+    moeint4_dtype scales_dtype; /* 0 or F16 (default), or BF16 */
+    /* w13: qweight GPTQ [E_l, K/8, 2N] | AWQ [E_l, K, 2N/8]; scales [E_l, K/g, 2N];
+     *      qzeros [E_l, K/g, 2N/8] (asym formats); g_idx [E_l, K] optional. */
+    const int32_t *w13_qweight;
+    const void *w13_scales;
+    const int32_t *w13_qzeros;
+    const int32_t *w13_g_idx;
+    /* w2:  qweight GPTQ [E_l, N/8, K] | AWQ [E_l, N, K/8]; scales [E_l, N/g, K];
+     *      qzeros [E_l, N/g, K/8]; g_idx [E_l, N] optional. */
+    const int32_t *w2_qweight;
+    const void *w2_scales;
+    const int32_t *w2_qzeros;
+    const int32_t *w2_g_idx;
+} moeint4_weights_desc;
+
+/* Validates the checkpoint tensors (shapes, group size, finite positive
+ * scales, zero points, expert_map, g_idx), asks the oracle (or the context's
+ * forced backend) for a backend, and converts the weights into that backend's
+ * layout (host pointers in; GPU backends upload). The caller's arrays may be
+ * freed afterwards. *weights is set only on success.
+ * Errors: INVALID_ARGUMENT, UNSUPPORTED (e.g. act-order g_idx; no backend can
+ * serve the problem: the message gives every backend's reason),
+ * BACKEND_UNAVAILABLE, OUT_OF_MEMORY, DEVICE_ERROR. */
+MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
+                                                   const moeint4_weights_desc *desc,
+                                                   moeint4_weights **weights);
+/* Releases prepared weights. NULL is a no-op. Releasing twice is undefined
+ * (as free()); a released handle must not be used. */
+MOEINT4_API void moeint4_weights_release(moeint4_weights *weights);
+
+/* Which backend serves these weights. */
+MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,
+                                                   moeint4_backend *backend);
+/* Bytes the prepared handle holds in host memory and in device memory (the
+ * HIP backend holds BF16 weights: about 4x the int4 checkpoint). Either output
+ * pointer may be NULL. */
+MOEINT4_API moeint4_status moeint4_weights_memory(const moeint4_weights *weights,
+                                                  size_t *host_bytes, size_t *device_bytes);
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct moeint4_forward_args {
+    size_t struct_size;
+    moeint4_dtype dtype;          /* of hidden_states and output */
+    int64_t num_tokens;           /* M >= 0 (0: nothing to do) */
+    int topk;                     /* 1 <= topk <= num_experts */
+    const void *hidden_states;    /* [M, K] */
+    const int32_t *topk_ids;      /* [M, topk] global expert ids in [0, num_experts) */
+    const float *topk_weights;    /* [M, topk] router weights (finite) */
+    void *output;                 /* [M, K]; must not overlap the inputs */
+    moeint4_activation activation;
+    float swiglu_limit;           /* SWIGLU_CLAMP only */
+    float swiglu_alpha;
+    float swiglu_beta;
+    /* 0: out[m] = sum_j w[m,j] * W2 act(W13 x[m]).
+     * 1: out[m] = sum_j W2 act(W13 (w[m,j] * x[m])) (router weight on the input). */
+    int apply_router_weight_on_input;
+    /* Device backends: the caller's stream/queue (hipStream_t, cl_command_queue,
+     * ze_command_list_handle_t); NULL = the context's default. CPU: ignored. */
+    void *stream;
+} moeint4_forward_args;
+
+/* Runs the expert half of a MoE layer:
+ *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
+ * Slots whose expert maps to -1 (not local) contribute nothing; a token with
+ * no local slot gets zeros. Accumulation is in f32; the result is rounded once
+ * to `dtype`.
+ * Memory: CPU backend: host pointers. GPU backends: device pointers, work is
+ * enqueued on `stream` and the call returns when it completes (see each
+ * backend's notes in README.md).
+ * Errors: INVALID_ARGUMENT (NULL pointers, sizes, enum values, topk ids out of
+ * range, non-finite router weights or SwiGLU parameters; the output is then
+ * untouched), UNSUPPORTED (dtype/activation the backend lacks), OUT_OF_MEMORY,
+ * DEVICE_ERROR; INVALID_ARGUMENT also when `weights` were prepared with
+ * another context. Thread-safe for concurrent calls on the same weights. */
+MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_weights *weights,
+                                           const moeint4_forward_args *args);
+
+/* ------------------------------------------------------------------------ */
+/* Device memory helpers (for callers without a framework)                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moeint4_copy_kind {
+    MOEINT4_COPY_HOST_TO_DEVICE = 1,
+    MOEINT4_COPY_DEVICE_TO_HOST = 2,
+    MOEINT4_COPY_DEVICE_TO_DEVICE = 3,
+} moeint4_copy_kind;
+
+/* Memory suitable for forward() pointers on `ctx`'s backend (host memory on
+ * the CPU backend, 64-byte aligned). For AUTO contexts the backend is the one
+ * the oracle picks for device use (its first available backend). */
+MOEINT4_API moeint4_status moeint4_memory_alloc(moeint4_context *ctx, size_t bytes, void **ptr);
+MOEINT4_API void moeint4_memory_free(moeint4_context *ctx, void *ptr);
+/* Synchronous copy. */
+MOEINT4_API moeint4_status moeint4_memory_copy(moeint4_context *ctx, void *dst, const void *src,
+                                               size_t bytes, moeint4_copy_kind kind);
+/* The backend a context's memory helpers use. */
+MOEINT4_API moeint4_status moeint4_context_backend(const moeint4_context *ctx,
+                                                   moeint4_backend *backend);
+
+/* ------------------------------------------------------------------------ */
+/* Oracle                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* What the oracle needs to know about a weights problem (no data). */
+typedef struct moeint4_problem {
+    size_t struct_size;
+    moeint4_format format;
+    int group_size;
+    int num_experts;
+    int num_local_experts;
+    int has_expert_map;
+    int hidden_size;        /* K */
+    int intermediate_size;  /* N */
+    int zero_offset;
+    int has_g_idx;          /* trivial g_idx only */
+} moeint4_problem;
+
+/* The backend the oracle picks for `problem` on device `device_index`
+ * (honouring MOEINT4_BACKEND when `requested` is AUTO). Fails with
+ * UNSUPPORTED / BACKEND_UNAVAILABLE and every reason when none can serve it. */
+MOEINT4_API moeint4_status moeint4_oracle_select(const moeint4_problem *problem,
+                                                 moeint4_backend requested, int device_index,
+                                                 moeint4_backend *chosen);
+/* The oracle's decision table in words: one line per backend in priority
+ * order with probe/supports results and the choice. Writes at most `capacity`
+ * bytes (NUL-terminated, truncated if needed) and the full length (without
+ * NUL) to *length when `length` is not NULL. */
+MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem,
+                                                  moeint4_backend requested, int device_index,
+                                                  char *buffer, size_t capacity, size_t *length);
+
+/* ------------------------------------------------------------------------ */
+/* Layout conversions (pure host functions, bit-exact)                       */
+/* ------------------------------------------------------------------------ */
+
+/* GPTQ symmetric -> the XPU layout (vLLM's XPU W4A16 MoE):
+ *   packed [E, OUT, IN/2] uint8, byte j of row o = code(2j) | code(2j+1) << 4
+ *   scales [E, OUT, G] (same dtype as the source scales, transposed)
+ * Codes are the stored 4-bit values (uint4b8; value = code - 8).
+ * Refuses other formats (UNSUPPORTED) and a non-trivial g_idx (UNSUPPORTED). */
+MOEINT4_API moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src,
+                                                      uint8_t *packed, void *scales_t);
+
+/* Any format -> BF16 [E, OUT, IN] (bit patterns): value = (q - zero) * scale
+ * in f32, rounded once to nearest even. */
+MOEINT4_API moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src,
+                                                          uint16_t *out);
+
+/* Any format -> F32 [E, OUT, IN], exact (q - zero) * scale. */
+MOEINT4_API moeint4_status moeint4_layout_dequantize_f32(const moeint4_quant_matrix *src,
+                                                         float *out);
+
+/* Validates `src` exactly as weights_prepare would (shapes, scales, zeros,
+ * g_idx). Useful before an offline conversion. */
+MOEINT4_API moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src);
+
+/* ------------------------------------------------------------------------ */
+/* Backend plugin interface                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A backend is a table of functions. Built-in backends, the GPU plugins
+ * (libmoeint4-hip.so, libmoeint4-xpu.so, which export
+ * moeint4_plugin_backend()) and third-party backends registered with
+ * moeint4_register_backend() all use it. Functions report errors by writing
+ * a message of at most `err_cap` bytes into `err`. */
+#define MOEINT4_BACKEND_API_VERSION 1
+
+typedef struct moeint4_backend_iface {
+    size_t struct_size;
+    uint32_t api_version;       /* MOEINT4_BACKEND_API_VERSION the backend was built with */
+    moeint4_backend id;         /* XPU/HIP for the plugins; ignored by register_backend */
+    const char *name;           /* short lower-case name, e.g. "cpu" */
+    int device_pointers;        /* 1: forward() takes device pointers */
+    int platform_priority;      /* lower = tried first by the oracle (CPU: 1000) */
+    void *user_data;            /* passed back to every call */
+
+    /* Is the hardware/runtime here? 1 yes, 0 no (reason filled). Required. */
+    int (*probe)(void *user_data, int device_index, char *reason, size_t reason_cap);
+    /* Can it serve this problem? 1 yes, 0 no (reason filled). Required. */
+    int (*supports)(void *user_data, const moeint4_problem *problem, char *reason,
+                    size_t reason_cap);
+    /* Per-context state (device handles, queues, thread pools). Required. */
+    moeint4_status (*context_create)(void *user_data, const moeint4_context_options *options,
+                                     void **backend_context, char *err, size_t err_cap);
+    void (*context_destroy)(void *user_data, void *backend_context);
+    /* Converts validated checkpoint tensors (host pointers) into the backend's
+     * own layout. Required. */
+    moeint4_status (*prepare)(void *backend_context, const moeint4_weights_desc *desc,
+                              void **backend_weights, char *err, size_t err_cap);
+    void (*release)(void *backend_context, void *backend_weights);
+    /* args were validated by the core (host-side topk ids checked when
+     * device_pointers == 0). Required. */
+    moeint4_status (*forward)(void *backend_context, const void *backend_weights,
+                              const moeint4_forward_args *args, char *err, size_t err_cap);
+    /* Optional (NULL): bytes held by a prepared handle. */
+    void (*memory_usage)(void *backend_context, const void *backend_weights, size_t *host_bytes,
+                         size_t *device_bytes);
+    /* Optional (NULL = host malloc semantics): memory helpers for forward(). */
+    moeint4_status (*memory_alloc)(void *backend_context, size_t bytes, void **ptr, char *err,
+                                   size_t err_cap);
+    void (*memory_free)(void *backend_context, void *ptr);
+    moeint4_status (*memory_copy)(void *backend_context, void *dst, const void *src, size_t bytes,
+                                  moeint4_copy_kind kind, char *err, size_t err_cap);
+    /* Optional: extras looked up by name without changing this table. */
+    void *(*get_proc_address)(void *user_data, const char *name);
+} moeint4_backend_iface;
+
+/* Entry point a backend plugin .so exports: returns its table, or NULL when
+ * it cannot work with a core of `core_api_version`. */
+typedef const moeint4_backend_iface *(*moeint4_plugin_backend_fn)(uint32_t core_api_version);
+
+/* Adds a third-party backend. The table is copied; user_data must outlive
+ * the library's use of it. Fails with VERSION_MISMATCH when api_version or
+ * struct_size does not match, INVALID_ARGUMENT for a missing required
+ * function or a name already taken. *id receives the new backend's id. */
+MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
+                                                    moeint4_backend *id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOEINT4_H */
