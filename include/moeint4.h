@@ -146,6 +146,9 @@ typedef struct moeint4_backend_info {
     int compiled;         /* 1: built in, or its plugin was found and loaded */
     int available;        /* 1: its hardware/runtime is present (probe ok) */
     char reason[256];     /* why not compiled/available; "" when available */
+    /* 1: forward() takes device pointers (from moeint4_memory_alloc or a
+     * framework's tensors); 0: host pointers. */
+    int device_pointers;
 } moeint4_backend_info;
 
 /* Ids of every known backend (built in, plugin or registered, available or
