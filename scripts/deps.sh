@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what libmoeint4 needs on Debian 12 (run as root). Each package and
+# why: see README.md, "Dependencies".
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libopenblas-dev          # CPU backend: sgemm for experts with many tokens; bench floor + baseline
+  libcmocka-dev            # unit and conformance tests
+  python3-numpy python3-pytest python3-setuptools python3-pip  # Python binding tests
+  gnuplot-nox              # bench --plot
+  libze-dev                # XPU: Level Zero headers + loader (dlopen'ed at run time)
+  ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd  # XPU: OpenCL runtime; PoCL runs its kernels on the CPU in tests
+  clang-15 llvm-spirv-15 spirv-tools                   # XPU: OpenCL C -> SPIR-V, validated
+  libdnnl-dev              # XPU: oneDNN matmul for experts with many tokens
+  hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
