@@ -1,6 +1,19 @@
 /* Internal interface of the layout module: checkpoint formats -> the layouts
  * backends want. Pure host functions; the public moeint4_layout_* calls are
- * thin wrappers that clear/set the thread's error. */
+ * thin wrappers that clear/set the thread's error.
+ *
+ * Shape rules (what mi4_layout_validate enforces):
+ *  - num_experts, in_features (IN), out_features (OUT) > 0.
+ *  - IN % 8 == 0 for every format: GPTQ packs 8 codes along IN, and every
+ *    backend layout (the XPU one packs IN in pairs) relies on it.
+ *  - IN % group_size == 0 unless group_size == -1 (per-channel, G = 1).
+ *  - OUT % 8 == 0 for formats that pack along OUT (GPTQ_ASYM qzeros, AWQ);
+ *    GPTQ_SYM accepts any OUT (nothing is packed along OUT).
+ *  - zero_offset 0, or 1 for GPTQ_ASYM only.
+ *  - qzeros is required for GPTQ_ASYM and AWQ, ignored for GPTQ_SYM.
+ *  - g_idx, when given, must be trivial (g_idx[e][k] == k / group_size, 0
+ *    per-channel): act-order is UNSUPPORTED; entries outside [0, G) are
+ *    INVALID_ARGUMENT. */
 #ifndef MOEINT4_LAYOUT_LAYOUT_H
 #define MOEINT4_LAYOUT_LAYOUT_H
 
@@ -23,5 +36,41 @@ moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *na
  * passed mi4_layout_validate. */
 void mi4_layout_unpack_expert(const moeint4_quant_matrix *m, int expert, uint8_t *codes,
                               uint8_t *zeros, float *scales);
+
+/* ---- finer-grained helpers for backends (all need a validated `m`) ---- */
+
+/* a * b * c * d into *product; 0 (and *product untouched) when it would
+ * overflow size_t, else 1. */
+int mi4_layout_checked_product(size_t a, size_t b, size_t c, size_t d, size_t *product);
+
+/* F16 or BF16 (scales_dtype 0 means F16). */
+moeint4_dtype mi4_layout_scales_dtype(const moeint4_quant_matrix *m);
+
+/* G: IN / group_size, or 1 per-channel. */
+int mi4_layout_num_groups(const moeint4_quant_matrix *m);
+
+/* The value subtracted from codes of (expert, group, row = output index):
+ * 8 | stored zero + zero_offset | stored zero, as for unpack_expert. */
+int mi4_layout_zero(const moeint4_quant_matrix *m, int expert, int group, int row);
+
+/* The scale of (expert, group, row) as f32 (exact). */
+float mi4_layout_scale(const moeint4_quant_matrix *m, int expert, int group, int row);
+
+/* Codes of rows [row0, row0 + rows) and columns [col0, col0 + cols) of one
+ * expert into codes[r * ld + c] (r, c relative). col0 and cols must be
+ * multiples of 8; the block must lie inside [OUT] x [IN]. */
+void mi4_layout_decode_codes(const moeint4_quant_matrix *m, int expert, int row0, int rows,
+                             int col0, int cols, uint8_t *codes, size_t ld);
+
+/* One expert dequantized to [OUT][IN]: exact f32 (q - zero) * scale, or that
+ * value rounded once to bf16 (nearest even). */
+void mi4_layout_dequantize_expert_f32(const moeint4_quant_matrix *m, int expert, float *out);
+void mi4_layout_dequantize_expert_bf16(const moeint4_quant_matrix *m, int expert, uint16_t *out);
+
+/* One expert of a GPTQ_SYM matrix in the XPU layout: packed [OUT][IN/2]
+ * (byte j of row o = code(2j) | code(2j+1) << 4) and scales_t [OUT][G]
+ * (the source's 16-bit scale bit patterns, transposed). */
+void mi4_layout_xpu_expert(const moeint4_quant_matrix *m, int expert, uint8_t *packed,
+                           uint16_t *scales_t);
 
 #endif

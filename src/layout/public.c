@@ -1,0 +1,96 @@
+/* The public moeint4_layout_* calls: validate, check the outputs, convert
+ * expert by expert. Nothing is written before every check has passed. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "layout/layout.h"
+
+#define SOURCE_NAME "src"
+
+moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src)
+{
+    mi4_clear_error();
+    return mi4_layout_validate(src, SOURCE_NAME);
+}
+
+/* Elements per expert of an [OUT][IN] output, after checking that the whole
+ * [E][OUT][IN] output of `element_size` bytes fits size_t. */
+static moeint4_status dense_output_size(const moeint4_quant_matrix *src, size_t element_size,
+                                        const char *output_name, size_t *per_expert)
+{
+    size_t bytes;
+    if (!mi4_layout_checked_product((size_t)src->num_experts, (size_t)src->out_features,
+                                    (size_t)src->in_features, element_size, &bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s: %d experts x %d x %d values overflow size_t bytes", output_name,
+                        src->num_experts, src->out_features, src->in_features);
+    *per_expert = (size_t)src->out_features * (size_t)src->in_features;
+    return MOEINT4_SUCCESS;
+}
+
+/* Exactly one of out_f32 / out_bf16 is the caller's output; `out_given`
+ * says whether the caller passed a non-NULL pointer. */
+static moeint4_status dequantize(const moeint4_quant_matrix *src, float *out_f32,
+                                 uint16_t *out_bf16, int out_given)
+{
+    mi4_clear_error();
+    moeint4_status status = mi4_layout_validate(src, SOURCE_NAME);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    if (!out_given)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "out is NULL");
+    size_t element_size = out_f32 ? sizeof(float) : sizeof(uint16_t);
+    size_t per_expert = 0;
+    if ((status = dense_output_size(src, element_size, "out", &per_expert)) != MOEINT4_SUCCESS)
+        return status;
+    for (int e = 0; e < src->num_experts; e++) {
+        if (out_f32)
+            mi4_layout_dequantize_expert_f32(src, e, out_f32 + (size_t)e * per_expert);
+        else
+            mi4_layout_dequantize_expert_bf16(src, e, out_bf16 + (size_t)e * per_expert);
+    }
+    return MOEINT4_SUCCESS;
+}
+
+moeint4_status moeint4_layout_dequantize_f32(const moeint4_quant_matrix *src, float *out)
+{
+    return dequantize(src, out, NULL, out != NULL);
+}
+
+moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src, uint16_t *out)
+{
+    return dequantize(src, NULL, out, out != NULL);
+}
+
+moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
+                                          void *scales_t)
+{
+    mi4_clear_error();
+    moeint4_status status = mi4_layout_validate(src, SOURCE_NAME);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    if (src->format != MOEINT4_FORMAT_GPTQ_SYM)
+        return mi4_fail(MOEINT4_UNSUPPORTED,
+                        "src.format = %s: the XPU layout holds GPTQ symmetric (GPTQ_SYM) weights "
+                        "only",
+                        src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM");
+    if (!packed)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "packed is NULL");
+    if (!scales_t)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "scales_t is NULL");
+    /* packed is half the bytes of an [E][OUT][IN] uint8 array; the scales are
+     * smaller than the source scales, which validate has sized. */
+    size_t bytes;
+    if (!mi4_layout_checked_product((size_t)src->num_experts, (size_t)src->out_features,
+                                    (size_t)src->in_features / 2, 1, &bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "packed: %d experts x %d x %d bytes overflow size_t", src->num_experts,
+                        src->out_features, src->in_features / 2);
+    size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
+    size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
+    for (int e = 0; e < src->num_experts; e++)
+        mi4_layout_xpu_expert(src, e, packed + (size_t)e * packed_per_expert,
+                              (uint16_t *)scales_t + (size_t)e * scales_per_expert);
+    return MOEINT4_SUCCESS;
+}
