@@ -20,6 +20,7 @@ uint64_t tk_rng_next(tk_rng *rng);
 double tk_rng_uniform(tk_rng *rng);                 /* [0, 1) */
 double tk_rng_range(tk_rng *rng, double lo, double hi);
 double tk_rng_normal(tk_rng *rng);                  /* N(0, 1) */
+int tk_rng_below(tk_rng *rng, int bound);           /* uniform in [0, bound) */
 
 /* ---- 16-bit float conversions of the test kit's own ---- */
 float tk_f16_to_f32(uint16_t h);
@@ -55,6 +56,25 @@ void tk_matrix_free(tk_matrix *m);
 moeint4_quant_matrix tk_matrix_view(const tk_matrix *m);
 /* Exact dequantized value (code - zero) * scale of expert e, row o, column i. */
 double tk_matrix_value(const tk_matrix *m, int e, int o, int i);
+/* The parts of that value: natural code 0..15 (read from the packed qweight
+ * when the codes were dropped), zero (value subtracted) and scale. */
+int tk_matrix_code(const tk_matrix *m, int e, int o, int i);
+int tk_matrix_zero(const tk_matrix *m, int e, int o, int i);
+double tk_matrix_scale(const tk_matrix *m, int e, int o, int i);
+/* Allocates every array of a matrix (uninitialised codes/zeros/scales;
+ * trivial g_idx filled when with_g_idx). Fill codes, zeros (natural: the
+ * value subtracted) and scales, then call tk_matrix_pack. 0 or -1. */
+int tk_matrix_alloc(tk_matrix *m, moeint4_format format, int zero_offset, int num_experts,
+                    int in_features, int out_features, int group_size,
+                    moeint4_dtype scales_dtype, int with_g_idx);
+/* Packs qweight (and qzeros: stored = natural zero - zero_offset) from the
+ * natural codes and zeros. */
+void tk_matrix_pack(tk_matrix *m);
+/* Frees the natural codes (1 byte per weight: 1.4 GB for Mixtral-8x7B) when
+ * only the packed checkpoint is needed. tk_matrix_value keeps working (it
+ * decodes the packed words); tk_reference_moe needs the codes and writes NaN
+ * without them. */
+void tk_matrix_drop_codes(tk_matrix *m);
 
 /* ---- a whole MoE layer ---- */
 typedef struct tk_layer {
@@ -73,6 +93,9 @@ int tk_layer_random(tk_layer *layer, moeint4_format format, int zero_offset, int
                     int hidden_size, int intermediate_size, int group_size,
                     moeint4_dtype scales_dtype, int expert_map_mode, tk_rng *rng);
 void tk_layer_free(tk_layer *layer);
+/* The scale_base tk_layer_random uses for a projection with in_features
+ * inputs: unit gain for unit-variance inputs (derivation in tk_layer.c). */
+double tk_unit_gain_scale(moeint4_format format, int zero_offset, int in_features);
 /* Fills a descriptor pointing at the layer's arrays. */
 moeint4_weights_desc tk_layer_desc(const tk_layer *layer);
 
@@ -86,6 +109,10 @@ void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double 
                          void *data);
 size_t tk_dtype_size(moeint4_dtype dtype);
 double tk_load(moeint4_dtype dtype, const void *data, size_t index);
+/* Stores value rounded (nearest even) to dtype at data[index]. */
+void tk_store(moeint4_dtype dtype, void *data, size_t index, double value);
+/* Fills with 0xff bytes: NaN in f32, f16 and bf16 alike. */
+void tk_poison(void *data, size_t bytes);
 
 /* ---- the reference: double precision, natural-order weights ---- */
 typedef struct tk_activation {
@@ -109,5 +136,32 @@ double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, 
 /* Reads a whole file into a malloc'd buffer; returns NULL when missing.
  * path is relative to MOEINT4_VECTORS_DIR (set by tests/common/CMakeLists). */
 void *tk_read_vector(const char *relative_path, size_t *bytes);
+/* Reads <case_name>/<array>.bin; NULL when missing or not exactly `bytes` long. */
+void *tk_read_vector_array(const char *case_name, const char *array, size_t bytes);
+
+/* One vector case's parameters (from manifest.json). */
+typedef struct tk_vector_params {
+    const char *name;            /* folder, e.g. "case1_gptq_sym_g128" */
+    moeint4_format format;
+    int num_experts, hidden_size, intermediate_size, group_size, num_tokens, topk;
+} tk_vector_params;
+/* The known cases: index 0, 1, ...; NULL past the last. */
+const tk_vector_params *tk_vector_case_params(int index);
+
+/* A vector case as a tk_layer: natural codes/zeros/scales from the debug_*
+ * arrays (F16 scales, zero_offset 0, identity expert map) packed by
+ * tk_matrix_pack, plus the case's inputs and vLLM's f32 output. SiLU,
+ * router weight on the output, BF16 activations. */
+typedef struct tk_vector_case {
+    const tk_vector_params *params;
+    tk_layer layer;
+    uint16_t *hidden;            /* [M][K] bf16 */
+    int32_t *topk_ids;           /* [M][topk] */
+    float *topk_weights;         /* [M][topk] */
+    float *ref_out;              /* [M][K] ref_out_f32.bin */
+} tk_vector_case;
+/* 0, or -1 when a file is missing or has the wrong size. */
+int tk_vector_case_load(tk_vector_case *c, const tk_vector_params *params);
+void tk_vector_case_free(tk_vector_case *c);
 
 #endif
