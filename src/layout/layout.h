@@ -29,6 +29,13 @@
  * message, e.g. "w13_scales[2][0][17] = nan is not a finite positive scale". */
 moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *name);
 
+/* mi4_layout_validate in two steps, so that a caller can check its own
+ * outputs between them: _shape reads no array element (struct_size, enums,
+ * shape, byte counts, required pointers); _data reads the arrays (scales,
+ * g_idx) and needs _shape to have passed. */
+moeint4_status mi4_layout_validate_shape(const moeint4_quant_matrix *m, const char *name);
+moeint4_status mi4_layout_validate_data(const moeint4_quant_matrix *m, const char *name);
+
 /* One expert in natural order, what every backend starts from:
  * codes [OUT][IN] uint8 0..15, zeros [G][OUT] uint8 (the value subtracted:
  * 8 for GPTQ_SYM; stored zero + zero_offset for GPTQ_ASYM; stored zero for

@@ -1,5 +1,7 @@
-/* The public moeint4_layout_* calls: validate, check the outputs, convert
- * expert by expert. Nothing is written before every check has passed. */
+/* The public moeint4_layout_* calls. Order: the source's shape (no array
+ * read), then the caller's outputs, then the source's data (scales, g_idx),
+ * then the conversion, expert by expert. Nothing is written before every
+ * check has passed. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,36 +16,34 @@ moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src)
     return mi4_layout_validate(src, SOURCE_NAME);
 }
 
-/* Elements per expert of an [OUT][IN] output, after checking that the whole
- * [E][OUT][IN] output of `element_size` bytes fits size_t. */
-static moeint4_status dense_output_size(const moeint4_quant_matrix *src, size_t element_size,
-                                        const char *output_name, size_t *per_expert)
+/* An [E][OUT][IN] output of element_size bytes must fit size_t. */
+static moeint4_status check_dense_output(const moeint4_quant_matrix *src, size_t element_size)
 {
     size_t bytes;
     if (!mi4_layout_checked_product((size_t)src->num_experts, (size_t)src->out_features,
                                     (size_t)src->in_features, element_size, &bytes))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "%s: %d experts x %d x %d values overflow size_t bytes", output_name,
-                        src->num_experts, src->out_features, src->in_features);
-    *per_expert = (size_t)src->out_features * (size_t)src->in_features;
+                        "out: %d experts x %d x %d values of %zu bytes overflow size_t",
+                        src->num_experts, src->out_features, src->in_features, element_size);
     return MOEINT4_SUCCESS;
 }
 
-/* Exactly one of out_f32 / out_bf16 is the caller's output; `out_given`
- * says whether the caller passed a non-NULL pointer. */
+/* out_f32 or out_bf16 is the caller's output (the other is NULL); `out_given`
+ * says whether the caller's pointer was non-NULL. */
 static moeint4_status dequantize(const moeint4_quant_matrix *src, float *out_f32,
                                  uint16_t *out_bf16, int out_given)
 {
     mi4_clear_error();
-    moeint4_status status = mi4_layout_validate(src, SOURCE_NAME);
+    moeint4_status status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     if (!out_given)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "out is NULL");
-    size_t element_size = out_f32 ? sizeof(float) : sizeof(uint16_t);
-    size_t per_expert = 0;
-    if ((status = dense_output_size(src, element_size, "out", &per_expert)) != MOEINT4_SUCCESS)
+    if ((status = check_dense_output(src, out_f32 ? sizeof(float) : sizeof(uint16_t))) !=
+            MOEINT4_SUCCESS ||
+        (status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)
         return status;
+    size_t per_expert = (size_t)src->out_features * (size_t)src->in_features;
     for (int e = 0; e < src->num_experts; e++) {
         if (out_f32)
             mi4_layout_dequantize_expert_f32(src, e, out_f32 + (size_t)e * per_expert);
@@ -67,7 +67,7 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8
                                           void *scales_t)
 {
     mi4_clear_error();
-    moeint4_status status = mi4_layout_validate(src, SOURCE_NAME);
+    moeint4_status status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     if (src->format != MOEINT4_FORMAT_GPTQ_SYM)
@@ -79,14 +79,10 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "packed is NULL");
     if (!scales_t)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "scales_t is NULL");
-    /* packed is half the bytes of an [E][OUT][IN] uint8 array; the scales are
-     * smaller than the source scales, which validate has sized. */
-    size_t bytes;
-    if (!mi4_layout_checked_product((size_t)src->num_experts, (size_t)src->out_features,
-                                    (size_t)src->in_features / 2, 1, &bytes))
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "packed: %d experts x %d x %d bytes overflow size_t", src->num_experts,
-                        src->out_features, src->in_features / 2);
+    /* Both outputs are exactly as large as the source's qweight and scales,
+     * whose byte counts validate_shape has checked. */
+    if ((status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)
+        return status;
     size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
     size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
     for (int e = 0; e < src->num_experts; e++)

@@ -188,7 +188,7 @@ static moeint4_status check_g_idx(const moeint4_quant_matrix *m, const char *nam
     return MOEINT4_SUCCESS;
 }
 
-moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *name)
+moeint4_status mi4_layout_validate_shape(const moeint4_quant_matrix *m, const char *name)
 {
     if (!name)
         name = "matrix";
@@ -201,9 +201,25 @@ moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *na
     moeint4_status status;
     if ((status = check_enums(m, name)) != MOEINT4_SUCCESS ||
         (status = check_shape(m, name)) != MOEINT4_SUCCESS ||
-        (status = check_sizes(m, name)) != MOEINT4_SUCCESS ||
-        (status = check_pointers(m, name)) != MOEINT4_SUCCESS ||
-        (status = check_scales(m, name)) != MOEINT4_SUCCESS)
+        (status = check_sizes(m, name)) != MOEINT4_SUCCESS)
+        return status;
+    return check_pointers(m, name);
+}
+
+moeint4_status mi4_layout_validate_data(const moeint4_quant_matrix *m, const char *name)
+{
+    if (!name)
+        name = "matrix";
+    moeint4_status status = check_scales(m, name);
+    if (status != MOEINT4_SUCCESS)
         return status;
     return check_g_idx(m, name);
+}
+
+moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *name)
+{
+    moeint4_status status = mi4_layout_validate_shape(m, name);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    return mi4_layout_validate_data(m, name);
 }
