@@ -1,0 +1,98 @@
+/* The small interface both device runtimes (Level Zero, OpenCL) implement:
+ * allocate, copy, launch one of the backend's kernels, wait. Device pointers
+ * are plain pointers under both (USM on Level Zero, SVM on OpenCL); a queue
+ * is a native handle (ze_command_list_handle_t / cl_command_queue) or NULL
+ * for the runtime's own. */
+#ifndef MOEINT4_XPU_RUNTIME_H
+#define MOEINT4_XPU_RUNTIME_H
+
+#include <stddef.h>
+
+#include "moeint4.h"
+
+/* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
+typedef enum mi4_xpu_kernel {
+    MI4_XPU_ROUTE_INIT,
+    MI4_XPU_ROUTE_COUNT,
+    MI4_XPU_ROUTE_SCAN,
+    MI4_XPU_ROUTE_SCATTER,
+    MI4_XPU_W13_GEMM,
+    MI4_XPU_W2_GEMM,
+    MI4_XPU_COMBINE,
+    MI4_XPU_DNNL_GATHER,
+    MI4_XPU_DNNL_DEQUANT,
+    MI4_XPU_DNNL_ACTIVATE,
+    MI4_XPU_DNNL_SCATTER,
+    MI4_XPU_KERNEL_COUNT
+} mi4_xpu_kernel;
+
+extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
+
+/* Rows per GEMM tile; kernels/common.cl has the same MI4_TILE_ROWS. */
+#define MI4_XPU_TILE_ROWS 8
+
+/* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
+typedef struct mi4_xpu_arg {
+    int is_pointer;
+    size_t size;
+    const void *value; /* scalar: its bytes; pointer: the device pointer itself */
+} mi4_xpu_arg;
+
+#define MI4_XPU_PTR(p) ((mi4_xpu_arg){1, sizeof(void *), (const void *)(p)})
+#define MI4_XPU_INT(v) ((mi4_xpu_arg){0, sizeof(int), &(v)})
+#define MI4_XPU_FLOAT(v) ((mi4_xpu_arg){0, sizeof(float), &(v)})
+
+typedef enum mi4_xpu_runtime_kind {
+    MI4_XPU_LEVEL_ZERO = 1,
+    MI4_XPU_OPENCL = 2,
+} mi4_xpu_runtime_kind;
+
+typedef struct mi4_xpu_runtime mi4_xpu_runtime;
+
+typedef struct mi4_xpu_runtime_ops {
+    moeint4_status (*alloc)(mi4_xpu_runtime *rt, size_t bytes, void **ptr, char *err,
+                            size_t cap);
+    void (*free)(mi4_xpu_runtime *rt, void *ptr);
+    /* Enqueues a copy on `queue` and waits for it (and all work before it). */
+    moeint4_status (*copy)(mi4_xpu_runtime *rt, void *queue, void *dst, const void *src,
+                           size_t bytes, char *err, size_t cap);
+    /* global[i] is a multiple of local[i]; kernels guard their bounds. */
+    moeint4_status (*launch)(mi4_xpu_runtime *rt, void *queue, mi4_xpu_kernel kernel,
+                             const size_t global[2], const size_t local[2], int num_args,
+                             const mi4_xpu_arg *args, char *err, size_t cap);
+    moeint4_status (*wait)(mi4_xpu_runtime *rt, void *queue, char *err, size_t cap);
+    /* Checks that a caller's queue handle belongs to this runtime's context. */
+    moeint4_status (*check_queue)(mi4_xpu_runtime *rt, void *queue, char *err, size_t cap);
+    void (*destroy)(mi4_xpu_runtime *rt);
+} mi4_xpu_runtime_ops;
+
+/* What every runtime starts with; each runtime's struct embeds it first. */
+struct mi4_xpu_runtime {
+    const mi4_xpu_runtime_ops *ops;
+    mi4_xpu_runtime_kind kind;
+    char device_name[128];
+    int is_test_cpu_device; /* OpenCL test mode on PoCL's CPU device */
+};
+
+/* Probes write why not into `reason`; return 1 when a usable device exists. */
+int mi4_xpu_ze_probe(int device_index, char *reason, size_t cap);
+int mi4_xpu_ocl_probe(int device_index, char *reason, size_t cap);
+
+moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu_runtime **rt,
+                                 char *err, size_t cap);
+moeint4_status mi4_xpu_ocl_create(int device_index, mi4_xpu_runtime **rt, char *err,
+                                  size_t cap);
+
+/* OpenCL handles for the oneDNN path (NULL unless rt is an OpenCL runtime). */
+void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, void **queue);
+
+/* err/cap convention of the backend interface; returns `status`. */
+moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Embedded program text and SPIR-V (generated at build time). */
+extern const char mi4_xpu_kernel_source[];
+extern const unsigned char mi4_xpu_kernel_spirv[];
+extern const size_t mi4_xpu_kernel_spirv_size;
+
+#endif
