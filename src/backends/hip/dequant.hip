@@ -1,0 +1,143 @@
+/* Load-time dequantization on the device: the checkpoint arrays of one
+ * projection are uploaded, expanded to bf16 [E][OUT][IN] with
+ * (q - zero) * scale in f32 rounded once to nearest even -- the same bits as
+ * moeint4_layout_dequantize_bf16 (the product is exact in f32: at most 5 + 11
+ * significant bits) -- and the int4 copies are freed again. */
+#include <stdio.h>
+
+#include "hip_internal.h"
+
+namespace {
+
+/* AWQ keeps output column 8w + c of a word in nibble awq_nibble[c]. */
+__device__ __constant__ unsigned char awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+struct dequant_params {
+    const int32_t *qweight;
+    const uint16_t *scales;
+    const int32_t *qzeros;
+    int format, zero_offset, scales_bf16;
+    int experts, in, out, group_size, groups;
+    uint16_t *dst;
+};
+
+__device__ unsigned nibble(int32_t word, unsigned index) { return ((uint32_t)word >> (4u * index)) & 15u; }
+
+/* One thread writes 8 consecutive inputs (16 bytes) of one output row. */
+__global__ void dequantize(dequant_params p)
+{
+    const int64_t chunks_per_row = p.in / 8;
+    const int64_t total = (int64_t)p.experts * p.out * chunks_per_row;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t chunk = t % chunks_per_row;
+        int64_t o = (t / chunks_per_row) % p.out;
+        int64_t e = t / (chunks_per_row * p.out);
+        int i0 = (int)chunk * 8;
+        int group = i0 / p.group_size; /* a group never splits 8 inputs */
+        size_t group_at = ((size_t)e * p.groups + (size_t)group);
+        uint16_t scale_bits = p.scales[group_at * p.out + o];
+        float scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits)
+                                    : mi4_dev_f16_to_f32(scale_bits);
+        int zero = 8;
+        if (p.format != MOEINT4_FORMAT_GPTQ_SYM) {
+            int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
+            zero = p.format == MOEINT4_FORMAT_AWQ ? (int)nibble(zword, awq_nibble[o % 8])
+                                                  : (int)nibble(zword, (unsigned)(o % 8)) +
+                                                        p.zero_offset;
+        }
+        uint32_t packed[4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            unsigned code;
+            if (p.format == MOEINT4_FORMAT_AWQ) {
+                int32_t word = p.qweight[((size_t)e * p.in + (size_t)(i0 + j)) * (p.out / 8) +
+                                         (size_t)(o / 8)];
+                code = nibble(word, awq_nibble[o % 8]);
+            } else {
+                int32_t word = p.qweight[((size_t)e * (p.in / 8) + (size_t)chunk) * p.out + o];
+                code = nibble(word, (unsigned)j);
+            }
+            float value = __fmul_rn((float)((int)code - zero), scale);
+            uint32_t bits = mi4_dev_f32_to_bf16(value);
+            if (j % 2 == 0)
+                packed[j / 2] = bits;
+            else
+                packed[j / 2] |= bits << 16;
+        }
+        uint4 v = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        *(uint4 *)(p.dst + ((size_t)e * p.out + (size_t)o) * p.in + i0) = v;
+    }
+}
+
+moeint4_status upload(void **dst, const void *src, size_t bytes, const char *what, char *err,
+                      size_t err_cap)
+{
+    hipError_t e = hipMalloc(dst, bytes);
+    if (e != hipSuccess) {
+        *dst = nullptr;
+        snprintf(err, err_cap, "hip: cannot allocate %zu device bytes for %s: %s", bytes, what,
+                 hipGetErrorString(e));
+        return MOEINT4_OUT_OF_MEMORY;
+    }
+    e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
+    if (e != hipSuccess) {
+        snprintf(err, err_cap, "hip: copying %s to the device failed: %s", what,
+                 hipGetErrorString(e));
+        return MOEINT4_DEVICE_ERROR;
+    }
+    return MOEINT4_SUCCESS;
+}
+
+} // namespace
+
+moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
+                                  size_t err_cap)
+{
+    int groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
+    size_t experts = (size_t)m->num_experts;
+    size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
+    size_t scale_count = experts * (size_t)groups * (size_t)m->out_features;
+    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr;
+    moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
+    if (st == MOEINT4_SUCCESS)
+        st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
+    if (st == MOEINT4_SUCCESS && m->format != MOEINT4_FORMAT_GPTQ_SYM)
+        st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
+    if (st == MOEINT4_SUCCESS) {
+        dequant_params p;
+        p.qweight = (const int32_t *)qweight;
+        p.scales = (const uint16_t *)scales;
+        p.qzeros = (const int32_t *)qzeros;
+        p.format = m->format;
+        p.zero_offset = m->zero_offset;
+        p.scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
+        p.experts = m->num_experts;
+        p.in = m->in_features;
+        p.out = m->out_features;
+        p.group_size = m->group_size == -1 ? m->in_features : m->group_size;
+        p.groups = groups;
+        p.dst = out;
+        int64_t work = (int64_t)words;
+        int64_t blocks = (work + 255) / 256;
+        dequantize<<<(unsigned)(blocks > 1 << 20 ? 1 << 20 : (blocks < 1 ? 1 : blocks)), 256>>>(p);
+        hipError_t e = hipGetLastError();
+        if (e == hipSuccess)
+            e = hipStreamSynchronize(0);
+        if (e != hipSuccess) {
+            snprintf(err, err_cap, "hip: dequantization kernel failed: %s", hipGetErrorString(e));
+            st = MOEINT4_DEVICE_ERROR;
+        }
+    }
+    (void)hipFree(qweight);
+    (void)hipFree(scales);
+    (void)hipFree(qzeros);
+    return st;
+}
+
+/* Succeeds when the loaded code object has an image for the current device. */
+hipError_t mi4_hip_check_kernel_image(void)
+{
+    hipFuncAttributes attributes;
+    return hipFuncGetAttributes(&attributes, (const void *)dequantize);
+}

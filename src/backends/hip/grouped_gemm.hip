@@ -1,0 +1,353 @@
+/* The grouped BF16 GEMMs of the expert MLP over routed row tiles.
+ *
+ * Each block computes a BM x BN output tile of one expert. Rows come from the
+ * routing (sorted slots, padded to BM per expert); operands are staged
+ * through shared memory in a STAGES-deep pipeline of 16-byte copies; the
+ * inner step is matrix_core.h's 16x16x16 tile (matrix cores or plain FMA).
+ *
+ *   gemm13: A = x rows (gathered by slot), B = w13[e] rows. Each warp's
+ *           WN columns are WN/2 gate rows followed by the WN/2 matching up
+ *           rows, so a lane holds gate and up of the same output in
+ *           fragments j and j + WN/32: the activation is applied in the
+ *           epilogue and only act [rows][N] (bf16) is written.
+ *   gemm2:  A = act rows, B = w2[e]; the epilogue scales by the router
+ *           weight and writes f32 rows per slot for the combine. */
+#include <math.h>
+
+#include "hip_internal.h"
+#include "matrix_core.h"
+
+namespace {
+
+struct gemm_params {
+    const uint16_t *a;
+    int a_by_slot;          /* gemm13: 1 = a row per slot, 0 = per token (slot / topk) */
+    const uint16_t *b;      /* [E_l][b_rows][inner] */
+    int b_rows;
+    int inner;              /* reduction length (K for gemm13, N for gemm2) */
+    int out_cols;           /* N for gemm13 (activated outputs), K for gemm2 */
+    int topk;
+    const int *sorted_slot;
+    const int *tile_expert;
+    const int *status;      /* [2] = number of row tiles */
+    uint16_t *act;
+    float *y;
+    const float *topk_weights;
+    int weight_on_output;
+    int activation;
+    float limit, alpha, beta;
+};
+
+__device__ float activate(int kind, float gate, float up, float limit, float alpha, float beta)
+{
+    if (kind == MOEINT4_ACTIVATION_GELU)
+        return 0.5f * gate * (1.0f + erff(gate * 0.70710678118654752f)) * up;
+    if (kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP) {
+        float g = fminf(gate, limit);
+        float u = fminf(fmaxf(up, -limit), limit);
+        return (u + beta) * g / (1.0f + expf(-alpha * g));
+    }
+    return gate / (1.0f + expf(-gate)) * up;
+}
+
+/* One k16 step of a warp's FM x FN fragments. */
+template <int FM, int FN, int LD>
+__device__ __forceinline__ void fma_step(mi4_frag_acc (&acc)[FM][FN], const uint16_t *sa,
+                                         const uint16_t *sb)
+{
+#pragma unroll
+    for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++)
+            mi4_fma_tile(acc[i][j], sa + i * 16 * LD, LD, sb + j * 16 * LD, LD);
+}
+
+template <int FM, int FN, int LD>
+__device__ __forceinline__ void mma_step(mi4_frag_acc (&acc)[FM][FN], const uint16_t *sa,
+                                         const uint16_t *sb)
+{
+#if MI4_HAVE_MATRIX_CORES
+    mi4_frag_a fa[FM];
+    mi4_frag_b fb[FN];
+#pragma unroll
+    for (int i = 0; i < FM; i++)
+        mi4_load_a(fa[i], sa + i * 16 * LD, LD);
+#pragma unroll
+    for (int j = 0; j < FN; j++)
+        mi4_load_b(fb[j], sb + j * 16 * LD, LD);
+#pragma unroll
+    for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++)
+            mi4_mma(acc[i][j], fa[i], fb[j]);
+#else
+    fma_step<FM, FN, LD>(acc, sa, sb);
+#endif
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES> struct tile_shape {
+    static constexpr int warps = (BM / WM) * (BN / WN);
+    static constexpr int threads = warps * MI4_WARP;
+    static constexpr int ld = BK + 8; /* padding keeps fragment loads off one bank */
+    static constexpr int smem_bytes = STAGES * (BM + BN) * ld * 2;
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool MMA, bool GATED>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
+    grouped_gemm(gemm_params p)
+{
+    typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
+    constexpr int LD = shape::ld;
+    constexpr int THREADS = shape::threads;
+    constexpr int FM = WM / 16, FN = WN / 16;
+    constexpr int CHUNKS_PER_ROW = BK / 8;
+    extern __shared__ uint4 smem_raw[];
+    uint16_t *smem_a = (uint16_t *)smem_raw;
+    uint16_t *smem_b = smem_a + STAGES * BM * LD;
+    __shared__ const uint16_t *a_rows[BM];
+    __shared__ const uint16_t *b_rows[BN];
+    __shared__ int row_slot[BM];
+
+    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
+                                : (p.out_cols + BN - 1) / BN;
+    const int tile = (int)(blockIdx.x / out_tiles);
+    const int out_tile = (int)(blockIdx.x % out_tiles);
+    if (tile >= p.status[2])
+        return;
+    const int expert = p.tile_expert[tile];
+    const int tid = (int)threadIdx.x;
+
+    for (int r = tid; r < BM; r += THREADS) {
+        int slot = p.sorted_slot[(size_t)tile * BM + r];
+        row_slot[r] = slot;
+        const uint16_t *row = nullptr;
+        if (slot >= 0) {
+            size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
+                                 : (size_t)tile * BM + r;
+            row = p.a + index * (size_t)p.inner;
+        }
+        a_rows[r] = row;
+    }
+    for (int c = tid; c < BN; c += THREADS) {
+        int out_col, b_row;
+        if (GATED) {
+            int warp_col = c / WN, within = c % WN;
+            out_col = out_tile * (BN / 2) + warp_col * (WN / 2) + within % (WN / 2);
+            b_row = within < WN / 2 ? out_col : p.out_cols + out_col;
+        } else {
+            out_col = out_tile * BN + c;
+            b_row = out_col;
+        }
+        b_rows[c] = out_col < p.out_cols
+                        ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
+                        : nullptr;
+    }
+    __syncthreads();
+
+    const int k_tiles = (p.inner + BK - 1) / BK;
+    auto load_stage = [&](int stage, int k_tile) {
+        int k0 = k_tile * BK;
+        uint16_t *sa = smem_a + stage * BM * LD;
+        uint16_t *sb = smem_b + stage * BN * LD;
+#pragma unroll
+        for (int i = 0; i < (BM * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+            int chunk = tid + i * THREADS;
+            if (chunk < BM * CHUNKS_PER_ROW) {
+                int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
+                const uint16_t *src = a_rows[r];
+                bool valid = src != nullptr && k < p.inner;
+                mi4_copy16(sa + r * LD + (chunk % CHUNKS_PER_ROW) * 8, valid ? src + k : p.a,
+                           valid);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < (BN * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+            int chunk = tid + i * THREADS;
+            if (chunk < BN * CHUNKS_PER_ROW) {
+                int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
+                const uint16_t *src = b_rows[r];
+                bool valid = src != nullptr && k < p.inner;
+                mi4_copy16(sb + r * LD + (chunk % CHUNKS_PER_ROW) * 8, valid ? src + k : p.b,
+                           valid);
+            }
+        }
+    };
+
+    mi4_frag_acc acc[FM][FN];
+#pragma unroll
+    for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++)
+#pragma unroll
+            for (int e = 0; e < MI4_ACC_PER_LANE; e++)
+                acc[i][j].v[e] = 0.0f;
+
+    const int warp = tid / MI4_WARP;
+    const int warp_row = (warp / (BN / WN)) * WM;
+    const int warp_col = (warp % (BN / WN)) * WN;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < k_tiles)
+            load_stage(s, s);
+        mi4_copy_commit();
+    }
+    for (int kt = 0; kt < k_tiles; kt++) {
+        mi4_copy_wait<STAGES - 2>();
+        __syncthreads();
+        int next = kt + STAGES - 1;
+        if (next < k_tiles)
+            load_stage(next % STAGES, next);
+        mi4_copy_commit();
+
+        const uint16_t *sa = smem_a + (kt % STAGES) * BM * LD + warp_row * LD;
+        const uint16_t *sb = smem_b + (kt % STAGES) * BN * LD + warp_col * LD;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            if (MMA && MI4_HAVE_MATRIX_CORES)
+                mma_step<FM, FN, LD>(acc, sa + kk, sb + kk);
+            else
+                fma_step<FM, FN, LD>(acc, sa + kk, sb + kk);
+        }
+    }
+    mi4_copy_wait<0>();
+
+    if (GATED) {
+#pragma unroll
+        for (int i = 0; i < FM; i++)
+#pragma unroll
+            for (int j = 0; j < FN / 2; j++)
+#pragma unroll
+                for (int e = 0; e < MI4_ACC_PER_LANE; e++) {
+                    int r = warp_row + i * 16 + mi4_acc_row(e);
+                    int n = out_tile * (BN / 2) + (warp_col / 2) + j * 16 + mi4_acc_col(e);
+                    if (row_slot[r] < 0 || n >= p.out_cols)
+                        continue;
+                    float v = activate(p.activation, acc[i][j].v[e], acc[i][j + FN / 2].v[e],
+                                       p.limit, p.alpha, p.beta);
+                    p.act[((size_t)tile * BM + r) * (size_t)p.out_cols + n] =
+                        mi4_dev_f32_to_bf16(v);
+                }
+    } else {
+#pragma unroll
+        for (int i = 0; i < FM; i++)
+#pragma unroll
+            for (int j = 0; j < FN; j++)
+#pragma unroll
+                for (int e = 0; e < MI4_ACC_PER_LANE; e++) {
+                    int r = warp_row + i * 16 + mi4_acc_row(e);
+                    int c = out_tile * BN + warp_col + j * 16 + mi4_acc_col(e);
+                    int slot = row_slot[r];
+                    if (slot < 0 || c >= p.out_cols)
+                        continue;
+                    float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
+                    p.y[(size_t)slot * (size_t)p.out_cols + c] = acc[i][j].v[e] * w;
+                }
+    }
+}
+
+/* Pipeline depth: AMD copies complete at once, two stages suffice there
+ * (and keep every tile within gfx90a's 64 KiB of LDS). */
+#if defined(MI4_PLATFORM_NVIDIA)
+#define DEEP 4
+#else
+#define DEEP 2
+#endif
+
+/* BM, BN, BK, WM, WN, STAGES of each configuration. */
+#define CONFIG_16 16, 64, 64, 16, 32, DEEP
+#define CONFIG_64 64, 128, 32, 32, 64, DEEP
+#define CONFIG_128 128, 128, 32, 64, 32, DEEP
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool GATED>
+hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
+{
+    typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
+    if (set_attributes_only) {
+#if defined(MI4_PLATFORM_NVIDIA)
+        if (shape::smem_bytes > 48 * 1024) {
+            hipError_t e = hipFuncSetAttribute(
+                (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>,
+                hipFuncAttributeMaxDynamicSharedMemorySize, shape::smem_bytes);
+            if (e == hipSuccess)
+                e = hipFuncSetAttribute(
+                    (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>,
+                    hipFuncAttributeMaxDynamicSharedMemorySize, shape::smem_bytes);
+            return e;
+        }
+#endif
+        return hipSuccess;
+    }
+    const mi4_hip_weights *w = a->weights;
+    gemm_params p;
+    p.a = GATED ? a->x_bf16 : a->act;
+    p.a_by_slot = a->x_per_slot;
+    p.b = GATED ? w->w13 : w->w2;
+    p.b_rows = GATED ? 2 * w->intermediate_size : w->hidden_size;
+    p.inner = GATED ? w->hidden_size : w->intermediate_size;
+    p.out_cols = GATED ? w->intermediate_size : w->hidden_size;
+    p.topk = a->topk;
+    p.sorted_slot = a->routing->sorted_slot;
+    p.tile_expert = a->routing->tile_expert;
+    p.status = a->routing->status;
+    p.act = a->act;
+    p.y = a->y;
+    p.topk_weights = a->topk_weights;
+    p.weight_on_output = a->weight_on_output;
+    p.activation = a->activation;
+    p.limit = a->limit;
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
+    size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
+    if (blocks == 0)
+        return hipSuccess;
+    dim3 grid((unsigned)blocks), block(shape::threads);
+    if (a->use_mma)
+        grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>
+            <<<grid, block, shape::smem_bytes, a->stream>>>(p);
+    else
+        grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>
+            <<<grid, block, shape::smem_bytes, a->stream>>>(p);
+    return hipGetLastError();
+}
+
+template <bool GATED>
+hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, bool init)
+{
+    switch (config) {
+    case MI4_TILE_16: return launch<CONFIG_16, GATED>(a, init);
+    case MI4_TILE_64: return launch<CONFIG_64, GATED>(a, init);
+    default: return launch<CONFIG_128, GATED>(a, init);
+    }
+}
+
+} // namespace
+
+int mi4_hip_tile_rows(mi4_hip_tile_config config)
+{
+    return config == MI4_TILE_16 ? 16 : config == MI4_TILE_64 ? 64 : 128;
+}
+
+hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
+{
+    return launch_config<true>(config, a, false);
+}
+
+hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
+{
+    return launch_config<false>(config, a, false);
+}
+
+hipError_t mi4_hip_gemm_init(void)
+{
+    const mi4_hip_tile_config configs[] = {MI4_TILE_16, MI4_TILE_64, MI4_TILE_128};
+    for (mi4_hip_tile_config c : configs) {
+        hipError_t e = launch_config<true>(c, nullptr, true);
+        if (e == hipSuccess)
+            e = launch_config<false>(c, nullptr, true);
+        if (e != hipSuccess)
+            return e;
+    }
+    return hipSuccess;
+}

@@ -1,0 +1,104 @@
+/* Shared between the backend's translation units: the handles behind the
+ * plugin table and the kernel launchers (each .hip file launches its own
+ * kernels). Host code only sees plain C types here. */
+#ifndef MOEINT4_HIP_INTERNAL_H
+#define MOEINT4_HIP_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hip_platform.h"
+#include "moeint4.h"
+
+/* One forward's device scratch, reused through the context's pool so that
+ * concurrent forwards on one context never share it. */
+typedef struct mi4_hip_workspace {
+    void *device;            /* one allocation, carved up per forward */
+    size_t bytes;
+    int *host_status;        /* mapped pinned memory: [flag, bad slot, -, -] */
+    int *host_status_device; /* the same memory as the device sees it */
+    struct mi4_hip_workspace *next;
+} mi4_hip_workspace;
+
+typedef struct mi4_hip_context {
+    int device;
+    int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
+    pthread_mutex_t pool_lock;
+    mi4_hip_workspace *free_workspaces;
+} mi4_hip_context;
+
+typedef struct mi4_hip_weights {
+    int num_experts;         /* global E */
+    int num_local_experts;
+    int hidden_size;         /* K */
+    int intermediate_size;   /* N */
+    uint16_t *w13;           /* bf16 [E_l][2N][K] */
+    uint16_t *w2;            /* bf16 [E_l][K][N] */
+    int32_t *expert_map;     /* [E]: global -> local or -1 */
+    size_t device_bytes;
+} mi4_hip_weights;
+
+/* ---- dequant.hip ---- */
+/* Device copy of one projection (host arrays of `m`) dequantized to bf16
+ * [E][OUT][IN] in `out` (device memory the caller owns). */
+moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
+                                  size_t err_cap);
+
+/* ---- gemm tile configurations (grouped_gemm.hip) ---- */
+typedef enum mi4_hip_tile_config {
+    MI4_TILE_16 = 0,  /* decode: few rows per expert */
+    MI4_TILE_64 = 1,
+    MI4_TILE_128 = 2, /* prefill */
+} mi4_hip_tile_config;
+
+int mi4_hip_tile_rows(mi4_hip_tile_config config);
+
+/* What the routing kernel leaves in the workspace for the GEMMs. */
+typedef struct mi4_hip_routing {
+    int *status;            /* device [0] bad-id flag, [1] first bad slot, [2] tiles */
+    int *sorted_slot;       /* [max_tiles * BM]: slot (m * topk + j) or -1 (padding) */
+    int *tile_expert;       /* [max_tiles]: local expert of each row tile */
+    int max_tiles;
+    int tile_rows;          /* BM */
+} mi4_hip_routing;
+
+typedef struct mi4_hip_gemm_args {
+    const mi4_hip_weights *weights;
+    const mi4_hip_routing *routing;
+    const uint16_t *x_bf16;  /* GEMM1 input rows, bf16 [M or M*topk][K] */
+    int x_per_slot;          /* 1: x_bf16 has a row per slot (router weight applied) */
+    int topk;
+    const float *topk_weights;
+    int weight_on_output;    /* GEMM2 epilogue multiplies by the router weight */
+    int activation;
+    float limit, alpha, beta;
+    uint16_t *act;           /* bf16 [max_tiles * BM][N] */
+    float *y;                /* f32 [M * topk][K] */
+    int use_mma;
+    hipStream_t stream;
+} mi4_hip_gemm_args;
+
+hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
+hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
+/* Raises the shared-memory limit of every GEMM kernel that needs it. */
+hipError_t mi4_hip_gemm_init(void);
+/* Succeeds when this build has device code for the current device. */
+hipError_t mi4_hip_check_kernel_image(void);
+
+/* ---- moe_route.hip ---- */
+hipError_t mi4_hip_launch_route(const int32_t *topk_ids, int64_t num_slots,
+                                const mi4_hip_weights *w, const mi4_hip_routing *r,
+                                hipStream_t stream);
+/* x [M][K] (dtype) -> bf16 rows; per_slot: row m*topk+j = bf16(w[m,j] * x[m]). */
+hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t num_tokens,
+                                  int hidden, int topk, const float *topk_weights, int per_slot,
+                                  uint16_t *x_bf16, hipStream_t stream);
+/* out[m] = sum over local slots of y rows, in slot order; writes nothing when
+ * the routing flagged a bad id; copies the status to host_status_device. */
+hipError_t mi4_hip_launch_combine(const float *y, const int32_t *topk_ids,
+                                  const mi4_hip_weights *w, int64_t num_tokens, int topk,
+                                  void *out, moeint4_dtype dtype, const int *status,
+                                  int *host_status_device, hipStream_t stream);
+
+#endif

@@ -1,0 +1,126 @@
+/* What differs between the two platforms the HIP sources build for, outside
+ * the matrix cores (matrix_core.h): the runtime header, the warp width, the
+ * asynchronous global->shared copy, and the 16-bit float conversions (done
+ * with integer bit operations so both compilers give the same bits). */
+#ifndef MOEINT4_HIP_PLATFORM_H
+#define MOEINT4_HIP_PLATFORM_H
+
+#include <stdint.h>
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__) || defined(__HIP__)
+#include <hip/hip_runtime.h>
+#define MI4_PLATFORM_AMD 1
+#define MI4_WARP 64 /* gfx90a and gfx940 run wave64 */
+#else
+#include "hip_to_cuda.h"
+#define MI4_PLATFORM_NVIDIA 1
+#define MI4_WARP 32
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MI4_HAVE_CP_ASYNC 1
+#endif
+
+#define MI4_DEVICE __device__ __forceinline__
+#define MI4_HOST_DEVICE __host__ __device__ __forceinline__
+
+/* ---- 16-bit floats as bit patterns ---- */
+
+MI4_HOST_DEVICE float mi4_dev_bits_to_f32(uint32_t bits)
+{
+    union { uint32_t u; float f; } v;
+    v.u = bits;
+    return v.f;
+}
+
+MI4_HOST_DEVICE uint32_t mi4_dev_f32_to_bits(float f)
+{
+    union { uint32_t u; float f; } v;
+    v.f = f;
+    return v.u;
+}
+
+MI4_HOST_DEVICE float mi4_dev_bf16_to_f32(uint16_t h) { return mi4_dev_bits_to_f32((uint32_t)h << 16); }
+
+/* Nearest even; NaN stays a quiet NaN with its sign (as src/core/half.h). */
+MI4_HOST_DEVICE uint16_t mi4_dev_f32_to_bf16(float f)
+{
+    uint32_t bits = mi4_dev_f32_to_bits(f);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((bits >> 16) | 0x0040u);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+MI4_HOST_DEVICE float mi4_dev_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    if (exponent == 0x1fu)
+        return mi4_dev_bits_to_f32(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {
+        /* zero or subnormal: mantissa * 2^-24, exact in f32 */
+        float magnitude = (float)mantissa * (1.0f / 16777216.0f);
+        return sign ? -magnitude : magnitude;
+    }
+    return mi4_dev_bits_to_f32(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/* Nearest even, overflow to Inf, NaN kept. */
+MI4_HOST_DEVICE uint16_t mi4_dev_f32_to_f16(float f)
+{
+    uint32_t bits = mi4_dev_f32_to_bits(f);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    uint32_t abs_bits = bits & 0x7fffffffu;
+    if (abs_bits > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (abs_bits >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);
+    if (abs_bits < 0x38800000u) {
+        /* subnormal: let the float adder round at 2^-24 */
+        float magnitude = mi4_dev_bits_to_f32(abs_bits);
+        uint32_t r = mi4_dev_f32_to_bits(magnitude + 0.5f) - mi4_dev_f32_to_bits(0.5f);
+        return (uint16_t)(sign | r);
+    }
+    uint32_t mantissa_odd = (abs_bits >> 13) & 1u;
+    abs_bits += 0xc8000fffu + mantissa_odd;
+    return (uint16_t)(sign | (abs_bits >> 13));
+}
+
+/* ---- global -> shared copies of 16 bytes ----
+ * NVIDIA sm_80+: cp.async (zero-filled when !valid), completed in groups.
+ * Elsewhere: an ordinary load and store, complete at once, so the same
+ * multi-stage pipeline code stays correct (just not overlapped). */
+
+MI4_DEVICE void mi4_copy16(void *smem_dst, const void *global_src, bool valid)
+{
+#if defined(MI4_HAVE_CP_ASYNC)
+    unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst);
+    int src_bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src),
+                 "r"(src_bytes));
+#else
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (valid)
+        v = *(const uint4 *)global_src;
+    *(uint4 *)smem_dst = v;
+#endif
+}
+
+MI4_DEVICE void mi4_copy_commit()
+{
+#if defined(MI4_HAVE_CP_ASYNC)
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Waits until at most `pending` committed groups are still in flight. */
+template <int pending> MI4_DEVICE void mi4_copy_wait()
+{
+#if defined(MI4_HAVE_CP_ASYNC)
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+#endif
+}
+
+#endif

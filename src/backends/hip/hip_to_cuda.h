@@ -1,0 +1,51 @@
+/* The subset of the HIP runtime API this backend uses, mapped onto CUDA, so
+ * the same .hip sources build with nvcc for NVIDIA GPUs. Debian's HIP 5.2
+ * NVIDIA headers do not build with CUDA 13, hence this small header of our
+ * own. Add a name here when a .hip file starts using it. */
+#ifndef MOEINT4_HIP_TO_CUDA_H
+#define MOEINT4_HIP_TO_CUDA_H
+
+#include <cuda_runtime.h>
+
+typedef cudaError_t hipError_t;
+typedef cudaStream_t hipStream_t;
+typedef cudaEvent_t hipEvent_t;
+typedef cudaDeviceProp hipDeviceProp_t;
+typedef cudaFuncAttributes hipFuncAttributes;
+typedef cudaMemcpyKind hipMemcpyKind;
+
+#define hipSuccess cudaSuccess
+#define hipErrorMemoryAllocation cudaErrorMemoryAllocation
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostMallocPortable cudaHostAllocPortable
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+
+#define hipGetErrorString cudaGetErrorString
+#define hipGetLastError cudaGetLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipGetDevice cudaGetDevice
+#define hipSetDevice cudaSetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc cudaHostAlloc
+#define hipHostFree cudaFreeHost
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipFuncGetAttributes cudaFuncGetAttributes
+#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipEventCreate cudaEventCreate
+#define hipEventDestroy cudaEventDestroy
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventElapsedTime cudaEventElapsedTime
+
+#endif
