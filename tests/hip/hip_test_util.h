@@ -1,0 +1,50 @@
+/* Helpers of the HIP backend tests: availability (skip with 77 when there is
+ * no GPU or no plugin), forced-HIP contexts, and one forward through device
+ * buffers made with the public memory helpers. */
+#ifndef MOEINT4_TESTS_HIP_UTIL_H
+#define MOEINT4_TESTS_HIP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "moeint4.h"
+#include "testkit.h"
+
+#define HIP_TEST_SKIP 77
+
+/* 1 when the HIP backend is loaded and has a device; otherwise prints why. */
+int hip_test_available(void);
+
+/* A context forced to the HIP backend with MOEINT4_HIP_GEMM = gemm ("mma" or
+ * "fma"; NULL leaves the variable alone). Fails the test on error. */
+moeint4_context *hip_test_context(const char *gemm);
+
+/* One forward of a random batch: activations and routing from `seed`,
+ * router weights off the simplex. Output downloaded to `got` (M*K of dtype,
+ * poisoned first); the reference in `want` when not NULL. Returns forward's
+ * status. `misalign` shifts the device input by one element. */
+typedef struct hip_test_case {
+    moeint4_dtype dtype;
+    int64_t num_tokens;
+    int topk;
+    moeint4_activation activation;
+    float limit, alpha, beta;
+    int on_input;
+    uint64_t seed;
+    int misalign;
+} hip_test_case;
+
+moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *weights,
+                                const tk_layer *layer, const hip_test_case *c, void *got,
+                                double *want);
+
+/* Relative L2 error of one case (prints it); NAN when forward failed. */
+double hip_test_error(moeint4_context *ctx, const moeint4_weights *weights, const tk_layer *layer,
+                      const hip_test_case *c);
+
+/* A random layer prepared on ctx (fails the test on error). */
+moeint4_weights *hip_test_prepare(moeint4_context *ctx, tk_layer *layer, moeint4_format format,
+                                  int num_experts, int hidden, int intermediate, int group_size,
+                                  int expert_map_mode, uint64_t seed);
+
+#endif

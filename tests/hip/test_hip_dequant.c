@@ -1,0 +1,172 @@
+/* The HIP backend's load-time dequantization, byte for byte against the
+ * layout module's CPU conversion (moeint4_layout_dequantize_bf16), for every
+ * format, zero convention, group size and scales dtype. Talks to the plugin
+ * table directly (dlopen) to read the device weights back through its
+ * "hip_download_weights" extra. Exits 77 (skipped) without plugin or GPU. */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hip_test_util.h"
+
+typedef moeint4_status (*download_fn)(void *, const void *, uint16_t *, uint16_t *);
+
+typedef struct plugin {
+    void *handle;
+    const moeint4_backend_iface *iface;
+    void *context;
+    download_fn download;
+} plugin;
+
+static int plugin_open(plugin *p)
+{
+    char path[4096];
+    const char *dir = getenv("MOEINT4_BACKEND_PATH");
+    snprintf(path, sizeof path, "%s/libmoeint4-hip.so", dir && *dir ? dir : MOEINT4_HIP_PLUGIN_DIR);
+    memset(p, 0, sizeof *p);
+    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle) {
+        printf("cannot load %s: %s\n", path, dlerror());
+        return 0;
+    }
+    moeint4_plugin_backend_fn entry;
+    void *symbol = dlsym(p->handle, "moeint4_plugin_backend");
+    if (!symbol) {
+        printf("%s exports no moeint4_plugin_backend\n", path);
+        return 0;
+    }
+    memcpy(&entry, &symbol, sizeof entry);
+    p->iface = entry(MOEINT4_BACKEND_API_VERSION);
+    char reason[256] = "";
+    if (!p->iface || !p->iface->probe(p->iface->user_data, 0, reason, sizeof reason)) {
+        printf("hip plugin has no device: %s\n", reason);
+        return 0;
+    }
+    void *extra = p->iface->get_proc_address(p->iface->user_data, "hip_download_weights");
+    memcpy(&p->download, &extra, sizeof extra);
+    return 1;
+}
+
+static plugin the_plugin;
+
+static int setup(void **state)
+{
+    char err[256] = "";
+    moeint4_context_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    unsetenv("MOEINT4_HIP_GEMM");
+    if (the_plugin.iface->context_create(the_plugin.iface->user_data, &options,
+                                         &the_plugin.context, err, sizeof err) != MOEINT4_SUCCESS) {
+        printf("context_create: %s\n", err);
+        return -1;
+    }
+    *state = &the_plugin;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    the_plugin.iface->context_destroy(the_plugin.iface->user_data, the_plugin.context);
+    return 0;
+}
+
+/* bf16 of one projection on the CPU (layout module) and from the device. */
+static void compare_projection(const tk_matrix *m, const uint16_t *device_bits, const char *name)
+{
+    size_t count = (size_t)m->num_experts * (size_t)m->out_features * (size_t)m->in_features;
+    uint16_t *cpu = malloc(count * sizeof *cpu);
+    assert_non_null(cpu);
+    tk_poison(cpu, count * sizeof *cpu);
+    moeint4_quant_matrix view = tk_matrix_view(m);
+    assert_int_equal(moeint4_layout_dequantize_bf16(&view, cpu), MOEINT4_SUCCESS);
+    size_t mismatches = 0, first = 0;
+    for (size_t i = 0; i < count; i++)
+        if (cpu[i] != device_bits[i] && mismatches++ == 0)
+            first = i;
+    if (mismatches)
+        print_error("%s: %zu of %zu bf16 values differ; first at %zu: cpu 0x%04x device 0x%04x\n",
+                    name, mismatches, count, first, cpu[first], device_bits[first]);
+    assert_int_equal(mismatches, 0);
+    free(cpu);
+}
+
+static void check_format(plugin *p, moeint4_format format, int zero_offset, int group_size,
+                         moeint4_dtype scales_dtype, uint64_t seed)
+{
+    const int experts = 3, hidden = 256, intermediate = 128;
+    tk_layer layer;
+    tk_rng rng;
+    tk_rng_seed(&rng, seed);
+    assert_int_equal(tk_layer_random(&layer, format, zero_offset, experts, hidden, intermediate,
+                                     group_size, scales_dtype, 0, &rng),
+                     0);
+    moeint4_weights_desc desc = tk_layer_desc(&layer);
+    void *weights = NULL;
+    char err[512] = "";
+    moeint4_status status = p->iface->prepare(p->context, &desc, &weights, err, sizeof err);
+    if (status != MOEINT4_SUCCESS)
+        print_error("prepare: %s\n", err);
+    assert_int_equal(status, MOEINT4_SUCCESS);
+
+    size_t w13_count = (size_t)experts * 2 * intermediate * hidden;
+    size_t w2_count = (size_t)experts * hidden * intermediate;
+    uint16_t *w13 = malloc(w13_count * 2), *w2 = malloc(w2_count * 2);
+    assert_non_null(w13);
+    assert_non_null(w2);
+    tk_poison(w13, w13_count * 2);
+    tk_poison(w2, w2_count * 2);
+    assert_int_equal(p->download(p->context, weights, w13, w2), MOEINT4_SUCCESS);
+    print_message("format %d zero_offset %d group %d scales %d\n", (int)format, zero_offset,
+                  group_size, (int)scales_dtype);
+    compare_projection(&layer.w13, w13, "w13");
+    compare_projection(&layer.w2, w2, "w2");
+
+    size_t host_bytes = 0, device_bytes = 0;
+    p->iface->memory_usage(p->context, weights, &host_bytes, &device_bytes);
+    assert_true(device_bytes >= (w13_count + w2_count) * 2);
+
+    p->iface->release(p->context, weights);
+    free(w13);
+    free(w2);
+    tk_layer_free(&layer);
+}
+
+static void test_every_format_and_group(void **state)
+{
+    plugin *p = *state;
+    const int groups[] = {32, 64, 128, -1};
+    uint64_t seed = 1000;
+    for (int g = 0; g < 4; g++) {
+        check_format(p, MOEINT4_FORMAT_GPTQ_SYM, 0, groups[g], MOEINT4_DTYPE_F16, seed++);
+        check_format(p, MOEINT4_FORMAT_GPTQ_ASYM, 0, groups[g], MOEINT4_DTYPE_F16, seed++);
+        check_format(p, MOEINT4_FORMAT_GPTQ_ASYM, 1, groups[g], MOEINT4_DTYPE_F16, seed++);
+        check_format(p, MOEINT4_FORMAT_AWQ, 0, groups[g], MOEINT4_DTYPE_F16, seed++);
+    }
+}
+
+static void test_bf16_scales(void **state)
+{
+    plugin *p = *state;
+    check_format(p, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 2000);
+    check_format(p, MOEINT4_FORMAT_AWQ, 0, 32, MOEINT4_DTYPE_BF16, 2001);
+}
+
+int main(void)
+{
+    if (!plugin_open(&the_plugin))
+        return HIP_TEST_SKIP;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_format_and_group),
+        cmocka_unit_test(test_bf16_scales),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
