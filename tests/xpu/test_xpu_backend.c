@@ -1,0 +1,299 @@
+/* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
+ * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
+ * found on the device, expert_map, determinism across runs and chunkings,
+ * the oneDNN path against the reference, memory accounting. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "moeint4.h"
+#include "testkit.h"
+
+enum { E = 8, K = 64, N = 32, GROUP = 32, M = 11, TOPK = 2 };
+
+typedef struct device_io {
+    void *hidden, *ids, *weights, *output;
+    size_t out_bytes;
+} device_io;
+
+/* The backend reads its environment when the core creates its context,
+ * lazily at the first prepare: callers prepare before changing it again. */
+static moeint4_context *xpu_context(const char *chunk_tokens, const char *onednn_min_tokens)
+{
+    setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
+    setenv("MOEINT4_XPU_CHUNK_TOKENS", chunk_tokens, 1);
+    setenv("MOEINT4_XPU_ONEDNN_MIN_TOKENS", onednn_min_tokens, 1);
+    moeint4_context_options options = {0};
+    options.struct_size = sizeof options;
+    options.backend = MOEINT4_BACKEND_XPU;
+    moeint4_context *ctx = NULL;
+    if (moeint4_context_create(&options, &ctx) != MOEINT4_SUCCESS)
+        fail_msg("xpu context: %s", moeint4_last_error());
+    return ctx;
+}
+
+static int ends_with(const char *text, const char *tail)
+{
+    size_t a = strlen(text), b = strlen(tail);
+    if (a < b || strcmp(text + a - b, tail) != 0) {
+        print_message("\"%s\" does not end with \"%s\"\n", text, tail);
+        return 0;
+    }
+    return 1;
+}
+
+static void *to_device(moeint4_context *ctx, const void *host, size_t bytes)
+{
+    void *ptr = NULL;
+    assert_int_equal(moeint4_memory_alloc(ctx, bytes, &ptr), MOEINT4_SUCCESS);
+    assert_int_equal(moeint4_memory_copy(ctx, ptr, host, bytes, MOEINT4_COPY_HOST_TO_DEVICE),
+                     MOEINT4_SUCCESS);
+    return ptr;
+}
+
+static void io_upload(moeint4_context *ctx, device_io *io, moeint4_dtype dtype,
+                      const void *hidden, const int32_t *ids, const float *weights)
+{
+    size_t esize = tk_dtype_size(dtype);
+    io->out_bytes = (size_t)M * K * esize;
+    uint8_t *poison = malloc(io->out_bytes);
+    memset(poison, 0xff, io->out_bytes);
+    io->hidden = to_device(ctx, hidden, (size_t)M * K * esize);
+    io->ids = to_device(ctx, ids, M * TOPK * sizeof(int32_t));
+    io->weights = to_device(ctx, weights, M * TOPK * sizeof(float));
+    io->output = to_device(ctx, poison, io->out_bytes);
+    free(poison);
+}
+
+static void io_free(moeint4_context *ctx, device_io *io)
+{
+    moeint4_memory_free(ctx, io->hidden);
+    moeint4_memory_free(ctx, io->ids);
+    moeint4_memory_free(ctx, io->weights);
+    moeint4_memory_free(ctx, io->output);
+}
+
+static moeint4_forward_args make_args(const device_io *io, moeint4_dtype dtype)
+{
+    moeint4_forward_args args = {0};
+    args.struct_size = sizeof args;
+    args.dtype = dtype;
+    args.num_tokens = M;
+    args.topk = TOPK;
+    args.hidden_states = io->hidden;
+    args.topk_ids = io->ids;
+    args.topk_weights = io->weights;
+    args.output = io->output;
+    args.activation = MOEINT4_ACTIVATION_SILU;
+    return args;
+}
+
+static moeint4_weights *prepare(moeint4_context *ctx, const tk_layer *layer)
+{
+    moeint4_weights_desc desc = tk_layer_desc(layer);
+    moeint4_weights *weights = NULL;
+    if (moeint4_weights_prepare(ctx, &desc, &weights) != MOEINT4_SUCCESS)
+        fail_msg("prepare: %s", moeint4_last_error());
+    return weights;
+}
+
+static void test_backend_is_listed_available_in_test_mode(void **state)
+{
+    (void)state;
+    setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
+    moeint4_backend_info info = {0};
+    info.struct_size = sizeof info;
+    assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &info), MOEINT4_SUCCESS);
+    if (!info.compiled || !info.available)
+        fail_msg("xpu not available in test mode: %s", info.reason);
+    assert_string_equal(info.name, "xpu");
+    assert_int_equal(info.device_pointers, 1);
+}
+
+static void test_asymmetric_formats_are_unsupported_with_reason(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = xpu_context("0", "64");
+    tk_rng rng;
+    tk_rng_seed(&rng, 1);
+    moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ};
+    for (int f = 0; f < 2; ++f) {
+        tk_layer layer;
+        assert_int_equal(tk_layer_random(&layer, formats[f], 0, E, K, N, GROUP,
+                                         MOEINT4_DTYPE_F16, 0, &rng),
+                         0);
+        moeint4_weights_desc desc = tk_layer_desc(&layer);
+        moeint4_weights *weights = (moeint4_weights *)&layer; /* must stay untouched */
+        assert_int_equal(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED);
+        assert_ptr_equal(weights, (moeint4_weights *)&layer);
+        assert_non_null(strstr(moeint4_last_error(), "GPTQ symmetric int4 only"));
+        tk_layer_free(&layer);
+    }
+    moeint4_context_destroy(ctx);
+}
+
+static void test_bad_expert_id_found_on_device_output_untouched(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = xpu_context("0", "64");
+    tk_rng rng;
+    tk_rng_seed(&rng, 2);
+    tk_layer layer;
+    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
+                                     MOEINT4_DTYPE_F16, 0, &rng),
+                     0);
+    moeint4_weights *weights = prepare(ctx, &layer);
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    ids[3 * TOPK + 1] = 130;
+    ids[7 * TOPK + 0] = -4;
+    device_io io;
+    io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+    moeint4_forward_args args = make_args(&io, MOEINT4_DTYPE_F32);
+    assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+    assert_true(ends_with(moeint4_last_error(), "topk_ids[3][1] = 130 is outside [0, 8)"));
+    uint8_t *out = malloc(io.out_bytes);
+    assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
+                                         MOEINT4_COPY_DEVICE_TO_HOST),
+                     MOEINT4_SUCCESS);
+    for (size_t i = 0; i < io.out_bytes; ++i)
+        assert_int_equal(out[i], 0xff);
+    /* also when the bad id sits in a later chunk than the first */
+    moeint4_context *chunked = xpu_context("2", "64");
+    moeint4_weights *chunked_weights = prepare(chunked, &layer);
+    device_io io2;
+    ids[3 * TOPK + 1] = 1;
+    io_upload(chunked, &io2, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+    args = make_args(&io2, MOEINT4_DTYPE_F32);
+    assert_int_equal(moeint4_forward(chunked, chunked_weights, &args), MOEINT4_INVALID_ARGUMENT);
+    assert_true(ends_with(moeint4_last_error(), "topk_ids[7][0] = -4 is outside [0, 8)"));
+    assert_int_equal(moeint4_memory_copy(chunked, out, io2.output, io2.out_bytes,
+                                         MOEINT4_COPY_DEVICE_TO_HOST),
+                     MOEINT4_SUCCESS);
+    for (size_t i = 0; i < io2.out_bytes; ++i)
+        assert_int_equal(out[i], 0xff);
+    free(out);
+    io_free(chunked, &io2);
+    moeint4_weights_release(chunked_weights);
+    moeint4_context_destroy(chunked);
+    io_free(ctx, &io);
+    moeint4_weights_release(weights);
+    tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
+}
+
+/* Runs one forward on a fresh context with the given chunking and oneDNN
+ * crossover; returns the output bytes (malloc'd). */
+static uint8_t *run_once(const char *chunk_tokens, const char *onednn_min_tokens,
+                         const tk_layer *layer, moeint4_dtype dtype, const void *hidden,
+                         const int32_t *ids, const float *topk_weights, int on_input)
+{
+    moeint4_context *ctx = xpu_context(chunk_tokens, onednn_min_tokens);
+    moeint4_weights *weights = prepare(ctx, layer);
+    device_io io;
+    io_upload(ctx, &io, dtype, hidden, ids, topk_weights);
+    moeint4_forward_args args = make_args(&io, dtype);
+    args.apply_router_weight_on_input = on_input;
+    if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+        fail_msg("forward: %s", moeint4_last_error());
+    uint8_t *out = malloc(io.out_bytes);
+    assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
+                                         MOEINT4_COPY_DEVICE_TO_HOST),
+                     MOEINT4_SUCCESS);
+    io_free(ctx, &io);
+    moeint4_weights_release(weights);
+    moeint4_context_destroy(ctx);
+    return out;
+}
+
+static void test_expert_map_determinism_and_onednn(void **state)
+{
+    (void)state;
+    tk_rng rng;
+    tk_rng_seed(&rng, 3);
+    tk_layer layer;
+    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
+                                     MOEINT4_DTYPE_BF16, 1, &rng),
+                     0);
+    assert_non_null(layer.expert_map);
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    /* token 4: only non-local experts -> zeros */
+    int placed = 0;
+    for (int e = 0; e < E && placed < TOPK; ++e)
+        if (layer.expert_map[e] < 0)
+            ids[4 * TOPK + placed++] = e;
+    assert_int_equal(placed, TOPK);
+    double want[M * K];
+    tk_activation act = {MOEINT4_ACTIVATION_SILU, 0, 0, 0, 1};
+    tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
+                     M, want);
+
+    moeint4_dtype f32 = MOEINT4_DTYPE_F32;
+    uint8_t *first = run_once("0", "0", &layer, f32, hidden, ids, topk_weights, 1);
+    uint8_t *second = run_once("0", "0", &layer, f32, hidden, ids, topk_weights, 1);
+    uint8_t *third = run_once("3", "0", &layer, f32, hidden, ids, topk_weights, 1);
+    uint8_t *dnnl = run_once("0", "1", &layer, f32, hidden, ids, topk_weights, 1);
+    size_t bytes = (size_t)M * K * 4;
+    assert_memory_equal(first, second, bytes);
+    assert_memory_equal(first, third, bytes);
+    const float *out = (const float *)first;
+    for (int k = 0; k < K; ++k)
+        assert_true(out[4 * K + k] == 0.0f);
+    /* f32 accumulation over K and N terms: far below 1e-5 (see conformance) */
+    double err_kernels = tk_relative_l2(MOEINT4_DTYPE_F32, first, want, (size_t)M * K);
+    double err_onednn = tk_relative_l2(MOEINT4_DTYPE_F32, dnnl, want, (size_t)M * K);
+    print_message("relative L2: int4 kernels %.3g, oneDNN path %.3g\n", err_kernels, err_onednn);
+    assert_true(err_kernels < 1e-5);
+    assert_true(err_onednn < 1e-5);
+    assert_memory_not_equal(first, dnnl, bytes); /* the other path really ran */
+    free(first), free(second), free(third), free(dnnl);
+    tk_layer_free(&layer);
+}
+
+static void test_memory_accounting(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = xpu_context("0", "64");
+    tk_rng rng;
+    tk_rng_seed(&rng, 4);
+    tk_layer layer;
+    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
+                                     MOEINT4_DTYPE_F16, 0, &rng),
+                     0);
+    moeint4_weights *weights = prepare(ctx, &layer);
+    size_t host = 0, device = 0;
+    assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
+    size_t w13 = (size_t)E * 2 * N * (K / 2) + (size_t)E * 2 * N * (K / GROUP) * 2;
+    size_t w2 = (size_t)E * K * (N / 2) + (size_t)E * K * (N / GROUP) * 2;
+    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t));
+    moeint4_backend backend = MOEINT4_BACKEND_AUTO;
+    assert_int_equal(moeint4_weights_backend(weights, &backend), MOEINT4_SUCCESS);
+    assert_int_equal(backend, MOEINT4_BACKEND_XPU);
+    moeint4_weights_release(weights);
+    tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backend_is_listed_available_in_test_mode),
+        cmocka_unit_test(test_asymmetric_formats_are_unsupported_with_reason),
+        cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
+        cmocka_unit_test(test_expert_map_determinism_and_onednn),
+        cmocka_unit_test(test_memory_accounting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,440 @@
+/* The XPU kernels one at a time on PoCL (OpenCL test mode) against scalar
+ * double computations: routing (counts, offsets, sort, expert_map, bad ids),
+ * the w13 GEMM with each fused activation, the w2 GEMM with the router
+ * weight, and the combine (bit-exact: fixed summation order). */
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testkit.h"
+#include "xpu_test_util.h"
+
+/* ---- routing ---- */
+
+typedef struct route_result {
+    int32_t route[3 * 16 + 2];
+    int32_t slot_expert[256];
+    int32_t sorted[256];
+} route_result;
+
+static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, int num_slots,
+                        const int32_t *map, int num_experts, int num_local, route_result *out)
+{
+    size_t route_ints = 3 * (size_t)num_local + 2;
+    void *ids_d = xt_upload(rt, ids, (size_t)num_slots * 4);
+    void *map_d = xt_upload(rt, map, (size_t)num_experts * 4);
+    void *route_d = xt_upload(rt, NULL, route_ints * 4);
+    void *slot_expert_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
+    void *sorted_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
+    mi4_xpu_arg init[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local)};
+    mi4_xpu_arg count[] = {MI4_XPU_PTR(ids_d),         MI4_XPU_PTR(map_d),
+                           MI4_XPU_INT(num_slots),     MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),     MI4_XPU_PTR(slot_expert_d),
+                           MI4_XPU_PTR(route_d)};
+    mi4_xpu_arg scan[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local)};
+    mi4_xpu_arg scatter[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
+                             MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d),
+                             MI4_XPU_PTR(sorted_d)};
+    xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 2, init);
+    xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 7, count);
+    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 2, scan);
+    xt_launch(rt, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter);
+    xt_download(rt, out->route, route_d, route_ints * 4);
+    xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
+    xt_download(rt, out->sorted, sorted_d, (size_t)num_slots * 4);
+    void *all[] = {ids_d, map_d, route_d, slot_expert_d, sorted_d};
+    for (int i = 0; i < 5; ++i)
+        rt->ops->free(rt, all[i]);
+}
+
+static int compare_ints(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* A random expert_map: about a third of the global experts are not local. */
+static int random_map(tk_rng *rng, int num_experts, int32_t *map)
+{
+    int local = 0;
+    for (int e = 0; e < num_experts; ++e)
+        map[e] = tk_rng_uniform(rng) < 0.35 ? -1 : local++;
+    for (int e = num_experts - 1; e > 0; --e) { /* shuffle the local ids among the locals */
+        int other = (int)(tk_rng_next(rng) % (uint64_t)(e + 1));
+        if (map[e] >= 0 && map[other] >= 0) {
+            int32_t t = map[e];
+            map[e] = map[other];
+            map[other] = t;
+        }
+    }
+    return local;
+}
+
+static void test_routing_sorts_by_expert(void **state)
+{
+    (void)state;
+    mi4_xpu_runtime *rt = xt_runtime();
+    tk_rng rng;
+    tk_rng_seed(&rng, 11);
+    enum { E = 12, M = 41, TOPK = 3, S = M * TOPK };
+    for (int with_map = 0; with_map < 2; ++with_map) {
+        int32_t map[E], ids[S];
+        int num_local = E;
+        for (int e = 0; e < E; ++e)
+            map[e] = e;
+        if (with_map)
+            num_local = random_map(&rng, E, map);
+        for (int s = 0; s < S; ++s)
+            ids[s] = (int32_t)(tk_rng_next(&rng) % E);
+        route_result r;
+        run_routing(rt, ids, S, map, E, num_local, &r);
+        int running = 0;
+        for (int e = 0; e < num_local; ++e) {
+            int expected[S], n = 0;
+            for (int s = 0; s < S; ++s)
+                if (map[ids[s]] == e)
+                    expected[n++] = s;
+            assert_int_equal(r.route[e], n);
+            assert_int_equal(r.route[num_local + e], running);
+            int got[S];
+            memcpy(got, r.sorted + running, (size_t)n * sizeof(int));
+            qsort(got, (size_t)n, sizeof(int), compare_ints);
+            assert_memory_equal(got, expected, (size_t)n * sizeof(int));
+            running += n;
+        }
+        assert_int_equal(r.route[2 * num_local], running);
+        assert_int_equal(r.route[3 * num_local + 1], INT_MAX);
+        for (int s = 0; s < S; ++s)
+            assert_int_equal(r.slot_expert[s], map[ids[s]]);
+    }
+    rt->ops->destroy(rt);
+}
+
+static void test_routing_flags_first_bad_id(void **state)
+{
+    (void)state;
+    mi4_xpu_runtime *rt = xt_runtime();
+    enum { E = 8, S = 30 };
+    int32_t map[E], ids[S];
+    for (int e = 0; e < E; ++e)
+        map[e] = e;
+    for (int s = 0; s < S; ++s)
+        ids[s] = (s * 5 + 1) % E;
+    ids[22] = -1;
+    ids[9] = E;
+    ids[27] = INT_MAX;
+    route_result r;
+    run_routing(rt, ids, S, map, E, E, &r);
+    assert_int_equal(r.route[3 * E + 1], 9);
+    assert_int_equal(r.slot_expert[9], -1);
+    assert_int_equal(r.slot_expert[22], -1);
+    assert_int_equal(r.slot_expert[27], -1);
+    assert_int_equal(r.route[2 * E], S - 3);
+    rt->ops->destroy(rt);
+}
+
+/* ---- GEMMs ---- */
+
+typedef struct gemm_setup {
+    int num_local, num_tokens, topk, num_slots, num_tiles;
+    int32_t route[3 * 8 + 2];
+    int32_t sorted[128];
+    int32_t tiles[2 * 64];
+    int32_t slot_local[128];
+    float weights[128];
+} gemm_setup;
+
+/* Slots spread over experts; the host plays the routing kernels. */
+static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gemm_setup *g)
+{
+    memset(g, 0, sizeof *g);
+    g->num_local = num_local;
+    g->num_tokens = num_tokens;
+    g->topk = topk;
+    g->num_slots = num_tokens * topk;
+    for (int s = 0; s < g->num_slots; ++s) {
+        g->slot_local[s] = (int32_t)(tk_rng_next(rng) % (uint64_t)num_local);
+        g->weights[s] = (float)tk_rng_range(rng, 0.1, 1.0);
+    }
+    int row = 0;
+    for (int e = 0; e < num_local; ++e) {
+        g->route[num_local + e] = row;
+        int first = row;
+        for (int s = 0; s < g->num_slots; ++s)
+            if (g->slot_local[s] == e)
+                g->sorted[row++] = s;
+        g->route[e] = row - first;
+        for (int r = first; r < row; r += MI4_XPU_TILE_ROWS) {
+            g->tiles[2 * g->num_tiles] = e;
+            g->tiles[2 * g->num_tiles + 1] = r;
+            ++g->num_tiles;
+        }
+    }
+    g->route[2 * num_local] = row;
+    g->route[3 * num_local + 1] = INT_MAX;
+}
+
+typedef struct xpu_matrix {
+    tk_matrix m;
+    void *packed_d, *scales_d;
+} xpu_matrix;
+
+static void make_matrix(mi4_xpu_runtime *rt, tk_rng *rng, xpu_matrix *x, int num_local, int in,
+                        int out, int group_size, moeint4_dtype scales_dtype)
+{
+    assert_int_equal(tk_matrix_random(&x->m, MOEINT4_FORMAT_GPTQ_SYM, 0, num_local, in, out,
+                                      group_size, scales_dtype, 0.04, 0, rng),
+                     0);
+    int groups = group_size == -1 ? 1 : in / group_size;
+    size_t packed_bytes = (size_t)num_local * out * in / 2;
+    size_t scale_bytes = (size_t)num_local * out * groups * 2;
+    uint8_t *packed = malloc(packed_bytes);
+    uint16_t *scales = malloc(scale_bytes);
+    moeint4_quant_matrix view = tk_matrix_view(&x->m);
+    assert_int_equal(moeint4_layout_gptq_to_xpu(&view, packed, scales), MOEINT4_SUCCESS);
+    x->packed_d = xt_upload(rt, packed, packed_bytes);
+    x->scales_d = xt_upload(rt, scales, scale_bytes);
+    free(packed);
+    free(scales);
+}
+
+static void free_matrix(mi4_xpu_runtime *rt, xpu_matrix *x)
+{
+    rt->ops->free(rt, x->packed_d);
+    rt->ops->free(rt, x->scales_d);
+    tk_matrix_free(&x->m);
+}
+
+static double ref_activation(int kind, double g, double u, double limit, double alpha,
+                             double beta)
+{
+    if (kind == MOEINT4_ACTIVATION_SILU)
+        return g / (1.0 + exp(-g)) * u;
+    if (kind == MOEINT4_ACTIVATION_GELU)
+        return 0.5 * g * (1.0 + erf(g / sqrt(2.0))) * u;
+    double gc = g < limit ? g : limit;
+    double uc = u < -limit ? -limit : (u > limit ? limit : u);
+    return (uc + beta) * gc / (1.0 + exp(-alpha * gc));
+}
+
+static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group_size,
+                      moeint4_dtype scales_dtype, uint64_t seed)
+{
+    enum { E = 3, K = 128, N = 24, M = 9, TOPK = 2 };
+    const float limit = 1.5f, alpha = 1.702f, beta = 0.5f;
+    mi4_xpu_runtime *rt = xt_runtime();
+    tk_rng rng;
+    tk_rng_seed(&rng, seed);
+    gemm_setup g;
+    make_setup(&rng, E, M, TOPK, &g);
+    xpu_matrix w13;
+    make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
+    size_t esize = tk_dtype_size(dtype);
+    uint8_t hidden[M * K * 4];
+    tk_fill_activations(&rng, dtype, M * K, 1.0, hidden);
+    void *hidden_d = xt_upload(rt, hidden, M * K * esize);
+    void *tiles_d = xt_upload(rt, g.tiles, sizeof g.tiles);
+    void *route_d = xt_upload(rt, g.route, sizeof g.route);
+    void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
+    void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
+    void *act_d = xt_upload(rt, NULL, (size_t)g.num_slots * N * 4);
+    int num_local = E, dt = (int)dtype, topk = TOPK, k_dim = K, n_dim = N, act = act_kind;
+    int gs = group_size == -1 ? K : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(tiles_d),        MI4_XPU_PTR(route_d),
+                          MI4_XPU_INT(num_local),      MI4_XPU_PTR(sorted_d),
+                          MI4_XPU_PTR(hidden_d),       MI4_XPU_INT(dt),
+                          MI4_XPU_PTR(weights_d),      MI4_XPU_INT(on_input),
+                          MI4_XPU_INT(topk),           MI4_XPU_PTR(w13.packed_d),
+                          MI4_XPU_PTR(w13.scales_d),   MI4_XPU_INT(bf16),
+                          MI4_XPU_INT(k_dim),          MI4_XPU_INT(n_dim),
+                          MI4_XPU_INT(gs),             MI4_XPU_INT(act),
+                          MI4_XPU_FLOAT(limit),        MI4_XPU_FLOAT(alpha),
+                          MI4_XPU_FLOAT(beta),         MI4_XPU_PTR(act_d)};
+    xt_launch(rt, MI4_XPU_W13_GEMM, N, (size_t)g.num_tiles, 20, args);
+    float got[M * TOPK * N];
+    xt_download(rt, got, act_d, sizeof got);
+    for (int s = 0; s < g.num_slots; ++s) {
+        int e = g.slot_local[s], token = s / TOPK;
+        double scale = on_input ? g.weights[s] : 1.0;
+        for (int n = 0; n < N; ++n) {
+            double gate = 0, up = 0, gate_abs = 0, up_abs = 0;
+            for (int k = 0; k < K; ++k) {
+                double x = tk_load(dtype, hidden, (size_t)token * K + k);
+                double a = tk_matrix_value(&w13.m, e, n, k) * x;
+                double b = tk_matrix_value(&w13.m, e, N + n, k) * x;
+                gate += a, up += b, gate_abs += fabs(a), up_abs += fabs(b);
+            }
+            gate *= scale, up *= scale, gate_abs *= scale, up_abs *= scale;
+            double want = ref_activation(act_kind, gate, up, limit, alpha, beta);
+            /* f32 sums (K terms + per-group scaling + the weight), then the
+             * activation's sensitivity to each input and its own few ulps */
+            double gate_err = xt_sum_error_bound(K + 8, gate_abs);
+            double up_err = xt_sum_error_bound(K + 8, up_abs);
+            /* |d act / d gate| <= 1.13 |up| for SiLU and GELU; SwiGLU's
+             * (u + beta) g sigmoid(alpha g) adds alpha |g| / 4 */
+            double d_gate = act_kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP
+                                ? 1.2 * (fabs(up) + fabs(beta) + up_err) * (1.0 + alpha * fabs(gate))
+                                : 1.2 * (fabs(up) + up_err);
+            double d_up = fabs(gate) + gate_err;
+            double bound = gate_err * d_gate + up_err * d_up + 4e-6 * fabs(want) + 1e-7;
+            double diff = fabs((double)got[s * N + n] - want);
+            if (!(diff <= bound))
+                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d", s,
+                         n, (double)got[s * N + n], want, bound, (int)dtype, act_kind);
+        }
+    }
+    void *all[] = {hidden_d, tiles_d, route_d, sorted_d, weights_d, act_d};
+    for (int i = 0; i < 6; ++i)
+        rt->ops->free(rt, all[i]);
+    free_matrix(rt, &w13);
+    rt->ops->destroy(rt);
+}
+
+static void test_w13_every_activation_and_dtype(void **state)
+{
+    (void)state;
+    uint64_t seed = 100;
+    moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    for (int d = 0; d < 3; ++d)
+        for (int act = 0; act < 3; ++act)
+            check_w13(dtypes[d], act, act == 1, act == 2 ? -1 : 32,
+                      d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, seed++);
+}
+
+static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, uint64_t seed)
+{
+    enum { E = 4, K = 40, N = 64, M = 7, TOPK = 3 };
+    mi4_xpu_runtime *rt = xt_runtime();
+    tk_rng rng;
+    tk_rng_seed(&rng, seed);
+    gemm_setup g;
+    make_setup(&rng, E, M, TOPK, &g);
+    xpu_matrix w2;
+    make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
+    float act[M * TOPK * N];
+    for (int i = 0; i < M * TOPK * N; ++i)
+        act[i] = (float)tk_rng_normal(&rng);
+    void *act_d = xt_upload(rt, act, sizeof act);
+    void *tiles_d = xt_upload(rt, g.tiles, sizeof g.tiles);
+    void *route_d = xt_upload(rt, g.route, sizeof g.route);
+    void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
+    void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
+    void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
+    int num_local = E, k_dim = K, n_dim = N;
+    int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(tiles_d),     MI4_XPU_PTR(route_d),  MI4_XPU_INT(num_local),
+                          MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),    MI4_XPU_PTR(weights_d),
+                          MI4_XPU_INT(on_input),    MI4_XPU_PTR(w2.packed_d),
+                          MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),     MI4_XPU_INT(k_dim),
+                          MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),       MI4_XPU_PTR(out_d)};
+    xt_launch(rt, MI4_XPU_W2_GEMM, K, (size_t)g.num_tiles, 14, args);
+    float got[M * TOPK * K];
+    xt_download(rt, got, out_d, sizeof got);
+    for (int s = 0; s < g.num_slots; ++s) {
+        double scale = on_input ? 1.0 : g.weights[s];
+        for (int k = 0; k < K; ++k) {
+            double want = 0, sum_abs = 0;
+            for (int n = 0; n < N; ++n) {
+                double term = tk_matrix_value(&w2.m, g.slot_local[s], k, n) * act[s * N + n];
+                want += term, sum_abs += fabs(term);
+            }
+            want *= scale;
+            double bound = xt_sum_error_bound(N + 8, sum_abs * scale);
+            double diff = fabs((double)got[s * K + k] - want);
+            if (!(diff <= bound))
+                fail_msg("w2 slot %d k %d: got %.9g want %.9g (bound %.3g)", s, k,
+                         (double)got[s * K + k], want, bound);
+        }
+    }
+    void *all[] = {act_d, tiles_d, route_d, sorted_d, weights_d, out_d};
+    for (int i = 0; i < 6; ++i)
+        rt->ops->free(rt, all[i]);
+    free_matrix(rt, &w2);
+    rt->ops->destroy(rt);
+}
+
+static void test_w2_router_weight_and_groups(void **state)
+{
+    (void)state;
+    check_w2(0, 32, MOEINT4_DTYPE_F16, 200);
+    check_w2(1, 64, MOEINT4_DTYPE_BF16, 201);
+    check_w2(0, -1, MOEINT4_DTYPE_F16, 202);
+}
+
+/* ---- combine ---- */
+
+static void test_combine_is_exact_and_ordered(void **state)
+{
+    (void)state;
+    enum { M = 13, TOPK = 4, K = 70, S = M * TOPK };
+    mi4_xpu_runtime *rt = xt_runtime();
+    tk_rng rng;
+    tk_rng_seed(&rng, 300);
+    float slot_out[S * K];
+    int32_t slot_expert[S];
+    for (int i = 0; i < S * K; ++i)
+        slot_out[i] = (float)(tk_rng_normal(&rng) * 3.0);
+    for (int s = 0; s < S; ++s)
+        slot_expert[s] = tk_rng_uniform(&rng) < 0.3 ? -1 : (int32_t)(s % 5);
+    for (int j = 0; j < TOPK; ++j)
+        slot_expert[2 * TOPK + j] = -1; /* token 2 has no local slot: zeros */
+    void *slot_out_d = xt_upload(rt, slot_out, sizeof slot_out);
+    void *slot_expert_d = xt_upload(rt, slot_expert, sizeof slot_expert);
+    moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    for (int d = 0; d < 3; ++d) {
+        size_t esize = tk_dtype_size(dtypes[d]);
+        size_t bytes = (size_t)M * K * esize;
+        void *out_d = xt_upload(rt, NULL, bytes + 64); /* 64 poisoned bytes past the end */
+        int tokens = M, topk = TOPK, k_dim = K, dt = (int)dtypes[d];
+        mi4_xpu_arg args[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
+                              MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
+                              MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
+                              MI4_XPU_PTR(out_d)};
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 7, args);
+        uint8_t got[M * K * 4 + 64];
+        xt_download(rt, got, out_d, bytes + 64);
+        for (int m = 0; m < M; ++m)
+            for (int k = 0; k < K; ++k) {
+                float sum = 0.0f; /* the kernel's order: j ascending, in f32 */
+                for (int j = 0; j < TOPK; ++j)
+                    if (slot_expert[m * TOPK + j] >= 0)
+                        sum += slot_out[(m * TOPK + j) * K + k];
+                size_t i = (size_t)m * K + k;
+                if (dtypes[d] == MOEINT4_DTYPE_F32) {
+                    float value;
+                    memcpy(&value, got + 4 * i, 4);
+                    assert_memory_equal(&value, &sum, 4);
+                } else {
+                    uint16_t bits, want = dtypes[d] == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(sum)
+                                                                         : tk_f32_to_bf16(sum);
+                    memcpy(&bits, got + 2 * i, 2);
+                    assert_int_equal(bits, want);
+                }
+            }
+        for (size_t i = bytes; i < bytes + 64; ++i)
+            assert_int_equal(got[i], 0xff);
+        rt->ops->free(rt, out_d);
+    }
+    rt->ops->free(rt, slot_out_d);
+    rt->ops->free(rt, slot_expert_d);
+    rt->ops->destroy(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routing_sorts_by_expert),
+        cmocka_unit_test(test_routing_flags_first_bad_id),
+        cmocka_unit_test(test_w13_every_activation_and_dtype),
+        cmocka_unit_test(test_w2_router_weight_and_groups),
+        cmocka_unit_test(test_combine_is_exact_and_ordered),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
