@@ -63,6 +63,20 @@ int mi4_layout_zero(const moeint4_quant_matrix *m, int expert, int group, int ro
 /* The scale of (expert, group, row) as f32 (exact). */
 float mi4_layout_scale(const moeint4_quant_matrix *m, int expert, int group, int row);
 
+/* Row words of rows [row0, row0 + rows) and column words [word0, word0 +
+ * words) of one expert into dst[r * ld + j] (r, j relative): the word holds
+ * the codes of columns 8(word0 + j) .. 8(word0 + j) + 7 of that row, lowest
+ * nibble = lowest column (GPTQ's packing, transposed to row-major; as bytes in
+ * little-endian order it is the XPU layout). The block must lie inside
+ * [OUT] x [IN/8]. */
+void mi4_layout_row_words(const moeint4_quant_matrix *m, int expert, int row0, int rows,
+                          int word0, int words, uint32_t *dst, size_t ld);
+
+/* A block shape (rows x words, rows * words == MI4_LAYOUT_BLOCK_WORDS) that
+ * reads this format's qweight efficiently through mi4_layout_row_words. */
+#define MI4_LAYOUT_BLOCK_WORDS 2048
+void mi4_layout_block_shape(const moeint4_quant_matrix *m, int *rows, int *words);
+
 /* Codes of rows [row0, row0 + rows) and columns [col0, col0 + cols) of one
  * expert into codes[r * ld + c] (r, c relative). col0 and cols must be
  * multiples of 8; the block must lie inside [OUT] x [IN]. */

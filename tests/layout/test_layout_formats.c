@@ -52,7 +52,8 @@ static void shapes_for(int group_size, moeint4_format format, shape out[SHAPES_P
     out[0] = (shape){k, 2 * 72, "w13-like (IN = K, OUT = 2N)"};
     out[1] = (shape){n, k, "w2-like (IN = N, OUT = K)"};
     out[2] = (shape){unit, format == MOEINT4_FORMAT_GPTQ_SYM ? 13 : 8, "narrow"};
-    out[3] = (shape){group_size == -1 ? 1000 : 5 * unit, 136, "wide"};
+    /* more than 1024 columns: several blocks of row words per row */
+    out[3] = (shape){group_size == -1 ? 1096 : (1024 / unit + 1) * unit, 136, "wide"};
 }
 
 static size_t weight_count(const tk_matrix *m)
