@@ -1,7 +1,8 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
  * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
  * found on the device, expert_map, determinism across runs and chunkings,
- * the oneDNN path against the reference, memory accounting. */
+ * the oneDNN path against the reference, memory accounting, and an OpenCL
+ * "framework" handing in its own context, queue and SVM memory. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#define CL_TARGET_OPENCL_VERSION 200
+#include <CL/cl.h>
 
 #include "moeint4.h"
 #include "testkit.h"
@@ -286,6 +290,120 @@ static void test_memory_accounting(void **state)
     moeint4_context_destroy(ctx);
 }
 
+
+/* PoCL's CPU device, as a framework would have found it. */
+static cl_device_id pocl_cpu_device(void)
+{
+    cl_platform_id platforms[8];
+    cl_uint count = 0;
+    assert_int_equal(clGetPlatformIDs(8, platforms, &count), CL_SUCCESS);
+    for (cl_uint p = 0; p < count; ++p) {
+        cl_device_id device;
+        cl_uint devices = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_CPU, 1, &device, &devices) == CL_SUCCESS &&
+            devices > 0)
+            return device;
+    }
+    fail_msg("no OpenCL CPU device (PoCL)");
+    return NULL;
+}
+
+static void *svm_copy_in(cl_context context, cl_command_queue queue, const void *host,
+                         size_t bytes, size_t offset)
+{
+    uint8_t *block = clSVMAlloc(context, CL_MEM_READ_WRITE, bytes + offset, 0);
+    assert_non_null(block);
+    assert_int_equal(clEnqueueSVMMemcpy(queue, CL_TRUE, block + offset, host, bytes, 0, NULL, NULL),
+                     CL_SUCCESS);
+    return block;
+}
+
+static void test_native_opencl_handles_and_svm_used_in_place(void **state)
+{
+    (void)state;
+    tk_rng rng;
+    tk_rng_seed(&rng, 5);
+    tk_layer layer;
+    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
+                                     MOEINT4_DTYPE_F16, 0, &rng),
+                     0);
+    uint16_t hidden[M * K];
+    float topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, M * K, 1.0, hidden);
+    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    uint8_t *expected = run_once("0", "0", &layer, MOEINT4_DTYPE_BF16, hidden, ids, topk_weights, 0);
+
+    cl_int rc;
+    cl_device_id device = pocl_cpu_device();
+    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, NULL, &rc);
+    cl_command_queue stream = clCreateCommandQueueWithProperties(context, device, NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    setenv("MOEINT4_XPU_RUNTIME", "opencl", 1);
+    moeint4_context *ctx = xpu_context("0", "0");
+    moeint4_context_destroy(ctx); /* the plain one; now with the framework's handles */
+    moeint4_context_options options = {0};
+    options.struct_size = sizeof options;
+    options.backend = MOEINT4_BACKEND_XPU;
+    options.native_context = context;
+    options.native_device = device;
+    options.native_queue = queue;
+    assert_int_equal(moeint4_context_create(&options, &ctx), MOEINT4_SUCCESS);
+    moeint4_weights *weights = prepare(ctx, &layer);
+    unsetenv("MOEINT4_XPU_RUNTIME");
+
+    /* the framework's own SVM allocations, tensors at offsets inside them */
+    size_t out_bytes = (size_t)M * K * 2;
+    uint8_t *poison = malloc(out_bytes);
+    memset(poison, 0xff, out_bytes);
+    uint8_t *hidden_block = svm_copy_in(context, queue, hidden, sizeof hidden, 256);
+    void *ids_block = svm_copy_in(context, queue, ids, sizeof ids, 0);
+    uint8_t *weights_block = svm_copy_in(context, queue, topk_weights, sizeof topk_weights, 64);
+    uint8_t *out_block = svm_copy_in(context, queue, poison, out_bytes, 128);
+    moeint4_forward_args args = {0};
+    args.struct_size = sizeof args;
+    args.dtype = MOEINT4_DTYPE_BF16;
+    args.num_tokens = M;
+    args.topk = TOPK;
+    args.hidden_states = hidden_block + 256;
+    args.topk_ids = ids_block;
+    args.topk_weights = (const float *)(weights_block + 64);
+    args.output = out_block + 128;
+    args.stream = stream;
+    if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+        fail_msg("forward on the framework's queue: %s", moeint4_last_error());
+    uint8_t *got = malloc(out_bytes);
+    assert_int_equal(clEnqueueSVMMemcpy(stream, CL_TRUE, got, out_block + 128, out_bytes, 0, NULL,
+                                        NULL),
+                     CL_SUCCESS);
+    assert_memory_equal(got, expected, out_bytes);
+
+    /* a queue of another context is refused, output untouched */
+    cl_context other = clCreateContext(NULL, 1, &device, NULL, NULL, &rc);
+    cl_command_queue foreign = clCreateCommandQueueWithProperties(other, device, NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    args.stream = foreign;
+    assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+    assert_true(ends_with(moeint4_last_error(),
+                          "stream is not a cl_command_queue of the backend's OpenCL context"));
+
+    moeint4_weights_release(weights);
+    moeint4_context_destroy(ctx);
+    clReleaseCommandQueue(foreign);
+    clReleaseContext(other);
+    clSVMFree(context, hidden_block);
+    clSVMFree(context, ids_block);
+    clSVMFree(context, weights_block);
+    clSVMFree(context, out_block);
+    clReleaseCommandQueue(stream);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(context);
+    free(poison), free(got), free(expected);
+    tk_layer_free(&layer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
         cmocka_unit_test(test_memory_accounting),
+        cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,10 @@ mi4_xpu_runtime *xt_runtime(void)
 {
     char err[256] = "";
     mi4_xpu_runtime *rt = NULL;
+    moeint4_context_options options = {0};
+    options.struct_size = sizeof options;
     setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
-    moeint4_status st = mi4_xpu_ocl_create(0, &rt, err, sizeof err);
+    moeint4_status st = mi4_xpu_ocl_create(&options, &rt, err, sizeof err);
     if (st != MOEINT4_SUCCESS)
         fail_msg("OpenCL test-mode runtime: %s", err);
     return rt;

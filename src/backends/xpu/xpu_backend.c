@@ -7,7 +7,10 @@
  *    MOEINT4_XPU_RUNTIME=level_zero|opencl forces one. Caller-provided
  *    native_context/native_device/native_queue are Level Zero handles
  *    (ze_context_handle_t, ze_device_handle_t, ze_command_list_handle_t)
- *    and imply the Level Zero runtime.
+ *    and imply the Level Zero runtime, as the header documents; with
+ *    MOEINT4_XPU_RUNTIME=opencl they are OpenCL handles instead (cl_context,
+ *    cl_device_id, cl_command_queue), so an OpenCL framework's SVM memory
+ *    and queues are used in place.
  *  - What a device pointer is in forward() and the memory helpers:
  *      Level Zero: a USM device pointer (zeMemAllocDevice, or a framework's
  *      tensor on the same context).
@@ -23,7 +26,8 @@
  *  - The caller's stream: Level Zero: a ze_command_list_handle_t that must
  *    be an immediate command list (we append launches and barriers, then a
  *    signalled barrier we wait on); OpenCL: a cl_command_queue created on the
- *    backend's cl_context (checked; CL_QUEUE_CONTEXT must match). NULL: the
+ *    backend's cl_context, i.e. the caller's native_context when it handed
+ *    one in (checked; CL_QUEUE_CONTEXT must match). NULL: the
  *    runtime's own in-order queue / immediate list. forward() returns when
  *    the work is complete, as the ABI promises.
  *  - Test mode: MOEINT4_XPU_TEST_CPU_DEVICE=1 lets the OpenCL runtime take
@@ -128,6 +132,8 @@ static int env_int(const char *name, int fallback)
     return (*end == '\0' && parsed >= 0 && parsed <= (1L << 30)) ? (int)parsed : fallback;
 }
 
+/* native_* handles are Level Zero handles unless MOEINT4_XPU_RUNTIME=opencl
+ * makes them OpenCL ones (cl_context, cl_device_id, cl_command_queue). */
 static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_runtime **rt,
                                      char *err, size_t cap)
 {
@@ -135,10 +141,10 @@ static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_r
     runtime_choice choice = requested_runtime();
     if (native && !o->native_device)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
-                            "native_context/native_queue need native_device (Level Zero handles)");
-    if (native && choice == CHOOSE_OPENCL)
+                            "native_context/native_queue need native_device");
+    if (native && choice == CHOOSE_OPENCL && !o->native_context)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
-                            "native_* handles are Level Zero handles but MOEINT4_XPU_RUNTIME=opencl");
+                            "native_device needs native_context (OpenCL handles)");
     char ze_err[200] = "";
     moeint4_status st = MOEINT4_BACKEND_UNAVAILABLE;
     if (choice != CHOOSE_OPENCL) {
@@ -146,7 +152,7 @@ static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_r
         if (st == MOEINT4_SUCCESS || native || choice == CHOOSE_LEVEL_ZERO)
             return st == MOEINT4_SUCCESS ? st : mi4_xpu_fail(err, cap, st, "%s", ze_err);
     }
-    st = mi4_xpu_ocl_create(o->device_index, rt, err, cap);
+    st = mi4_xpu_ocl_create(o, rt, err, cap);
     if (st != MOEINT4_SUCCESS && ze_err[0] && st == MOEINT4_BACKEND_UNAVAILABLE) {
         char ocl_err[200];
         snprintf(ocl_err, sizeof ocl_err, "%s", err);
@@ -280,12 +286,15 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     for (int e = 0; e < desc->num_experts; ++e)
         map[e] = desc->expert_map ? desc->expert_map[e] : e;
     moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    /* copies share the queue (and Level Zero's completion event) with forward() */
+    pthread_mutex_lock(&ctx->lock);
     moeint4_status st = upload(ctx, w, map, (size_t)desc->num_experts * sizeof(int32_t),
                                (void **)&w->expert_map, err, cap);
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, err, cap);
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
+    pthread_mutex_unlock(&ctx->lock);
     free(map);
     if (st != MOEINT4_SUCCESS) {
         xpu_release(ctx, w);
@@ -326,7 +335,10 @@ static moeint4_status xpu_memory_copy(void *backend_context, void *dst, const vo
 {
     mi4_xpu_context *ctx = backend_context;
     (void)kind; /* USM and SVM copies take any direction */
-    return ctx->rt->ops->copy(ctx->rt, NULL, dst, src, bytes, err, cap);
+    pthread_mutex_lock(&ctx->lock);
+    moeint4_status st = ctx->rt->ops->copy(ctx->rt, NULL, dst, src, bytes, err, cap);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }
 
 /* ---- the table ---- */

@@ -80,8 +80,10 @@ int mi4_xpu_ocl_probe(int device_index, char *reason, size_t cap);
 
 moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu_runtime **rt,
                                  char *err, size_t cap);
-moeint4_status mi4_xpu_ocl_create(int device_index, mi4_xpu_runtime **rt, char *err,
-                                  size_t cap);
+/* options->native_device set: the caller's cl_device_id, cl_context and
+ * (optional) cl_command_queue; otherwise device options->device_index. */
+moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xpu_runtime **rt,
+                                  char *err, size_t cap);
 
 /* OpenCL handles for the oneDNN path (NULL unless rt is an OpenCL runtime). */
 void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, void **queue);

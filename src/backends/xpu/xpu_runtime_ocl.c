@@ -258,32 +258,80 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
     return MOEINT4_SUCCESS;
 }
 
-moeint4_status mi4_xpu_ocl_create(int device_index, mi4_xpu_runtime **out, char *err, size_t cap)
+/* The caller's cl_context / cl_device_id / cl_command_queue (retained, so
+ * the caller may release its references); the device must pass the same
+ * acceptance test as an enumerated one. */
+static moeint4_status adopt_native(ocl_runtime *rt, const moeint4_context_options *o, char *err,
+                                   size_t cap)
+{
+    cl_platform_id platform = NULL;
+    cl_device_type type = 0;
+    char seen[96];
+    rt->device = (cl_device_id)o->native_device;
+    if (clGetDeviceInfo(rt->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL) !=
+            CL_SUCCESS ||
+        clGetDeviceInfo(rt->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
+        return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                            "native_device is not an OpenCL cl_device_id");
+    if (!device_acceptable(platform, rt->device, test_cpu_mode(), seen, sizeof seen))
+        return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE,
+                            "native_device (%s) is not an Intel GPU with SVM", seen);
+    rt->base.is_test_cpu_device = (type & CL_DEVICE_TYPE_GPU) == 0;
+    rt->context = (cl_context)o->native_context;
+    if (clRetainContext(rt->context) != CL_SUCCESS) {
+        rt->context = NULL;
+        return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                            "native_context is not an OpenCL cl_context");
+    }
+    cl_int rc = CL_SUCCESS;
+    if (o->native_queue) {
+        rt->queue = (cl_command_queue)o->native_queue;
+        if (clRetainCommandQueue(rt->queue) != CL_SUCCESS) {
+            rt->queue = NULL;
+            return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                                "native_queue is not an OpenCL cl_command_queue");
+        }
+        return ocl_check_queue(&rt->base, rt->queue, err, cap);
+    }
+    rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
+                            "OpenCL: creating a queue on native_context returned %d", (int)rc);
+    return MOEINT4_SUCCESS;
+}
+
+static moeint4_status create_own(ocl_runtime *rt, int device_index, char *err, size_t cap)
 {
     char reason[256];
-    cl_device_id device;
     int is_cpu = 0;
-    if (!find_device(device_index, &device, &is_cpu, reason, sizeof reason))
+    if (!find_device(device_index, &rt->device, &is_cpu, reason, sizeof reason))
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE, "%s", reason);
+    rt->base.is_test_cpu_device = is_cpu;
+    cl_int rc;
+    rt->context = clCreateContext(NULL, 1, &rt->device, NULL, NULL, &rc);
+    if (rc == CL_SUCCESS)
+        rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
+                            "OpenCL: creating a context and queue returned %d", (int)rc);
+    return MOEINT4_SUCCESS;
+}
+
+moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xpu_runtime **out,
+                                  char *err, size_t cap)
+{
     ocl_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "OpenCL runtime: out of memory");
     rt->base.ops = &ocl_ops;
     rt->base.kind = MI4_XPU_OPENCL;
-    rt->base.is_test_cpu_device = is_cpu;
-    rt->device = device;
-    clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof rt->base.device_name - 1,
-                    rt->base.device_name, NULL);
-    cl_int rc;
-    rt->context = clCreateContext(NULL, 1, &device, NULL, NULL, &rc);
-    if (rc == CL_SUCCESS)
-        rt->queue = clCreateCommandQueueWithProperties(rt->context, device, NULL, &rc);
-    if (rc != CL_SUCCESS) {
-        ocl_destroy(&rt->base);
-        return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
-                            "OpenCL: creating a context and queue returned %d", (int)rc);
+    moeint4_status status = options->native_device ? adopt_native(rt, options, err, cap)
+                                                   : create_own(rt, options->device_index, err, cap);
+    if (status == MOEINT4_SUCCESS) {
+        clGetDeviceInfo(rt->device, CL_DEVICE_NAME, sizeof rt->base.device_name - 1,
+                        rt->base.device_name, NULL);
+        status = build_program(rt, err, cap);
     }
-    moeint4_status status = build_program(rt, err, cap);
     if (status != MOEINT4_SUCCESS) {
         ocl_destroy(&rt->base);
         return status;
