@@ -255,7 +255,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 #endif
 
 /* BM, BN, BK, WM, WN, STAGES of each configuration. */
-#define CONFIG_16 16, 64, 64, 16, 32, DEEP
+#define CONFIG_16 16, 64, 128, 16, 32, DEEP
 #define CONFIG_64 64, 128, 32, 32, 64, DEEP
 #define CONFIG_128 128, 128, 32, 64, 32, DEEP
 

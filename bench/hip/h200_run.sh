@@ -1,0 +1,46 @@
+#!/bin/bash
+# Builds the whole project with the HIP plugin for NVIDIA (nvcc, sm_90), runs
+# the HIP tests and the conformance matrix on the hip backend, then the bench
+# (bench/hip/hip_bench.py); logs and JSON go to $OUT. Made for the lent H200
+# (nothing can be installed there): cmocka, OpenBLAS and pkg-config travel as
+# build-hipdeps/deps.tar.xz and ../shared/vectors as build-hipdeps/shared
+# (bench/hip/README.md says how to make them).
+#   OUT=/tmp/out COMMIT=abc1234 bench/hip/h200_run.sh [build|test|bench|all ...]
+set -u
+steps=${*:-all}
+OUT=${OUT:-$PWD/out-h200}
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+BUILD=${BUILD:-build-h200}
+DEPS=${DEPS:-build-hipdeps}
+mkdir -p "$OUT"
+want() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
+
+if [ -f "$DEPS/deps.tar.xz" ]; then
+  mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
+  export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
+  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+SHARED=$PWD/../shared
+[ -d "$DEPS/shared/vectors" ] && SHARED=$PWD/$DEPS/shared
+
+if want build; then
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    nvcc --version | tail -1; cmake --version | head -1
+    python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/env.txt" 2>&1
+  { cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
+      -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_SHARED_DIR="$SHARED" \
+      -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
+    ninja -C "$BUILD"; } > "$OUT/build.log" 2>&1
+  echo "build: exit $?"; tail -3 "$OUT/build.log"
+fi
+
+if want test; then
+  (cd "$BUILD" && ctest --output-on-failure --timeout 900 \
+     -R '^(test_hip_dequant|test_hip_forward|hip_conformance)$') > "$OUT/tests.log" 2>&1
+  echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
+fi
+
+if want bench; then
+  PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$BUILD/lib/libmoeint4.so" \
+    --json "$OUT/hip-bench.json" --commit "$COMMIT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+fi
