@@ -99,6 +99,16 @@ static moeint4_forward_args make_args(const device_io *io, moeint4_dtype dtype)
     return args;
 }
 
+/* A small random layer (E=8, K=64, N=32, group 32); rng continues from it. */
+static void make_layer(tk_layer *layer, tk_rng *rng, uint64_t seed, moeint4_format format,
+                       moeint4_dtype scales_dtype, int expert_map_mode)
+{
+    tk_rng_seed(rng, seed);
+    assert_int_equal(tk_layer_random(layer, format, 0, E, K, N, GROUP, scales_dtype,
+                                     expert_map_mode, rng),
+                     0);
+}
+
 static moeint4_weights *prepare(moeint4_context *ctx, const tk_layer *layer)
 {
     moeint4_weights_desc desc = tk_layer_desc(layer);
@@ -126,13 +136,10 @@ static void test_asymmetric_formats_are_unsupported_with_reason(void **state)
     (void)state;
     moeint4_context *ctx = xpu_context("0", "64");
     tk_rng rng;
-    tk_rng_seed(&rng, 1);
     moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ};
     for (int f = 0; f < 2; ++f) {
         tk_layer layer;
-        assert_int_equal(tk_layer_random(&layer, formats[f], 0, E, K, N, GROUP,
-                                         MOEINT4_DTYPE_F16, 0, &rng),
-                         0);
+        make_layer(&layer, &rng, 1 + (uint64_t)f, formats[f], MOEINT4_DTYPE_F16, 0);
         moeint4_weights_desc desc = tk_layer_desc(&layer);
         moeint4_weights *weights = (moeint4_weights *)&layer; /* must stay untouched */
         assert_int_equal(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED);
@@ -148,11 +155,8 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
     (void)state;
     moeint4_context *ctx = xpu_context("0", "64");
     tk_rng rng;
-    tk_rng_seed(&rng, 2);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
-                                     MOEINT4_DTYPE_F16, 0, &rng),
-                     0);
+    make_layer(&layer, &rng, 2, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     moeint4_weights *weights = prepare(ctx, &layer);
     float hidden[M * K], topk_weights[M * TOPK];
     int32_t ids[M * TOPK];
@@ -223,11 +227,8 @@ static void test_expert_map_determinism_and_onednn(void **state)
 {
     (void)state;
     tk_rng rng;
-    tk_rng_seed(&rng, 3);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
-                                     MOEINT4_DTYPE_BF16, 1, &rng),
-                     0);
+    make_layer(&layer, &rng, 3, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_BF16, 1);
     assert_non_null(layer.expert_map);
     float hidden[M * K], topk_weights[M * TOPK];
     int32_t ids[M * TOPK];
@@ -271,11 +272,8 @@ static void test_memory_accounting(void **state)
     (void)state;
     moeint4_context *ctx = xpu_context("0", "64");
     tk_rng rng;
-    tk_rng_seed(&rng, 4);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
-                                     MOEINT4_DTYPE_F16, 0, &rng),
-                     0);
+    make_layer(&layer, &rng, 4, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     moeint4_weights *weights = prepare(ctx, &layer);
     size_t host = 0, device = 0;
     assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
@@ -322,11 +320,8 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
 {
     (void)state;
     tk_rng rng;
-    tk_rng_seed(&rng, 5);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, E, K, N, GROUP,
-                                     MOEINT4_DTYPE_F16, 0, &rng),
-                     0);
+    make_layer(&layer, &rng, 5, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     uint16_t hidden[M * K];
     float topk_weights[M * TOPK];
     int32_t ids[M * TOPK];
