@@ -208,7 +208,9 @@ MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx);
  *   w2:  IN = N,          OUT = K
  * G = IN / group_size (1 for per-channel, group_size = -1).
  * Shapes per format are documented at moeint4_format. All pointers are host
- * pointers. */
+ * pointers. Sizes: E, IN, OUT > 0; IN a multiple of 8 (every format) and of
+ * group_size; OUT a multiple of 8 for GPTQ_ASYM and AWQ (packed along OUT),
+ * any OUT for GPTQ_SYM. Scales must be finite and > 0. */
 typedef struct moeint4_quant_matrix {
     size_t struct_size;
     moeint4_format format;
