@@ -75,6 +75,8 @@ void tk_matrix_pack(tk_matrix *m);
  * decodes the packed words); tk_reference_moe needs the codes and writes NaN
  * without them. */
 void tk_matrix_drop_codes(tk_matrix *m);
+/* Gives the matrix a trivial g_idx [E][IN] (g_idx[k] = k / group). 0 or -1. */
+int tk_matrix_add_g_idx(tk_matrix *m);
 
 /* ---- a whole MoE layer ---- */
 typedef struct tk_layer {
@@ -96,6 +98,8 @@ void tk_layer_free(tk_layer *layer);
 /* The scale_base tk_layer_random uses for a projection with in_features
  * inputs: unit gain for unit-variance inputs (derivation in tk_layer.c). */
 double tk_unit_gain_scale(moeint4_format format, int zero_offset, int in_features);
+/* Gives both matrices a trivial g_idx (g_idx[k] = k / group). 0 or -1. */
+int tk_layer_add_g_idx(tk_layer *layer);
 /* Fills a descriptor pointing at the layer's arrays. */
 moeint4_weights_desc tk_layer_desc(const tk_layer *layer);
 

@@ -140,3 +140,8 @@ void tk_route_random(tk_rng *rng, int64_t num_tokens, int num_experts, int topk,
     }
     free(logits);
 }
+
+int tk_layer_add_g_idx(tk_layer *layer)
+{
+    return tk_matrix_add_g_idx(&layer->w13) == 0 && tk_matrix_add_g_idx(&layer->w2) == 0 ? 0 : -1;
+}

@@ -55,19 +55,25 @@ int tk_matrix_alloc(tk_matrix *m, moeint4_format format, int zero_offset, int nu
     m->qweight = malloc(weights / 8 * sizeof *m->qweight);
     if (format != MOEINT4_FORMAT_GPTQ_SYM)
         m->qzeros = malloc(groups / 8 * sizeof *m->qzeros);
-    if (with_g_idx)
-        m->g_idx = malloc((size_t)num_experts * (size_t)in_features * sizeof *m->g_idx);
     if (!m->codes || !m->zeros || !m->scales || !m->qweight ||
-        (format != MOEINT4_FORMAT_GPTQ_SYM && !m->qzeros) || (with_g_idx && !m->g_idx)) {
+        (format != MOEINT4_FORMAT_GPTQ_SYM && !m->qzeros) ||
+        (with_g_idx && tk_matrix_add_g_idx(m) != 0)) {
         tk_matrix_free(m);
         return -1;
     }
-    if (m->g_idx) {
-        int group = group_size == -1 ? in_features : group_size;
-        for (int e = 0; e < num_experts; e++)
-            for (int i = 0; i < in_features; i++)
-                m->g_idx[(size_t)e * in_features + i] = i / group;
-    }
+    return 0;
+}
+
+int tk_matrix_add_g_idx(tk_matrix *m)
+{
+    int in = m->in_features, group = m->group_size == -1 ? in : m->group_size;
+    free(m->g_idx);
+    m->g_idx = malloc((size_t)m->num_experts * (size_t)in * sizeof *m->g_idx);
+    if (!m->g_idx)
+        return -1;
+    for (int e = 0; e < m->num_experts; e++)
+        for (int i = 0; i < in; i++)
+            m->g_idx[(size_t)e * in + i] = i / group;
     return 0;
 }
 
