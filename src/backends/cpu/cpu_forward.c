@@ -1,0 +1,366 @@
+/* The CPU forward pass. Per chunk of tokens:
+ *   plan    (caller)   route slots to local experts: pairs sorted by expert
+ *   phase 1 (threads)  scaled input rows of every pair (dtype converted once)
+ *   phase 2 (threads)  w13 tiles x the expert's tokens, gate and up tile t
+ *                      together, activation fused: items = (expert, tiles)
+ *   phase 3 (threads)  group sums of the activations
+ *   phase 4 (threads)  w2 fused with the router weight and the top-k sum:
+ *                      items = output column tiles over every expert, so
+ *                      each output value is summed by one thread in a fixed
+ *                      order (same bits for any thread count).
+ * Work items are taken from atomic counters, so both cores stream weights
+ * even at M = 1 with only topk experts. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_activation.h"
+#include "backends/cpu/cpu_internal.h"
+#include "backends/cpu/cpu_scalar_io.h"
+#include "core/error.h"
+
+/* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
+#define MI4_CPU_TOKEN_CHUNK 2048
+#define MI4_CPU_MAX_ITEM_TILES 16
+
+typedef struct phase2_item {
+    int active;   /* index into active_expert */
+    int tile_begin, tile_end;
+} phase2_item;
+
+typedef struct forward_plan {
+    const mi4_cpu_weights *w;
+    const mi4_cpu_kernels *kernels;
+    const moeint4_forward_args *args;
+    mi4_cpu_pool *pool;
+    mi4_cpu_activation act;
+    int64_t token_begin;
+    int token_count;
+    int num_pairs;
+    int num_active;
+    int max_expert_tokens;
+    const int *active_expert;     /* local expert ids, ascending */
+    const int *active_start;      /* [num_active + 1] pair offsets */
+    const int *pair_token;        /* token index within the chunk */
+    const float *pair_in_factor;  /* router weight on the input, or 1 */
+    const float *pair_out_factor; /* router weight on the output, or 1 */
+    float *x;                     /* [pairs][x_stride] scaled input rows */
+    size_t x_stride;
+    float *xsum;                  /* [pairs][geo13.num_groups] */
+    float *a;                     /* [pairs][a_stride] scaled activations */
+    size_t a_stride;
+    float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
+    float *asum;                  /* [pairs][geo2.num_groups] */
+    const phase2_item *items;
+    int num_items;
+    int out_tiles_per_item;
+    int num_out_items;
+    float *thread_scratch;
+    size_t thread_scratch_floats;
+    atomic_int next_item;
+    atomic_int next_out_item;
+} forward_plan;
+
+static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
+
+static void phase1_inputs(forward_plan *plan, int thread, int threads)
+{
+    const mi4_cpu_weights *w = plan->w;
+    const moeint4_forward_args *args = plan->args;
+    size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    int group_columns = w->geo13.group_blocks * MI4_CPU_BLOCK_COLUMNS;
+    if (group_columns > w->hidden_size)
+        group_columns = w->hidden_size;
+    for (int p = thread; p < plan->num_pairs; p += threads) {
+        int64_t token = plan->token_begin + plan->pair_token[p];
+        const char *src = (const char *)args->hidden_states + (size_t)token * w->hidden_size * elem;
+        plan->kernels->scale_row(args->dtype, src, w->hidden_size, plan->pair_in_factor[p],
+                                 group_columns, plan->x + (size_t)p * plan->x_stride,
+                                 plan->xsum + (size_t)p * w->geo13.num_groups);
+    }
+}
+
+static void phase2_w13(forward_plan *plan, float *scratch)
+{
+    const mi4_cpu_weights *w = plan->w;
+    const mi4_cpu_pack_geometry *geo = &w->geo13;
+    float *y_gate = scratch;
+    float *y_up = scratch + (size_t)plan->max_expert_tokens * MI4_CPU_TILE_ROWS;
+    int n = w->intermediate_size;
+    for (;;) {
+        int index = atomic_fetch_add_explicit(&plan->next_item, 1, memory_order_relaxed);
+        if (index >= plan->num_items)
+            return;
+        const phase2_item *item = &plan->items[index];
+        int expert = plan->active_expert[item->active];
+        int first = plan->active_start[item->active];
+        int tokens = plan->active_start[item->active + 1] - first;
+        const uint8_t *expert_w13 = w->w13 + (size_t)expert * w->w13_expert_bytes;
+        mi4_cpu_tile_job job = {
+            .geo = geo,
+            .scales_bf16 = w->scales_bf16,
+            .x = plan->x + (size_t)first * plan->x_stride,
+            .x_stride = plan->x_stride,
+            .xsum = plan->xsum + (size_t)first * geo->num_groups,
+            .xsum_stride = (size_t)geo->num_groups,
+            .tokens = tokens,
+        };
+        for (int t = item->tile_begin; t < item->tile_end; t++) {
+            job.tile = expert_w13 + (size_t)t * geo->tile_bytes;
+            job.y = y_gate;
+            plan->kernels->tile(&job);
+            job.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
+            job.y = y_up;
+            plan->kernels->tile(&job);
+            for (int i = 0; i < tokens; i++) {
+                float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
+                float sum = 0.0f;
+                for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+                    float v = 0.0f;
+                    if (t * MI4_CPU_TILE_ROWS + r < n)
+                        v = mi4_cpu_activate(&plan->act, y_gate[i * MI4_CPU_TILE_ROWS + r],
+                                             y_up[i * MI4_CPU_TILE_ROWS + r]);
+                    a[r] = v * mi4_cpu_column_scale(r);
+                    sum += v;
+                }
+                plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] = sum;
+            }
+        }
+    }
+}
+
+static void phase3_group_sums(forward_plan *plan, int thread, int threads)
+{
+    const mi4_cpu_pack_geometry *geo = &plan->w->geo2;
+    for (int p = thread; p < plan->num_pairs; p += threads) {
+        const float *tile_sums = plan->a_tile_sum + (size_t)p * geo->in_blocks;
+        float *sums = plan->asum + (size_t)p * geo->num_groups;
+        for (int g = 0; g < geo->num_groups; g++) {
+            float s = 0.0f;
+            for (int b = g * geo->group_blocks; b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
+                s += tile_sums[b];
+            sums[g] = s;
+        }
+    }
+}
+
+static void phase4_w2(forward_plan *plan, float *scratch)
+{
+    const mi4_cpu_weights *w = plan->w;
+    const mi4_cpu_pack_geometry *geo = &w->geo2;
+    const moeint4_forward_args *args = plan->args;
+    size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    int columns = plan->out_tiles_per_item * MI4_CPU_TILE_ROWS;
+    float *acc = scratch;
+    float *y = scratch + (size_t)plan->token_count * columns;
+    for (;;) {
+        int index = atomic_fetch_add_explicit(&plan->next_out_item, 1, memory_order_relaxed);
+        if (index >= plan->num_out_items)
+            return;
+        int tile_begin = index * plan->out_tiles_per_item;
+        int tile_end = tile_begin + plan->out_tiles_per_item;
+        if (tile_end > geo->tiles)
+            tile_end = geo->tiles;
+        memset(acc, 0, sizeof(float) * (size_t)plan->token_count * columns);
+        for (int ai = 0; ai < plan->num_active; ai++) {
+            int expert = plan->active_expert[ai];
+            int first = plan->active_start[ai];
+            int tokens = plan->active_start[ai + 1] - first;
+            const uint8_t *expert_w2 = w->w2 + (size_t)expert * w->w2_expert_bytes;
+            mi4_cpu_tile_job job = {
+                .geo = geo,
+                .scales_bf16 = w->scales_bf16,
+                .x = plan->a + (size_t)first * plan->a_stride,
+                .x_stride = plan->a_stride,
+                .xsum = plan->asum + (size_t)first * geo->num_groups,
+                .xsum_stride = (size_t)geo->num_groups,
+                .tokens = tokens,
+                .y = y,
+            };
+            for (int t = tile_begin; t < tile_end; t++) {
+                job.tile = expert_w2 + (size_t)t * geo->tile_bytes;
+                plan->kernels->tile(&job);
+                for (int i = 0; i < tokens; i++) {
+                    float factor = plan->pair_out_factor[first + i];
+                    float *dst = acc + (size_t)plan->pair_token[first + i] * columns +
+                                 (size_t)(t - tile_begin) * MI4_CPU_TILE_ROWS;
+                    for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+                        dst[r] += factor * y[i * MI4_CPU_TILE_ROWS + r];
+                }
+            }
+        }
+        int column0 = tile_begin * MI4_CPU_TILE_ROWS;
+        int count = (tile_end - tile_begin) * MI4_CPU_TILE_ROWS;
+        if (column0 + count > w->hidden_size)
+            count = w->hidden_size - column0;
+        for (int m = 0; m < plan->token_count; m++) {
+            char *dst = (char *)args->output +
+                        ((size_t)(plan->token_begin + m) * w->hidden_size + column0) * elem;
+            plan->kernels->store_row(args->dtype, acc + (size_t)m * columns, count, dst);
+        }
+    }
+}
+
+static void forward_job(void *arg, int thread, int threads)
+{
+    forward_plan *plan = arg;
+    float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
+    phase1_inputs(plan, thread, threads);
+    mi4_cpu_pool_barrier(plan->pool, threads);
+    phase2_w13(plan, scratch);
+    mi4_cpu_pool_barrier(plan->pool, threads);
+    phase3_group_sums(plan, thread, threads);
+    mi4_cpu_pool_barrier(plan->pool, threads);
+    phase4_w2(plan, scratch);
+}
+
+/* Bump allocation inside one aligned block. */
+typedef struct arena {
+    char *base;
+    size_t used;
+} arena;
+
+static void *arena_take(arena *a, size_t bytes)
+{
+    void *p = a->base ? a->base + a->used : NULL;
+    a->used += (bytes + 63) / 64 * 64;
+    return p;
+}
+
+/* Lays the plan's buffers out in `a` (sizes only when a->base is NULL). */
+static void plan_layout(forward_plan *plan, arena *a, int max_pairs, int threads,
+                        int **counts, int **active, int **starts, int **tokens, float **in_f,
+                        float **out_f, phase2_item **items, int max_items)
+{
+    const mi4_cpu_weights *w = plan->w;
+    *counts = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
+    *active = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
+    *starts = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
+    *tokens = arena_take(a, sizeof(int) * (size_t)max_pairs);
+    *in_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
+    *out_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
+    *items = arena_take(a, sizeof(phase2_item) * (size_t)max_items);
+    plan->x = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->x_stride);
+    plan->xsum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo13.num_groups);
+    plan->a = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->a_stride);
+    plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
+    plan->asum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.num_groups);
+    plan->thread_scratch =
+        arena_take(a, sizeof(float) * (size_t)threads * plan->thread_scratch_floats);
+}
+
+static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels *kernels,
+                                    const mi4_cpu_weights *w, const moeint4_forward_args *args,
+                                    char *err, size_t err_cap)
+{
+    if (args->num_tokens <= 0)
+        return MOEINT4_SUCCESS;
+    int threads = ctx->num_threads;
+    int topk = args->topk;
+    int chunk = args->num_tokens < MI4_CPU_TOKEN_CHUNK ? (int)args->num_tokens : MI4_CPU_TOKEN_CHUNK;
+    int max_pairs = chunk * topk;
+    int tiles13 = w->geo13.tiles;
+    int item_tiles = clamp_int(tiles13 * w->num_local_experts / (8 * threads), 1,
+                               MI4_CPU_MAX_ITEM_TILES);
+    int active_cap = w->num_local_experts < max_pairs ? w->num_local_experts : max_pairs;
+    int max_items = active_cap * ((tiles13 + item_tiles - 1) / item_tiles);
+    int out_tiles = clamp_int(w->geo2.tiles / (16 * threads), 1, MI4_CPU_MAX_ITEM_TILES);
+
+    forward_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.w = w;
+    plan.kernels = kernels;
+    plan.args = args;
+    plan.pool = ctx->pool;
+    plan.act.kind = args->activation;
+    plan.act.limit = args->swiglu_limit;
+    plan.act.alpha = args->swiglu_alpha;
+    plan.act.beta = args->swiglu_beta;
+    plan.x_stride = round_up_floats((size_t)w->geo13.in_blocks * MI4_CPU_BLOCK_COLUMNS);
+    plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
+    plan.out_tiles_per_item = out_tiles;
+    plan.num_out_items = (w->geo2.tiles + out_tiles - 1) / out_tiles;
+    /* y13 gate + up, or acc + y of phase 4: both sized for a whole chunk */
+    size_t phase2_floats = 2 * (size_t)chunk * MI4_CPU_TILE_ROWS;
+    size_t phase4_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
+                           (size_t)chunk * MI4_CPU_TILE_ROWS;
+    plan.thread_scratch_floats =
+        round_up_floats(phase2_floats > phase4_floats ? phase2_floats : phase4_floats);
+
+    int *counts, *active, *starts, *pair_token;
+    float *in_factor, *out_factor;
+    phase2_item *items;
+    arena sizing = {NULL, 0};
+    plan_layout(&plan, &sizing, max_pairs, threads, &counts, &active, &starts, &pair_token,
+                &in_factor, &out_factor, &items, max_items);
+    arena block = {aligned_alloc(64, sizing.used), 0};
+    if (!block.base)
+        return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
+                             "cpu forward: cannot allocate %zu bytes of scratch", sizing.used);
+    plan_layout(&plan, &block, max_pairs, threads, &counts, &active, &starts, &pair_token,
+                &in_factor, &out_factor, &items, max_items);
+
+    int on_input = args->apply_router_weight_on_input;
+    for (int64_t begin = 0; begin < args->num_tokens; begin += chunk) {
+        int count = args->num_tokens - begin < chunk ? (int)(args->num_tokens - begin) : chunk;
+        /* counting sort of the (token, slot) pairs by local expert, stable */
+        memset(counts, 0, sizeof(int) * (size_t)(w->num_local_experts + 1));
+        const int32_t *ids = args->topk_ids + (size_t)begin * topk;
+        const float *weights = args->topk_weights + (size_t)begin * topk;
+        for (int s = 0; s < count * topk; s++) {
+            int local = w->expert_map[ids[s]];
+            if (local >= 0)
+                counts[local + 1]++;
+        }
+        int num_active = 0, max_tokens = 0;
+        for (int e = 0; e < w->num_local_experts; e++) {
+            if (counts[e + 1] > 0) {
+                active[num_active] = e;
+                starts[num_active] = counts[e];
+                num_active++;
+                if (counts[e + 1] > max_tokens)
+                    max_tokens = counts[e + 1];
+            }
+            counts[e + 1] += counts[e];
+        }
+        int num_pairs = counts[w->num_local_experts];
+        starts[num_active] = num_pairs;
+        for (int s = 0; s < count * topk; s++) {
+            int local = w->expert_map[ids[s]];
+            if (local < 0)
+                continue;
+            int p = counts[local]++;
+            pair_token[p] = s / topk;
+            in_factor[p] = on_input ? weights[s] : 1.0f;
+            out_factor[p] = on_input ? 1.0f : weights[s];
+        }
+        int num_items = 0;
+        for (int ai = 0; ai < num_active; ai++)
+            for (int t = 0; t < tiles13; t += item_tiles) {
+                items[num_items].active = ai;
+                items[num_items].tile_begin = t;
+                items[num_items].tile_end = t + item_tiles < tiles13 ? t + item_tiles : tiles13;
+                num_items++;
+            }
+        plan.token_begin = begin;
+        plan.token_count = count;
+        plan.num_pairs = num_pairs;
+        plan.num_active = num_active;
+        plan.max_expert_tokens = max_tokens;
+        plan.active_expert = active;
+        plan.active_start = starts;
+        plan.pair_token = pair_token;
+        plan.pair_in_factor = in_factor;
+        plan.pair_out_factor = out_factor;
+        plan.items = items;
+        plan.num_items = num_items;
+        atomic_store(&plan.next_item, 0);
+        atomic_store(&plan.next_out_item, 0);
+        if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)
+            forward_job(&plan, 0, 1);
+    }
+    free(block.base);
+    return MOEINT4_SUCCESS;
+}

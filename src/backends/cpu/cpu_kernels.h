@@ -1,0 +1,53 @@
+/* The CPU backend's inner kernels, one table per instruction set. Every
+ * variant computes the same thing on the tiles of layout/cpu_repack.h; they
+ * differ only in summation order (f32 rounding), never in meaning.
+ *
+ * Inputs are "scaled rows": x'[k] = x[k] * 16^-(k % 8), padded with zeros to
+ * a multiple of 8 columns, plus the per-group sums of the unscaled x. The
+ * scaling lets a kernel turn nibble c of a word into (code * 16^c) with one
+ * AND, exactly, instead of shift + AND; the products are the same. */
+#ifndef MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
+#define MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout/cpu_repack.h"
+#include "moeint4.h"
+
+/* One 8-row tile times `tokens` scaled rows:
+ *   y[t][r] = sum_g scale[g][r] * (sum_{k in g} code[r][k] * x[t][k]
+ *                                  - zero[g][r] * xsum[t][g]) */
+typedef struct mi4_cpu_tile_job {
+    const uint8_t *tile;           /* one tile of `geo` */
+    const mi4_cpu_pack_geometry *geo;
+    int scales_bf16;               /* scales are bf16 bits (else f16) */
+    const float *x;                /* [tokens][x_stride] scaled rows */
+    size_t x_stride;               /* >= geo->in_blocks * 8 */
+    const float *xsum;             /* [tokens][xsum_stride] group sums */
+    size_t xsum_stride;
+    int tokens;
+    float *y;                      /* [tokens][8] */
+} mi4_cpu_tile_job;
+
+typedef struct mi4_cpu_kernels {
+    const char *name;              /* "scalar", "avx2" */
+    void (*tile)(const mi4_cpu_tile_job *job);
+    /* src (count values of dtype) * factor -> scaled row dst (count values,
+     * zero padded to a multiple of 8); the group sums of the unscaled
+     * products go to sums[num_groups] (groups of group_columns values). */
+    void (*scale_row)(moeint4_dtype dtype, const void *src, int count, float factor,
+                      int group_columns, float *dst, float *sums);
+    /* f32 -> dtype, rounded once to nearest even. */
+    void (*store_row)(moeint4_dtype dtype, const float *src, int count, void *dst);
+} mi4_cpu_kernels;
+
+const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
+#if defined(MOEINT4_HAVE_X86_KERNELS)
+const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
+#endif
+
+/* The best table for this CPU, unless env MOEINT4_CPU_KERNEL=scalar. */
+const mi4_cpu_kernels *mi4_cpu_kernels_select(void);
+
+#endif

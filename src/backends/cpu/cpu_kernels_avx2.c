@@ -1,0 +1,170 @@
+/* AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c, called only
+ * after a run-time feature check). One 32-byte load holds 8 rows x 8
+ * columns; nibble c of every row is isolated with one AND against
+ * (15 << 4c) and converted to float exactly, and the scaled input row
+ * (x * 16^-c) makes the product equal code * x. Accumulators are per
+ * (token, c mod S) so that at least 8 independent FMA chains run even for
+ * one token. */
+#include <immintrin.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_scalar_io.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define MAX_BLOCK_TOKENS 8
+
+static ALWAYS_INLINE __m256 nibble_as_float(__m256i word, int c)
+{
+    __m256i q = c == 7 ? _mm256_srli_epi32(word, 28)
+                       : _mm256_and_si256(word, _mm256_set1_epi32((int)(15u << (4 * c))));
+    return _mm256_cvtepi32_ps(q);
+}
+
+static ALWAYS_INLINE __m256 load_scales(const uint8_t *p, int bf16)
+{
+    __m128i bits = _mm_loadu_si128((const __m128i *)p);
+    if (bf16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    return _mm256_cvtph_ps(bits);
+}
+
+/* Tokens [t_first, t_first + TB) of the job; S accumulator sets per token. */
+static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, const int TB,
+                                      const int S)
+{
+    const mi4_cpu_pack_geometry *geo = job->geo;
+    const size_t stride = job->x_stride;
+    const float *x = job->x + (size_t)t_first * stride;
+    const float *xsum = job->xsum + (size_t)t_first * job->xsum_stride;
+    __m256 y[MAX_BLOCK_TOKENS];
+    for (int t = 0; t < TB; t++)
+        y[t] = _mm256_setzero_ps();
+    for (int g = 0; g < geo->num_groups; g++) {
+        __m256 acc[8][MAX_BLOCK_TOKENS];
+        for (int s = 0; s < S; s++)
+            for (int t = 0; t < TB; t++)
+                acc[s][t] = _mm256_setzero_ps();
+        const uint8_t *block = job->tile + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_BYTES;
+        const float *xg = x + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
+        for (int b = 0; b < geo->group_blocks; b++) {
+            __m256i word = _mm256_load_si256((const __m256i *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES));
+            const float *xb = xg + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
+            for (int c = 0; c < 8; c++) {
+                __m256 q = nibble_as_float(word, c);
+                for (int t = 0; t < TB; t++)
+                    acc[c % S][t] = _mm256_fmadd_ps(q, _mm256_broadcast_ss(xb + t * stride + c),
+                                                    acc[c % S][t]);
+            }
+        }
+        __m256 scale = load_scales(job->tile + geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2,
+                                   job->scales_bf16);
+        __m128i zero_bytes =
+            _mm_loadl_epi64((const __m128i *)(job->tile + geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS));
+        __m256 zero_scale = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(zero_bytes)), scale);
+        for (int t = 0; t < TB; t++) {
+            __m256 v = acc[0][t];
+            for (int s = 1; s < S; s++)
+                v = _mm256_add_ps(v, acc[s][t]);
+            y[t] = _mm256_fmadd_ps(v, scale, y[t]);
+            y[t] = _mm256_fnmadd_ps(zero_scale,
+                                    _mm256_broadcast_ss(xsum + (size_t)t * job->xsum_stride + g), y[t]);
+        }
+    }
+    for (int t = 0; t < TB; t++)
+        _mm256_storeu_ps(job->y + (size_t)(t_first + t) * MI4_CPU_TILE_ROWS, y[t]);
+}
+
+static void tile_1(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 1, 8); }
+static void tile_2(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 2, 4); }
+static void tile_3(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 3, 3); }
+static void tile_4(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 4, 2); }
+static void tile_5(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 5, 2); }
+static void tile_6(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 6, 2); }
+static void tile_7(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 7, 1); }
+static void tile_8(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 8, 1); }
+
+static void avx2_tile(const mi4_cpu_tile_job *job)
+{
+    static void (*const by_count[MAX_BLOCK_TOKENS + 1])(const mi4_cpu_tile_job *, int) = {
+        NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6, tile_7, tile_8};
+    int t = 0;
+    for (; t + MAX_BLOCK_TOKENS <= job->tokens; t += MAX_BLOCK_TOKENS)
+        tile_8(job, t);
+    if (t < job->tokens)
+        by_count[job->tokens - t](job, t);
+}
+
+static const float column_scales[8] = {1.0f,       0x1p-4f,  0x1p-8f,  0x1p-12f,
+                                       0x1p-16f,   0x1p-20f, 0x1p-24f, 0x1p-28f};
+
+static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
+{
+    switch (dtype) {
+    case MOEINT4_DTYPE_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k)));
+    case MOEINT4_DTYPE_BF16:
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))), 16));
+    default:
+        return _mm256_loadu_ps((const float *)src + k);
+    }
+}
+
+static float horizontal_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static void avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+                           int group_columns, float *dst, float *sums)
+{
+    const __m256 scales = _mm256_loadu_ps(column_scales);
+    const __m256 f = _mm256_set1_ps(factor);
+    int num_groups = (count + group_columns - 1) / group_columns;
+    for (int g = 0; g < num_groups; g++) {
+        int k = g * group_columns;
+        int end = k + group_columns < count ? k + group_columns : count;
+        __m256 sum = _mm256_setzero_ps();
+        for (; k + 8 <= end; k += 8) {
+            __m256 v = _mm256_mul_ps(load8(dtype, src, k), f);
+            sum = _mm256_add_ps(sum, v);
+            _mm256_storeu_ps(dst + k, _mm256_mul_ps(v, scales));
+        }
+        float tail = 0.0f;
+        for (; k < end; k++) { /* only per-channel rows with count % 8 != 0 */
+            float v = mi4_cpu_load_value(dtype, src, (size_t)k) * factor;
+            dst[k] = v * column_scales[k % 8];
+            tail += v;
+        }
+        sums[g] = horizontal_sum(sum) + tail;
+    }
+    for (int k = count; k % 8 != 0; k++)
+        dst[k] = 0.0f;
+}
+
+static void avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
+{
+    int k = 0;
+    if (dtype == MOEINT4_DTYPE_F16) {
+        for (; k + 8 <= count; k += 8)
+            _mm_storeu_si128((__m128i *)((uint16_t *)dst + k),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + k), _MM_FROUND_TO_NEAREST_INT));
+    } else if (dtype == MOEINT4_DTYPE_F32) {
+        for (; k + 8 <= count; k += 8)
+            _mm256_storeu_ps((float *)dst + k, _mm256_loadu_ps(src + k));
+    }
+    for (; k < count; k++)
+        mi4_cpu_store_value(dtype, dst, (size_t)k, src[k]);
+}
+
+static const mi4_cpu_kernels avx2_kernels = {
+    .name = "avx2",
+    .tile = avx2_tile,
+    .scale_row = avx2_scale_row,
+    .store_row = avx2_store_row,
+};
+
+const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void) { return &avx2_kernels; }

@@ -1,0 +1,95 @@
+/* Portable C kernels: what non-x86 builds run, and the reference the SIMD
+ * variants are tested against. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_scalar_io.h"
+
+static uint32_t load_u32_le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static float tile_scale(const uint8_t *tile, const mi4_cpu_pack_geometry *geo, int bf16, int g,
+                        int r)
+{
+    const uint8_t *p = tile + geo->scales_offset + ((size_t)g * MI4_CPU_TILE_ROWS + r) * 2;
+    uint16_t bits = (uint16_t)(p[0] | p[1] << 8);
+    return bf16 ? mi4_bf16_to_f32(bits) : mi4_f16_to_f32(bits);
+}
+
+static void scalar_tile(const mi4_cpu_tile_job *job)
+{
+    const mi4_cpu_pack_geometry *geo = job->geo;
+    for (int t = 0; t < job->tokens; t++) {
+        const float *x = job->x + (size_t)t * job->x_stride;
+        const float *xsum = job->xsum + (size_t)t * job->xsum_stride;
+        for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+            float y = 0.0f;
+            for (int g = 0; g < geo->num_groups; g++) {
+                float acc = 0.0f;
+                int b_end = (g + 1) * geo->group_blocks;
+                for (int b = g * geo->group_blocks; b < b_end; b++) {
+                    uint32_t word =
+                        load_u32_le(job->tile + (size_t)b * MI4_CPU_BLOCK_BYTES + 4 * (size_t)r);
+                    const float *xb = x + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
+                    for (int c = 0; c < MI4_CPU_BLOCK_COLUMNS; c++)
+                        acc += (float)(word & (15u << (4 * c))) * xb[c];
+                }
+                float scale = tile_scale(job->tile, geo, job->scales_bf16, g, r);
+                float zero = (float)job->tile[geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS + r];
+                y += scale * acc;
+                y += -(zero * scale) * xsum[g];
+            }
+            job->y[(size_t)t * MI4_CPU_TILE_ROWS + r] = y;
+        }
+    }
+}
+
+static void scalar_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+                             int group_columns, float *dst, float *sums)
+{
+    int padded = (count + MI4_CPU_BLOCK_COLUMNS - 1) / MI4_CPU_BLOCK_COLUMNS * MI4_CPU_BLOCK_COLUMNS;
+    float sum = 0.0f;
+    for (int k = 0; k < count; k++) {
+        float v = mi4_cpu_load_value(dtype, src, (size_t)k) * factor;
+        dst[k] = v * mi4_cpu_column_scale(k);
+        sum += v;
+        if ((k + 1) % group_columns == 0 || k + 1 == count) {
+            sums[k / group_columns] = sum;
+            sum = 0.0f;
+        }
+    }
+    for (int k = count; k < padded; k++)
+        dst[k] = 0.0f;
+}
+
+static void scalar_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
+{
+    for (int k = 0; k < count; k++)
+        mi4_cpu_store_value(dtype, dst, (size_t)k, src[k]);
+}
+
+static const mi4_cpu_kernels scalar_kernels = {
+    .name = "scalar",
+    .tile = scalar_tile,
+    .scale_row = scalar_scale_row,
+    .store_row = scalar_store_row,
+};
+
+const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void) { return &scalar_kernels; }
+
+const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
+{
+    const char *forced = getenv("MOEINT4_CPU_KERNEL");
+    if (forced && strcmp(forced, "scalar") == 0)
+        return mi4_cpu_kernels_scalar();
+#if defined(MOEINT4_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return mi4_cpu_kernels_avx2();
+#endif
+    return mi4_cpu_kernels_scalar();
+}

@@ -1,0 +1,178 @@
+#include "backends/cpu/cpu_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+/* Spins this many times before yielding / sleeping: short enough not to
+ * steal a core for long, long enough to cover the gap between decode calls. */
+#define MI4_POOL_SPINS 20000
+#define MI4_BARRIER_SPINS_BEFORE_YIELD 20000
+
+typedef struct worker_arg {
+    mi4_cpu_pool *pool;
+    int index;
+} worker_arg;
+
+struct mi4_cpu_pool {
+    int num_threads;
+    pthread_t *threads;
+    worker_arg *worker_args;
+    int started;                 /* workers actually running */
+    pthread_mutex_t run_lock;    /* one job at a time */
+    pthread_mutex_t lock;        /* guards sleeping */
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    mi4_cpu_job_fn job;
+    void *job_arg;
+    atomic_uint generation;      /* bumped for every job */
+    atomic_int pending;          /* workers still running the job */
+    atomic_int stop;
+    atomic_int sleeping;         /* workers asleep on `wake` */
+    atomic_int barrier_count;
+    atomic_uint barrier_phase;
+};
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *worker_main(void *opaque)
+{
+    worker_arg *self = opaque;
+    mi4_cpu_pool *pool = self->pool;
+    unsigned seen = 0; /* the generation at pool creation, whenever this thread starts */
+    for (;;) {
+        int spins = 0;
+        while (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
+               !atomic_load(&pool->stop)) {
+            if (++spins < MI4_POOL_SPINS) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&pool->lock);
+            atomic_fetch_add(&pool->sleeping, 1);
+            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
+                pthread_cond_wait(&pool->wake, &pool->lock);
+            atomic_fetch_sub(&pool->sleeping, 1);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        if (atomic_load(&pool->stop))
+            return NULL;
+        seen = atomic_load(&pool->generation);
+        pool->job(pool->job_arg, self->index, pool->num_threads);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
+    }
+}
+
+mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
+{
+    if (num_threads < 1)
+        num_threads = 1;
+    mi4_cpu_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return NULL;
+    pool->num_threads = num_threads;
+    pool->threads = calloc((size_t)num_threads, sizeof *pool->threads);
+    pool->worker_args = calloc((size_t)num_threads, sizeof *pool->worker_args);
+    if (!pool->threads || !pool->worker_args) {
+        free(pool->threads);
+        free(pool->worker_args);
+        free(pool);
+        return NULL;
+    }
+    pthread_mutex_init(&pool->run_lock, NULL);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    for (int i = 1; i < num_threads; i++) {
+        pool->worker_args[i].pool = pool;
+        pool->worker_args[i].index = i;
+        if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->worker_args[i]) != 0) {
+            mi4_cpu_pool_destroy(pool);
+            return NULL;
+        }
+        pool->started = i;
+    }
+    return pool;
+}
+
+void mi4_cpu_pool_destroy(mi4_cpu_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    atomic_store(&pool->stop, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 1; i <= pool->started; i++)
+        pthread_join(pool->threads[i], NULL);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->run_lock);
+    free(pool->threads);
+    free(pool->worker_args);
+    free(pool);
+}
+
+int mi4_cpu_pool_threads(const mi4_cpu_pool *pool) { return pool->num_threads; }
+
+int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
+{
+    if (pthread_mutex_trylock(&pool->run_lock) != 0)
+        return -1;
+    pool->job = job;
+    pool->job_arg = arg;
+    atomic_store(&pool->barrier_count, 0);
+    atomic_store(&pool->pending, pool->num_threads - 1);
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    if (atomic_load(&pool->sleeping) > 0)
+        pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+
+    job(arg, 0, pool->num_threads);
+
+    int spins = 0;
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
+        if (++spins < MI4_POOL_SPINS) {
+            cpu_relax();
+            continue;
+        }
+        pthread_mutex_lock(&pool->lock);
+        while (atomic_load(&pool->pending) > 0)
+            pthread_cond_wait(&pool->done, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    pthread_mutex_unlock(&pool->run_lock);
+    return 0;
+}
+
+void mi4_cpu_pool_barrier(mi4_cpu_pool *pool, int num_threads)
+{
+    if (num_threads <= 1)
+        return;
+    unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) ==
+        num_threads - 1) {
+        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_release);
+        return;
+    }
+    int spins = 0;
+    while (atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase) {
+        if (++spins < MI4_BARRIER_SPINS_BEFORE_YIELD)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}

@@ -1,0 +1,15 @@
+/* Helpers shared by the CPU backend tests. */
+#ifndef MOEINT4_TESTS_CPU_TEST_UTIL_H
+#define MOEINT4_TESTS_CPU_TEST_UTIL_H
+
+#include <stddef.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+/* Every kernel table this build and machine can run: scalar first. */
+int cpu_test_kernel_tables(const mi4_cpu_kernels **tables, int capacity);
+
+/* 1 when the two buffers hold the same bits. */
+int cpu_test_same_bits(const void *a, const void *b, size_t bytes);
+
+#endif
