@@ -290,16 +290,14 @@ void return_workspace(mi4_hip_context *ctx, mi4_hip_workspace *w)
     pthread_mutex_unlock(&ctx->pool_lock);
 }
 
-/* Rows per expert decide the row tile; MOEINT4_HIP_TILE=16|64|128 forces one. */
+/* Rows per expert decide the row tile; MOEINT4_HIP_TILE (a mi4_hip_tile_name)
+ * forces one, for tuning. */
 mi4_hip_tile_config choose_tile(int64_t slots, int num_experts)
 {
     const char *forced = getenv("MOEINT4_HIP_TILE");
-    if (forced && strcmp(forced, "16") == 0)
-        return MI4_TILE_16;
-    if (forced && strcmp(forced, "64") == 0)
-        return MI4_TILE_64;
-    if (forced && strcmp(forced, "128") == 0)
-        return MI4_TILE_128;
+    for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
+        if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
+            return (mi4_hip_tile_config)c;
     int64_t rows_per_expert = slots / (num_experts > 0 ? num_experts : 1);
     if (rows_per_expert <= 24)
         return MI4_TILE_16;

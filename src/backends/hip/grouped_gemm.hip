@@ -212,21 +212,32 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
     }
     mi4_copy_wait<0>();
 
+    /* NVIDIA lanes hold column pairs: one 4- or 8-byte store per pair. */
+    constexpr int STEP = MI4_ACC_PAIRS ? 2 : 1;
     if (GATED) {
 #pragma unroll
         for (int i = 0; i < FM; i++)
 #pragma unroll
             for (int j = 0; j < FN / 2; j++)
 #pragma unroll
-                for (int e = 0; e < MI4_ACC_PER_LANE; e++) {
+                for (int e = 0; e < MI4_ACC_PER_LANE; e += STEP) {
                     int r = warp_row + i * 16 + mi4_acc_row(e);
                     int n = out_tile * (BN / 2) + (warp_col / 2) + j * 16 + mi4_acc_col(e);
                     if (row_slot[r] < 0 || n >= p.out_cols)
                         continue;
-                    float v = activate(p.activation, acc[i][j].v[e], acc[i][j + FN / 2].v[e],
-                                       p.limit, p.alpha, p.beta);
-                    p.act[((size_t)tile * BM + r) * (size_t)p.out_cols + n] =
-                        mi4_dev_f32_to_bf16(v);
+                    uint16_t *dst = p.act + ((size_t)tile * BM + r) * (size_t)p.out_cols + n;
+                    uint32_t v0 = mi4_dev_f32_to_bf16(activate(p.activation, acc[i][j].v[e],
+                                                               acc[i][j + FN / 2].v[e], p.limit,
+                                                               p.alpha, p.beta));
+                    if (STEP == 2) {
+                        /* out_cols is a multiple of 8, so n + 1 is in range too */
+                        uint32_t v1 = mi4_dev_f32_to_bf16(
+                            activate(p.activation, acc[i][j].v[e + STEP - 1],
+                                     acc[i][j + FN / 2].v[e + STEP - 1], p.limit, p.alpha, p.beta));
+                        *(uint32_t *)dst = v0 | (v1 << 16);
+                    } else {
+                        *dst = (uint16_t)v0;
+                    }
                 }
     } else {
 #pragma unroll
@@ -234,14 +245,19 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 #pragma unroll
             for (int j = 0; j < FN; j++)
 #pragma unroll
-                for (int e = 0; e < MI4_ACC_PER_LANE; e++) {
+                for (int e = 0; e < MI4_ACC_PER_LANE; e += STEP) {
                     int r = warp_row + i * 16 + mi4_acc_row(e);
                     int c = out_tile * BN + warp_col + j * 16 + mi4_acc_col(e);
                     int slot = row_slot[r];
                     if (slot < 0 || c >= p.out_cols)
                         continue;
                     float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
-                    p.y[(size_t)slot * (size_t)p.out_cols + c] = acc[i][j].v[e] * w;
+                    float *dst = p.y + (size_t)slot * (size_t)p.out_cols + c;
+                    if (STEP == 2)
+                        *(float2 *)dst = make_float2(acc[i][j].v[e] * w,
+                                                     acc[i][j].v[e + STEP - 1] * w);
+                    else
+                        *dst = acc[i][j].v[e] * w;
                 }
     }
 }
@@ -254,10 +270,20 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 #define DEEP 2
 #endif
 
-/* BM, BN, BK, WM, WN, STAGES of each configuration. */
+/* Deeper k steps where shared memory allows (AMD: 64 KiB of LDS). */
+#if defined(MI4_PLATFORM_NVIDIA)
+#define WIDE_K 64
+#else
+#define WIDE_K 32
+#endif
+
+/* BM, BN, BK, WM, WN, STAGES of each configuration (mi4_hip_tile_config). */
 #define CONFIG_16 16, 64, 128, 16, 32, DEEP
+#define CONFIG_16_NARROW 16, 32, 128, 16, 32, DEEP
 #define CONFIG_64 64, 128, 32, 32, 64, DEEP
 #define CONFIG_128 128, 128, 32, 64, 32, DEEP
+#define CONFIG_128_DEEP 128, 128, WIDE_K, 64, 64, (DEEP > 3 ? 3 : DEEP)
+#define CONFIG_256 128, 256, 32, 64, 64, DEEP
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool GATED>
 hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
@@ -317,8 +343,11 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
 {
     switch (config) {
     case MI4_TILE_16: return launch<CONFIG_16, GATED>(a, init);
+    case MI4_TILE_16_NARROW: return launch<CONFIG_16_NARROW, GATED>(a, init);
     case MI4_TILE_64: return launch<CONFIG_64, GATED>(a, init);
-    default: return launch<CONFIG_128, GATED>(a, init);
+    case MI4_TILE_128: return launch<CONFIG_128, GATED>(a, init);
+    case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED>(a, init);
+    default: return launch<CONFIG_256, GATED>(a, init);
     }
 }
 
@@ -326,7 +355,18 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
 
 int mi4_hip_tile_rows(mi4_hip_tile_config config)
 {
-    return config == MI4_TILE_16 ? 16 : config == MI4_TILE_64 ? 64 : 128;
+    switch (config) {
+    case MI4_TILE_16:
+    case MI4_TILE_16_NARROW: return 16;
+    case MI4_TILE_64: return 64;
+    default: return 128;
+    }
+}
+
+const char *mi4_hip_tile_name(mi4_hip_tile_config config)
+{
+    static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256"};
+    return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
@@ -341,11 +381,10 @@ hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_a
 
 hipError_t mi4_hip_gemm_init(void)
 {
-    const mi4_hip_tile_config configs[] = {MI4_TILE_16, MI4_TILE_64, MI4_TILE_128};
-    for (mi4_hip_tile_config c : configs) {
-        hipError_t e = launch_config<true>(c, nullptr, true);
+    for (int c = 0; c < MI4_TILE_COUNT; c++) {
+        hipError_t e = launch_config<true>((mi4_hip_tile_config)c, nullptr, true);
         if (e == hipSuccess)
-            e = launch_config<false>(c, nullptr, true);
+            e = launch_config<false>((mi4_hip_tile_config)c, nullptr, true);
         if (e != hipSuccess)
             return e;
     }

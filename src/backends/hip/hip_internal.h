@@ -47,11 +47,17 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
 
 /* ---- gemm tile configurations (grouped_gemm.hip) ---- */
 typedef enum mi4_hip_tile_config {
-    MI4_TILE_16 = 0,  /* decode: few rows per expert */
-    MI4_TILE_64 = 1,
-    MI4_TILE_128 = 2, /* prefill */
+    MI4_TILE_16 = 0,        /* decode: 16 rows x 64 columns */
+    MI4_TILE_16_NARROW = 1, /* decode: 16 x 32, one warp: more blocks for few experts */
+    MI4_TILE_64 = 2,
+    MI4_TILE_128 = 3,       /* prefill: 128 x 128, 8 warps */
+    MI4_TILE_128_DEEP = 4,  /* prefill: 128 x 128, 4 warps of 64 x 64, deeper k step */
+    MI4_TILE_256 = 5,       /* prefill: 128 x 256, 8 warps of 64 x 64 */
+    MI4_TILE_COUNT = 6,
 } mi4_hip_tile_config;
 
+/* "16", "16n", "64", "128", "128d", "256" (MOEINT4_HIP_TILE); NULL otherwise. */
+const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 
 /* What the routing kernel leaves in the workspace for the GEMMs. */

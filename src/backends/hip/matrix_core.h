@@ -33,10 +33,13 @@ struct mi4_frag_acc {
 MI4_DEVICE int mi4_lane() { return (int)(threadIdx.x % MI4_WARP); }
 
 #if defined(MI4_PLATFORM_NVIDIA)
+/* Elements 2q and 2q+1 of a lane are columns c and c+1 of one row. */
+#define MI4_ACC_PAIRS 1
 /* mma.m16n8k16 C layout, two n-halves: v[0..3] cols 0-7, v[4..7] cols 8-15. */
 MI4_DEVICE int mi4_acc_row(int i) { return (mi4_lane() >> 2) + ((i >> 1) & 1) * 8; }
 MI4_DEVICE int mi4_acc_col(int i) { return 2 * (mi4_lane() & 3) + (i & 1) + (i >> 2) * 8; }
 #else
+#define MI4_ACC_PAIRS 0
 /* MFMA 16x16 C layout: lane holds column lane%16, rows 4*(lane/16) + i. */
 MI4_DEVICE int mi4_acc_row(int i) { return 4 * (mi4_lane() / 16) + i; }
 MI4_DEVICE int mi4_acc_col(int i) { (void)i; return mi4_lane() % 16; }
