@@ -62,6 +62,7 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_number(file, "experts_hit", r->experts_hit, 0);
     cli_json_number(file, "rel_err", r->rel_err, 0);
     cli_json_number(file, "baseline_rel_err", r->baseline_rel_err, 0);
+    cli_json_number(file, "baseline_ref_err", r->baseline_ref_err, 0);
     cli_json_number(file, "bandwidth_gbps", run->bandwidth_gbps, 0);
     cli_json_number(file, "peak_gflops", run->peak_gflops, 0);
     cli_json_number(file, "prepare_ms", run->prepare_ms, 0);

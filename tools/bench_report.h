@@ -18,6 +18,7 @@ typedef struct cli_bench_record {
     double gbps, gflops;
     double rel_err;           /* library vs the double reference, sampled rows */
     double baseline_rel_err;  /* baseline vs library, every value */
+    double baseline_ref_err;  /* baseline vs the double reference, sampled rows */
 } cli_bench_record;
 
 /* What holds for every record of one run. */

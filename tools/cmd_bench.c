@@ -194,6 +194,7 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
     r->tokens = m;
     r->baseline_ms = r->baseline_min_ms = r->baseline_max_ms = NAN;
     r->baseline_ratio_to_floor = r->speedup_vs_baseline = r->baseline_rel_err = NAN;
+    r->baseline_ref_err = NAN;
     int status = cli_inputs_create(bench, m, &in);
     if (status == CLI_EXIT_OK) status = cli_time_forwards(bench, 0, m, &in, seconds);
     if (status == CLI_EXIT_OK)
@@ -219,6 +220,8 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
             r->baseline_ratio_to_floor = r->baseline_ms / r->floor_ms;
             r->speedup_vs_baseline = r->baseline_ms / r->median_ms;
             r->baseline_rel_err = cli_baseline_agreement(bench, m, in.output, in.baseline_output);
+            r->baseline_ref_err = cli_check_rows(&bench->session, m, in.hidden, in.ids + last,
+                                                 in.router_weights + last, in.baseline_output);
             if (!(r->baseline_rel_err <= CLI_MAX_REL_ERROR)) bench->failed_checks++;
         }
     }
@@ -242,16 +245,16 @@ static void cli_print_header(const cli_bench *bench) {
                bench->floor.bandwidth_bytes / 1048576.0, bench->floor.peak_gflops,
                bench->floor.sgemm_threads, bench->floor.sgemm_size);
     printf("caches: %s\n", bench->run.cache_policy);
-    printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s\n", "M", "median_ms", "min_ms",
+    printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s %9s\n", "M", "median_ms", "min_ms",
            "max_ms", "floor_ms", "xfloor", "GB/s", "GFLOP/s", "baseline_ms", "xfloor",
-           "speedup", "err_ref", "err_base");
+           "speedup", "err_ref", "err_base", "base_ref");
 }
 
 static void cli_print_record(const cli_bench_record *r) {
-    printf("%6lld %10.3f %9.3f %9.3f %9.3f %7.2f %8.2f %8.1f %11.3f %7.2f %7.2f %9.2e %9.2e\n",
+    printf("%6lld %10.3f %9.3f %9.3f %9.3f %7.2f %8.2f %8.1f %11.3f %7.2f %7.2f %9.2e %9.2e %9.2e\n",
            (long long)r->tokens, r->median_ms, r->min_ms, r->max_ms, r->floor_ms,
            r->ratio_to_floor, r->gbps, r->gflops, r->baseline_ms, r->baseline_ratio_to_floor,
-           r->speedup_vs_baseline, r->rel_err, r->baseline_rel_err);
+           r->speedup_vs_baseline, r->rel_err, r->baseline_rel_err, r->baseline_ref_err);
     fflush(stdout);
 }
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Merges `moeint4 bench` JSON files into one and writes the markdown table.
+
+usage: cpu_report.py OUT.json OUT.md 'COMMAND' RUN1.json ['COMMAND' RUN2.json ...]
+Standard library only (json); run by bench/run_cpu.sh.
+"""
+import json
+import platform
+import sys
+
+# Issue 3's targets: (preset, format, M) -> max time/floor
+TARGETS = [
+    ("qwen3-30b-a3b", "gptq-sym", 1, 1.15),
+    ("qwen3-30b-a3b", "gptq-sym", 8, 1.3),
+    ("qwen3-30b-a3b", "gptq-sym", 512, 1.4),
+    ("mixtral-8x7b", "gptq-sym", 1, 1.15),
+]
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def find(records, preset, fmt_name, m):
+    for r in records:
+        if r["preset"] == preset and r["format"] == fmt_name and r["M"] == m:
+            return r
+    return None
+
+
+def target_lines(records):
+    lines = ["| target | measured | status |", "| --- | --- | --- |"]
+    for preset, fmt_name, m, limit in TARGETS:
+        r = find(records, preset, fmt_name, m)
+        ratio = r and r.get("ratio_to_floor")
+        status = "not run" if ratio is None else ("met" if ratio <= limit else "missed")
+        lines.append(f"| {preset} {fmt_name} M={m}: time <= {limit} x floor "
+                     f"| {fmt(ratio, '.2f')} x floor | {status} |")
+    r = find(records, "qwen3-30b-a3b", "gptq-sym", 512)
+    speedup = r and r.get("speedup_vs_baseline")
+    status = "not run" if speedup is None else ("met" if speedup >= 2.0 else "missed")
+    lines.append(f"| qwen3-30b-a3b gptq-sym M=512: >= 2x faster than the baseline "
+                 f"| {fmt(speedup, '.2f')}x | {status} |")
+    sym = find(records, "qwen3-30b-a3b", "gptq-sym", 1)
+    for other in ("gptq-asym", "awq"):
+        r = find(records, "qwen3-30b-a3b", other, 1)
+        if sym is None or r is None:
+            lines.append(f"| qwen3-30b-a3b {other} M=1 within 10% of gptq-sym | - | not run |")
+            continue
+        rel = r["median_ms"] / sym["median_ms"]
+        lines.append(f"| qwen3-30b-a3b {other} M=1 within 10% of gptq-sym "
+                     f"| {rel:.2f}x gptq-sym's time | {'met' if rel <= 1.10 else 'missed'} |")
+    return lines
+
+
+def main(argv):
+    if len(argv) < 5 or (len(argv) - 3) % 2:
+        sys.exit(__doc__)
+    out_json, out_md = argv[1], argv[2]
+    records, commands = [], []
+    for command, path in zip(argv[3::2], argv[4::2]):
+        with open(path) as run:
+            records.extend(json.load(run))
+        commands.append(command)
+    with open(out_json, "w") as out:
+        json.dump(records, out, indent=2)
+        out.write("\n")
+
+    commits = sorted({r["commit"] for r in records})
+    dates = sorted({r["date"] for r in records})
+    first = records[0] if records else {}
+    md = [
+        f"# CPU bench, {dates[0][:10] if dates else '?'}",
+        "",
+        f"- commit measured: {', '.join(commits)}",
+        f"- dates (UTC): {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}",
+        f"- machine: {cpu_model()}, {first.get('threads', '?')} threads used",
+        f"- caches: {first.get('cache_policy', '?')}",
+        "- floor = max(bytes / read bandwidth, flops / sgemm peak), both measured in each run "
+        "(see bench/README.md); baseline = weights dequantized to f32 at load + OpenBLAS sgemm "
+        "per expert, same routing, same run",
+        "",
+        "Commands (bench/run_cpu.sh):",
+        "",
+    ]
+    md += [f"    {c}" for c in commands]
+    md += [
+        "",
+        "| preset | format | M | median ms | min ms | max ms | floor ms | x floor | "
+        "baseline ms | baseline x floor | speedup | GB/s | GFLOP/s | BW GB/s | peak GFLOP/s | "
+        "err vs ref |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+        "---: | ---: | ---: | ---: |",
+    ]
+    for r in records:
+        md.append(
+            f"| {r['preset']} | {r['format']} | {r['M']} | {fmt(r['median_ms'], '.3f')} | "
+            f"{fmt(r['min_ms'], '.3f')} | {fmt(r['max_ms'], '.3f')} | "
+            f"{fmt(r['floor_ms'], '.3f')} | {fmt(r['ratio_to_floor'], '.2f')} | "
+            f"{fmt(r['baseline_ms'], '.3f')} | {fmt(r.get('baseline_ratio_to_floor'), '.2f')} | "
+            f"{fmt(r.get('speedup_vs_baseline'), '.2f')} | {fmt(r['gbps'], '.2f')} | "
+            f"{fmt(r['gflops'], '.1f')} | {fmt(r['bandwidth_gbps'], '.2f')} | "
+            f"{fmt(r['peak_gflops'], '.1f')} | {fmt(r.get('rel_err'), '.2e')} |")
+    md += ["", "## Issue 3 targets", ""] + target_lines(records) + [""]
+    with open(out_md, "w") as out:
+        out.write("\n".join(md))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs issue 3's CPU bench set and writes bench/results/cpu-<date>.json and
+# .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
+# 512; Mixtral-8x7B at M = 1; every format at M = 1. A few minutes.
+# Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build-bench}
+iters=${ITERS:-9}
+threads_arg=()
+if [ -n "${THREADS:-}" ]; then threads_arg=(--threads "$THREADS"); fi
+
+# Configure every time: the commit recorded is fixed at configure time.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_BUILD_TESTS=OFF \
+  >/dev/null
+ninja -C "$build" moeint4_cli >/dev/null
+cli="$build/bin/moeint4"
+
+date=$(date -u +%Y-%m-%d)
+results="$root/bench/results"
+mkdir -p "$results"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+runs=(
+  "--preset qwen3-30b-a3b --format gptq-sym --tokens 1,8,64,512"
+  "--preset mixtral-8x7b --format gptq-sym --tokens 1"
+  "--preset qwen3-30b-a3b --format gptq-asym --tokens 1"
+  "--preset qwen3-30b-a3b --format awq --tokens 1"
+)
+report_args=()
+failed=0
+for i in "${!runs[@]}"; do
+  read -r -a args <<<"${runs[$i]}"
+  extra=()
+  if [ "$i" -eq 0 ]; then extra=(--plot "$results/cpu-$date-qwen3.png"); fi
+  command="moeint4 bench ${runs[$i]} --backend cpu --iters $iters ${threads_arg[*]:-}"
+  echo "== $command" >&2
+  if ! "$cli" bench "${args[@]}" --backend cpu --iters "$iters" "${threads_arg[@]}" \
+       --json "$scratch/$i.json" "${extra[@]}"; then
+    failed=1
+    echo "run_cpu.sh: this run failed (see above); its records are kept if written" >&2
+  fi
+  if [ -s "$scratch/$i.json" ]; then report_args+=("$command" "$scratch/$i.json"); fi
+done
+
+/usr/bin/python3 "$root/bench/cpu_report.py" "$results/cpu-$date.json" "$results/cpu-$date.md" \
+  "${report_args[@]}"
+echo "wrote $results/cpu-$date.json and .md" >&2
+exit "$failed"

@@ -1,0 +1,145 @@
+# cmake -DMOEINT4_CLI=<moeint4> -DMODE=info|run|bench|usage -DWORK_DIR=<dir> -P cli_test.cmake
+cmake_minimum_required(VERSION 3.25)
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+# Runs the command; fails the test unless it exits with `expected`.
+# Leaves stdout/stderr in cli_out/cli_err.
+function(run_cli expected)
+  execute_process(COMMAND "${MOEINT4_CLI}" ${ARGN}
+    WORKING_DIRECTORY "${WORK_DIR}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT "${rc}" STREQUAL "${expected}")
+    message(FATAL_ERROR "moeint4 ${ARGN}: exit ${rc}, expected ${expected}\n"
+      "stdout:\n${out}\nstderr:\n${err}")
+  endif()
+  set(cli_out "${out}" PARENT_SCOPE)
+  set(cli_err "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect_match text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
+  endif()
+endfunction()
+
+if(MODE STREQUAL "info")
+  run_cli(0 info)
+  expect_match("${cli_out}" "libmoeint4 [0-9]+\\.[0-9]+\\.[0-9]+" "version")
+  foreach(name cpu xpu hip)
+    expect_match("${cli_out}" "\n +[0-9]+ +${name} +(yes|no) +(yes|no)" "backend ${name}")
+  endforeach()
+  expect_match("${cli_out}" "oracle decision table:\n.+" "decision table")
+  expect_match("${cli_out}" "choice: cpu" "the oracle picks the CPU here")
+  run_cli(0 info --preset tiny --format awq --backend cpu)
+  expect_match("${cli_out}" "problem: tiny, awq, group 64" "problem line")
+  expect_match("${cli_out}" "choice: cpu" "forced cpu")
+
+elseif(MODE STREQUAL "run")
+  foreach(format gptq-sym gptq-asym awq)
+    run_cli(0 run --preset tiny --format ${format})
+    expect_match("${cli_out}" "backend: cpu" "run ${format}: backend")
+    expect_match("${cli_out}" "prepare: [0-9.]+ ms" "run ${format}: prepare time")
+    expect_match("${cli_out}" "forward: first [0-9.]+ ms" "run ${format}: forward time")
+    expect_match("${cli_out}" "check: rel-L2 error [0-9.e+-]+ over 4 sampled rows: ok"
+      "run ${format}: accuracy")
+  endforeach()
+  # other dtypes, activations and a token count above the sample size
+  run_cli(0 run --preset tiny --format awq --dtype f32 --activation swiglu --tokens 37 --seed 9)
+  expect_match("${cli_out}" "over 8 sampled rows: ok" "f32 swiglu M=37")
+  run_cli(0 run --preset tiny --format gptq-asym --dtype=f16 --activation=gelu --tokens=5)
+  expect_match("${cli_out}" "over 5 sampled rows: ok" "f16 gelu M=5")
+
+elseif(MODE STREQUAL "bench")
+  set(json "${WORK_DIR}/out.json")
+  set(png "${WORK_DIR}/out.png")
+  file(REMOVE "${json}" "${png}")
+  find_program(GNUPLOT gnuplot)
+  set(plot_args "")
+  if(GNUPLOT)
+    set(plot_args --plot "${png}")
+  endif()
+  run_cli(0 bench --preset tiny --tokens 1,4 --iters 3 --json "${json}" ${plot_args})
+  expect_match("${cli_err}" "moeint4 bench: measuring the floor" "progress on stderr")
+  file(READ "${json}" text)
+  string(JSON count LENGTH "${text}")
+  if(NOT count EQUAL 2)
+    message(FATAL_ERROR "expected 2 records (M=1,4), got ${count}:\n${text}")
+  endif()
+  set(numbers median_ms min_ms max_ms floor_ms ratio_to_floor baseline_ms gbps gflops threads
+      bandwidth_gbps peak_gflops rel_err baseline_rel_err weight_bytes speedup_vs_baseline)
+  foreach(index 0 1)
+    foreach(field preset format backend commit cache_policy date)
+      string(JSON type TYPE "${text}" ${index} ${field})
+      if(NOT type STREQUAL "STRING")
+        message(FATAL_ERROR "record ${index}: ${field} is ${type}, not a string")
+      endif()
+    endforeach()
+    foreach(field M ${numbers})
+      string(JSON type TYPE "${text}" ${index} ${field})
+      if(NOT type STREQUAL "NUMBER")
+        message(FATAL_ERROR "record ${index}: ${field} is ${type}, not a number:\n${text}")
+      endif()
+    endforeach()
+    string(JSON m GET "${text}" ${index} M)
+    string(JSON preset GET "${text}" ${index} preset)
+    string(JSON backend GET "${text}" ${index} backend)
+    string(JSON median GET "${text}" ${index} median_ms)
+    string(JSON floor GET "${text}" ${index} floor_ms)
+    string(JSON ratio GET "${text}" ${index} ratio_to_floor)
+    string(JSON rel_err GET "${text}" ${index} rel_err)
+    list(GET "1;4" ${index} want_m)
+    if(NOT m EQUAL want_m OR NOT preset STREQUAL "tiny" OR NOT backend STREQUAL "cpu")
+      message(FATAL_ERROR "record ${index}: M=${m} preset=${preset} backend=${backend}")
+    endif()
+    # positive times, a floor below the time (ratio >= ~1), a small error
+    if(median LESS_EQUAL 0 OR floor LESS_EQUAL 0 OR ratio LESS 0.5 OR rel_err GREATER 0.01)
+      message(FATAL_ERROR "record ${index}: median ${median} floor ${floor} ratio ${ratio} "
+        "rel_err ${rel_err}")
+    endif()
+  endforeach()
+  if(GNUPLOT)
+    file(READ "${png}" magic LIMIT 4 HEX)
+    if(NOT magic STREQUAL "89504e47")
+      message(FATAL_ERROR "--plot did not write a PNG (${magic})")
+    endif()
+  endif()
+
+elseif(MODE STREQUAL "usage")
+  # Every bad invocation exits 2 and names what was wrong.
+  set(cases
+    "run|--preset|nope=>--preset"
+    "run|--format|gptq=>--format"
+    "run|--tokens|0=>--tokens"
+    "run|--tokens|abc=>--tokens"
+    "run|--tokens=>--tokens needs a value"
+    "run|--bogus=>unknown option '--bogus'"
+    "run|--dtype|f8=>--dtype"
+    "run|--activation|relu=>--activation"
+    "run|--backend|nosuch=>--backend"
+    "run|--seed|-3=>--seed"
+    "run|stray=>unexpected argument 'stray'"
+    "run|--tokens|1,2=>--tokens"
+    "run|--json|x.json=>unknown option '--json'"
+    "bench|--tokens|1,,8=>--tokens"
+    "bench|--tokens|8,=>--tokens"
+    "bench|--iters|0=>--iters"
+    "bench|--threads|0=>--threads"
+    "bench|--format=>--format needs a value"
+    "bench|--preset=>--preset"
+    "info|--tokens|3=>unknown option '--tokens'"
+    "frobnicate=>unknown command 'frobnicate'")
+  foreach(case IN LISTS cases)
+    string(REPLACE "=>" ";" parts "${case}")
+    list(GET parts 0 argv_text)
+    list(GET parts 1 message_regex)
+    string(REPLACE "|" ";" argv "${argv_text}")
+    run_cli(2 ${argv})
+    expect_match("${cli_err}" "${message_regex}" "moeint4 ${argv}")
+  endforeach()
+  run_cli(2)
+  expect_match("${cli_err}" "usage: moeint4" "no arguments")
+  run_cli(0 help)
+  expect_match("${cli_out}" "usage: moeint4" "help")
+else()
+  message(FATAL_ERROR "unknown MODE '${MODE}'")
+endif()
