@@ -2,24 +2,26 @@
 #ifndef MOEINT4_CORE_HANDLES_H
 #define MOEINT4_CORE_HANDLES_H
 
+#include <pthread.h>
+
 #include "core/registry.h"
 #include "moeint4.h"
 
 /* A context binds a backend choice (or AUTO) to a device. Backend contexts
- * are created lazily, one per backend the oracle picks, and guarded by a
- * mutex so that concurrent prepares are safe. */
+ * are created lazily, one per backend the oracle picks, under `lock` so that
+ * concurrent prepares are safe. */
 typedef struct mi4_backend_slot {
     const mi4_backend_entry *entry;
     void *backend_context;
 } mi4_backend_slot;
 
 struct moeint4_context {
-    moeint4_context_options options;  /* copy, defaults filled in */
+    moeint4_context_options options;  /* copy, defaults filled in, struct_size = sizeof */
     moeint4_backend requested;        /* AUTO or forced (env var resolved) */
-    void *lock;                       /* pthread_mutex_t*, kept opaque here */
+    pthread_mutex_t lock;             /* guards slots and the weights list */
     mi4_backend_slot slots[MI4_MAX_BACKENDS];
     int num_slots;
-    int live_weights;                 /* prepared handles not yet released */
+    struct moeint4_weights *live_weights; /* prepared handles not yet released */
 };
 
 struct moeint4_weights {
@@ -27,8 +29,19 @@ struct moeint4_weights {
     const mi4_backend_entry *backend;
     void *backend_context;
     void *backend_weights;
-    moeint4_weights_desc desc;        /* copy; data pointers cleared after prepare */
-    int32_t *expert_map;              /* copy [num_experts], always present (identity if none given) */
+    int num_experts;                  /* global E: the range of topk ids */
+    int hidden_size;                  /* K */
+    struct moeint4_weights *prev, *next; /* in ctx->live_weights */
 };
+
+/* The backend context of `entry` inside `ctx`, created on first use.
+ * Sets the thread's error on failure (src/core/context.c). */
+moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_entry *entry,
+                                        void **backend_context);
+
+/* Reports a backend's error text as this thread's message, prefixed with the
+ * backend's name. */
+moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
+                                     const char *err);
 
 #endif

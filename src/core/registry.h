@@ -1,29 +1,64 @@
 /* The backend registry: the library's only global mutable state. Holds the
  * built-in backends, the GPU plugins found next to the library or on
  * MOEINT4_BACKEND_PATH, and third-party backends. Initialised once
- * (pthread_once); registration takes a mutex. Entries are never removed
- * while the process runs, so pointers to them stay valid. */
+ * (pthread_once) on first use; registration and the probe cache take a
+ * mutex. Entries are never removed while the process runs, so pointers to
+ * them stay valid and their tables never change once published. */
 #ifndef MOEINT4_CORE_REGISTRY_H
 #define MOEINT4_CORE_REGISTRY_H
+
+#include <stddef.h>
 
 #include "moeint4.h"
 
 #define MI4_MAX_BACKENDS 32
 #define MI4_REASON_CAPACITY 256
+#define MI4_NAME_CAPACITY 32
+
+/* Default oracle priorities (lower = tried first). A table that leaves
+ * platform_priority at 0 gets its id's default. */
+#define MI4_PRIORITY_XPU 100
+#define MI4_PRIORITY_HIP 200
+#define MI4_PRIORITY_CUSTOM 500
+#define MI4_PRIORITY_CPU 1000
 
 typedef struct mi4_backend_entry {
     moeint4_backend id;
-    char name[32];
+    char name[MI4_NAME_CAPACITY];
     int compiled;                   /* iface is usable */
     char load_reason[MI4_REASON_CAPACITY]; /* why not compiled (plugin missing, ...) */
-    moeint4_backend_iface iface;    /* copy; valid when compiled */
+    moeint4_backend_iface iface;    /* copy; valid when compiled; iface.name == name */
+    int priority;                   /* effective platform priority */
 } mi4_backend_entry;
 
 /* Entry for `id`, or NULL when unknown. Loads plugins on first use. */
 const mi4_backend_entry *mi4_registry_find(moeint4_backend id);
 
+/* Entry whose name matches (case-insensitive), or NULL. */
+const mi4_backend_entry *mi4_registry_find_name(const char *name);
+
 /* All entries, in the oracle's priority order for this machine
- * (platform_priority, then id). Returns the count; fills at most `cap`. */
+ * (priority, then id). Returns the count; fills at most `cap`. */
 int mi4_registry_list(const mi4_backend_entry **entries, int cap);
+
+/* Is `entry` usable on device `device_index`? 1 yes; 0 no with the reason
+ * (plugin not loaded, or the probe's own words). Probe results are cached
+ * per device index; thread-safe. */
+int mi4_registry_available(const mi4_backend_entry *entry, int device_index, char *reason,
+                           size_t reason_cap);
+
+/* Loads the backend plugin `file_name` (e.g. "libmoeint4-hip.so"), searching
+ * every directory of MOEINT4_BACKEND_PATH first, then the directory of
+ * libmoeint4.so itself (src/core/plugin_loader.c). Returns its checked table
+ * (the plugin stays loaded for the life of the process), or NULL with the
+ * reason in words ("libmoeint4-hip.so not found in /a:/b"). */
+const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_backend expected_id,
+                                             char *reason, size_t reason_cap);
+
+/* Checks a backend table as both plugins and moeint4_register_backend need:
+ * api_version, struct_size, required functions. Writes the reason into
+ * `reason` and returns VERSION_MISMATCH or INVALID_ARGUMENT, else SUCCESS. */
+moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char *reason,
+                                       size_t reason_cap);
 
 #endif

@@ -1,0 +1,151 @@
+/* moeint4_forward: every argument is checked before the backend runs, so a
+ * failing call leaves the output untouched. */
+#include <math.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/handles.h"
+
+static size_t dtype_bytes(moeint4_dtype dtype)
+{
+    switch (dtype) {
+    case MOEINT4_DTYPE_F32: return 4;
+    case MOEINT4_DTYPE_F16: return 2;
+    case MOEINT4_DTYPE_BF16: return 2;
+    }
+    return 0;
+}
+
+static int is_activation(moeint4_activation activation)
+{
+    return activation == MOEINT4_ACTIVATION_SILU || activation == MOEINT4_ACTIVATION_GELU ||
+           activation == MOEINT4_ACTIVATION_SWIGLU_CLAMP;
+}
+
+/* Byte counts of the [M, K] and [M, topk] arrays; 0 when they overflow size_t. */
+static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *bytes)
+{
+    size_t elements;
+    if ((uint64_t)rows > SIZE_MAX || __builtin_mul_overflow((size_t)rows, (size_t)columns,
+                                                            &elements))
+        return 0;
+    return !__builtin_mul_overflow(elements, element, bytes);
+}
+
+static moeint4_status check_scalars(const moeint4_weights *weights, const moeint4_forward_args *args)
+{
+    if (args->struct_size < sizeof *args)
+        return mi4_fail(MOEINT4_VERSION_MISMATCH,
+                        "args->struct_size = %zu, expected at least sizeof(moeint4_forward_args) "
+                        "= %zu",
+                        args->struct_size, sizeof *args);
+    if (dtype_bytes(args->dtype) == 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->dtype = %d is not F32, F16 or BF16",
+                        (int)args->dtype);
+    if (!is_activation(args->activation))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->activation = %d is not a moeint4_activation",
+                        (int)args->activation);
+    if (args->num_tokens < 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->num_tokens = %lld is negative",
+                        (long long)args->num_tokens);
+    if (args->topk < 1 || args->topk > weights->num_experts)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->topk = %d is outside [1, %d] (num_experts)",
+                        args->topk, weights->num_experts);
+    if (args->apply_router_weight_on_input != 0 && args->apply_router_weight_on_input != 1)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "args->apply_router_weight_on_input = %d must be 0 or 1",
+                        args->apply_router_weight_on_input);
+    if (args->activation == MOEINT4_ACTIVATION_SWIGLU_CLAMP) {
+        if (!isfinite(args->swiglu_limit) || !(args->swiglu_limit > 0.0f))
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                            "args->swiglu_limit = %g must be finite and > 0",
+                            (double)args->swiglu_limit);
+        if (!isfinite(args->swiglu_alpha))
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->swiglu_alpha = %g is not finite",
+                            (double)args->swiglu_alpha);
+        if (!isfinite(args->swiglu_beta))
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->swiglu_beta = %g is not finite",
+                            (double)args->swiglu_beta);
+    }
+    return MOEINT4_SUCCESS;
+}
+
+static int ranges_overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
+/* Host-pointer backends only: the data itself is readable here. */
+static moeint4_status check_host_data(const moeint4_weights *weights,
+                                      const moeint4_forward_args *args, size_t activation_bytes,
+                                      size_t routing_bytes)
+{
+    int topk = args->topk, num_experts = weights->num_experts;
+    for (int64_t m = 0; m < args->num_tokens; m++) {
+        for (int j = 0; j < topk; j++) {
+            int32_t id = args->topk_ids[m * topk + j];
+            if (id < 0 || id >= num_experts)
+                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                "args->topk_ids[%lld][%d] = %d is outside [0, %d)", (long long)m,
+                                j, (int)id, num_experts);
+            float w = args->topk_weights[m * topk + j];
+            if (!isfinite(w))
+                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                "args->topk_weights[%lld][%d] = %g is not finite", (long long)m, j,
+                                (double)w);
+        }
+    }
+    if (ranges_overlap(args->output, activation_bytes, args->hidden_states, activation_bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->output overlaps args->hidden_states");
+    if (ranges_overlap(args->output, activation_bytes, args->topk_ids, routing_bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->output overlaps args->topk_ids");
+    if (ranges_overlap(args->output, activation_bytes, args->topk_weights, routing_bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->output overlaps args->topk_weights");
+    return MOEINT4_SUCCESS;
+}
+
+MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_weights *weights,
+                                           const moeint4_forward_args *args)
+{
+    mi4_clear_error();
+    if (!ctx)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    if (!args)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args is NULL");
+    if (weights->ctx != ctx)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "weights were prepared with another context than ctx");
+    moeint4_status status = check_scalars(weights, args);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    size_t activation_bytes, routing_bytes;
+    if (!array_bytes(args->num_tokens, weights->hidden_size, dtype_bytes(args->dtype),
+                     &activation_bytes) ||
+        !array_bytes(args->num_tokens, args->topk, sizeof(int32_t), &routing_bytes))
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "args->num_tokens = %lld: the [num_tokens, %d] arrays overflow size_t",
+                        (long long)args->num_tokens, weights->hidden_size);
+    if (args->num_tokens == 0)
+        return MOEINT4_SUCCESS;
+    const char *missing = !args->hidden_states  ? "hidden_states"
+                          : !args->topk_ids     ? "topk_ids"
+                          : !args->topk_weights ? "topk_weights"
+                          : !args->output       ? "output"
+                                                : NULL;
+    if (missing)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->%s is NULL", missing);
+    const mi4_backend_entry *entry = weights->backend;
+    if (!entry->iface.device_pointers) {
+        status = check_host_data(weights, args, activation_bytes, routing_bytes);
+        if (status != MOEINT4_SUCCESS)
+            return status;
+    }
+    char err[MI4_ERROR_CAPACITY] = "";
+    status = entry->iface.forward(weights->backend_context, weights->backend_weights, args, err,
+                                  sizeof err);
+    err[sizeof err - 1] = '\0';
+    return status == MOEINT4_SUCCESS ? status : mi4_fail_from_backend(entry, status, err);
+}

@@ -1,0 +1,15 @@
+/* Argument checks shared by the public entry points of src/core. Each sets
+ * the thread's error (naming the field) and returns its status. */
+#ifndef MOEINT4_CORE_VALIDATE_H
+#define MOEINT4_CORE_VALIDATE_H
+
+#include "moeint4.h"
+
+/* The whole weights descriptor: struct_size, counts, sizes, enums, expert_map
+ * and both projections through the layout module's checks. */
+moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *desc);
+
+/* What the oracle needs to know about a (validated) descriptor. */
+moeint4_problem mi4_problem_from_desc(const moeint4_weights_desc *desc);
+
+#endif

@@ -1,0 +1,128 @@
+/* Prepared weights: validated checkpoint tensors handed to the backend the
+ * oracle (or the context's forced backend) picked. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/desc_views.h"
+#include "core/error.h"
+#include "core/handles.h"
+#include "core/validate.h"
+#include "oracle/oracle.h"
+
+static void link_weights(moeint4_context *ctx, moeint4_weights *weights)
+{
+    pthread_mutex_lock(&ctx->lock);
+    weights->prev = NULL;
+    weights->next = ctx->live_weights;
+    if (ctx->live_weights)
+        ctx->live_weights->prev = weights;
+    ctx->live_weights = weights;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static void unlink_weights(moeint4_context *ctx, moeint4_weights *weights)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (weights->prev)
+        weights->prev->next = weights->next;
+    else
+        ctx->live_weights = weights->next;
+    if (weights->next)
+        weights->next->prev = weights->prev;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
+                                                   const moeint4_weights_desc *desc,
+                                                   moeint4_weights **weights)
+{
+    mi4_clear_error();
+    if (!ctx)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
+    if (!desc)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "desc is NULL");
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    moeint4_status status = mi4_validate_weights_desc(desc);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+
+    moeint4_problem problem = mi4_problem_from_desc(desc);
+    const mi4_backend_entry *entry = NULL;
+    status = mi4_oracle_choose(&problem, ctx->requested, ctx->options.device_index, &entry);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    void *backend_context = NULL;
+    status = mi4_context_backend_slot(ctx, entry, &backend_context);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+
+    moeint4_weights *prepared = calloc(1, sizeof *prepared);
+    if (!prepared)
+        return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a weights handle");
+    /* Backends see a descriptor of exactly the size they know, defaults filled. */
+    moeint4_weights_desc normalized;
+    memcpy(&normalized, desc, sizeof normalized);
+    normalized.struct_size = sizeof normalized;
+    normalized.scales_dtype = mi4_desc_scales_dtype(desc);
+
+    char err[MI4_ERROR_CAPACITY] = "";
+    void *backend_weights = NULL;
+    status = entry->iface.prepare(backend_context, &normalized, &backend_weights, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (status != MOEINT4_SUCCESS) {
+        free(prepared);
+        return mi4_fail_from_backend(entry, status, err);
+    }
+    prepared->ctx = ctx;
+    prepared->backend = entry;
+    prepared->backend_context = backend_context;
+    prepared->backend_weights = backend_weights;
+    prepared->num_experts = desc->num_experts;
+    prepared->hidden_size = desc->hidden_size;
+    link_weights(ctx, prepared);
+    *weights = prepared;
+    return MOEINT4_SUCCESS;
+}
+
+MOEINT4_API void moeint4_weights_release(moeint4_weights *weights)
+{
+    mi4_clear_error();
+    if (!weights)
+        return;
+    unlink_weights(weights->ctx, weights);
+    const moeint4_backend_iface *iface = &weights->backend->iface;
+    if (iface->release)
+        iface->release(weights->backend_context, weights->backend_weights);
+    free(weights);
+}
+
+MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,
+                                                   moeint4_backend *backend)
+{
+    mi4_clear_error();
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    if (!backend)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "backend is NULL");
+    *backend = weights->backend->id;
+    return MOEINT4_SUCCESS;
+}
+
+MOEINT4_API moeint4_status moeint4_weights_memory(const moeint4_weights *weights,
+                                                  size_t *host_bytes, size_t *device_bytes)
+{
+    mi4_clear_error();
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    size_t host = 0, device = 0;
+    const moeint4_backend_iface *iface = &weights->backend->iface;
+    if (iface->memory_usage)
+        iface->memory_usage(weights->backend_context, weights->backend_weights, &host, &device);
+    host += sizeof *weights;
+    if (host_bytes)
+        *host_bytes = host;
+    if (device_bytes)
+        *device_bytes = device;
+    return MOEINT4_SUCCESS;
+}

@@ -1,0 +1,350 @@
+/* The oracle over fake backends registered next to the CPU backend:
+ * first-fit order, forced backends that cannot serve (never a silent
+ * fallback), errors coming back from a backend, the probe cache, the
+ * decision table and the MOEINT4_BACKEND override. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "core_test_util.h"
+#include "fake_backend.h"
+
+/* Priorities below XPU's 100 so the fakes come first on every machine. */
+static fake_control no_probe = {.name = "fake-noprobe", .priority = 10, .probe_ok = 0};
+static fake_control no_support = {.name = "fake-nosupport", .priority = 20, .probe_ok = 1};
+static fake_control gptq_only = {.name = "fake-gptq",
+                                 .priority = 30,
+                                 .probe_ok = 1,
+                                 .supports_ok = 1,
+                                 .only_format = MOEINT4_FORMAT_GPTQ_SYM};
+static moeint4_backend no_probe_id, no_support_id, gptq_only_id;
+
+static int register_fakes(void **state)
+{
+    (void)state;
+    moeint4_backend_iface iface = fake_backend_iface(&no_probe);
+    if (moeint4_register_backend(&iface, &no_probe_id) != MOEINT4_SUCCESS)
+        return -1;
+    iface = fake_backend_iface(&no_support);
+    if (moeint4_register_backend(&iface, &no_support_id) != MOEINT4_SUCCESS)
+        return -1;
+    iface = fake_backend_iface(&gptq_only);
+    return moeint4_register_backend(&iface, &gptq_only_id) == MOEINT4_SUCCESS ? 0 : -1;
+}
+
+static moeint4_problem problem_for(moeint4_format format)
+{
+    moeint4_problem problem;
+    memset(&problem, 0, sizeof problem);
+    problem.struct_size = sizeof problem;
+    problem.format = format;
+    problem.group_size = 32;
+    problem.num_experts = 8;
+    problem.num_local_experts = 8;
+    problem.hidden_size = 64;
+    problem.intermediate_size = 32;
+    return problem;
+}
+
+static void test_first_fit_order(void **state)
+{
+    (void)state;
+    moeint4_backend chosen = MOEINT4_BACKEND_AUTO;
+    moeint4_problem gptq = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    assert_ok(moeint4_oracle_select(&gptq, MOEINT4_BACKEND_AUTO, 0, &chosen));
+    assert_int_equal(chosen, gptq_only_id);
+    moeint4_problem awq = problem_for(MOEINT4_FORMAT_AWQ);
+    assert_ok(moeint4_oracle_select(&awq, MOEINT4_BACKEND_AUTO, 0, &chosen));
+    assert_int_equal(chosen, MOEINT4_BACKEND_CPU); /* no plugins in this test's reach */
+    /* the ones in front were asked */
+    assert_true(no_support.supports_calls > 0);
+    assert_int_equal(no_probe.supports_calls, 0); /* never asked: its probe failed */
+}
+
+static void test_forced_backend_refuses(void **state)
+{
+    (void)state;
+    moeint4_problem gptq = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    moeint4_backend chosen = (moeint4_backend)77;
+    assert_status_says(moeint4_oracle_select(&gptq, no_probe_id, 0, &chosen),
+                       MOEINT4_BACKEND_UNAVAILABLE, "fake device 0 is not plugged in");
+    assert_status_says(moeint4_oracle_select(&gptq, no_support_id, 0, &chosen),
+                       MOEINT4_UNSUPPORTED, "fake backend serves no problem at all");
+    moeint4_problem awq = problem_for(MOEINT4_FORMAT_AWQ);
+    assert_status_says(moeint4_oracle_select(&awq, gptq_only_id, 0, &chosen), MOEINT4_UNSUPPORTED,
+                       "fake-gptq was requested but cannot serve this problem");
+    assert_int_equal(chosen, 77);
+
+    /* through a context: refused at create when absent, at prepare when unable */
+    moeint4_context_options options = util_options(no_probe_id);
+    moeint4_context *ctx = NULL;
+    assert_status_says(moeint4_context_create(&options, &ctx), MOEINT4_BACKEND_UNAVAILABLE,
+                       "fake-noprobe");
+    assert_null(ctx);
+
+    ctx = util_context(no_support_id);
+    tk_layer layer;
+    util_make_layer(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, 11);
+    moeint4_weights_desc desc = tk_layer_desc(&layer);
+    moeint4_weights *weights = NULL;
+    int cpu_contexts_before = gptq_only.contexts_created;
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED,
+                       "serves no problem at all");
+    assert_null(weights);
+    assert_int_equal(gptq_only.contexts_created, cpu_contexts_before); /* no fallback */
+    moeint4_context_destroy(ctx);
+    tk_layer_free(&layer);
+}
+
+static void run_forward(moeint4_context *ctx, moeint4_weights *weights, float *output,
+                        moeint4_status expected, const char *words)
+{
+    enum { M = 3, K = 64, TOPK = 2 };
+    float hidden[M * K];
+    int32_t ids[M * TOPK];
+    float router[M * TOPK];
+    util_random_batch(5, MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, router);
+    moeint4_forward_args args =
+        util_args(MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, router, output);
+    if (expected == MOEINT4_SUCCESS)
+        assert_ok(moeint4_forward(ctx, weights, &args));
+    else
+        assert_status_says(moeint4_forward(ctx, weights, &args), expected, words);
+}
+
+static void test_auto_context_uses_the_choice(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
+    tk_layer gptq, awq;
+    util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 21);
+    util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 22);
+    moeint4_weights_desc desc = tk_layer_desc(&gptq);
+    moeint4_weights *on_fake = NULL, *on_cpu = NULL;
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_fake));
+    desc = tk_layer_desc(&awq);
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_cpu));
+    moeint4_backend backend;
+    assert_ok(moeint4_weights_backend(on_fake, &backend));
+    assert_int_equal(backend, gptq_only_id);
+    assert_ok(moeint4_weights_backend(on_cpu, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+
+    float output[3 * 64];
+    for (int i = 0; i < 3 * 64; i++)
+        output[i] = NAN;
+    run_forward(ctx, on_fake, output, MOEINT4_SUCCESS, NULL);
+    for (int i = 0; i < 3 * 64; i++)
+        assert_true(output[i] == FAKE_OUTPUT_VALUE);
+    for (int i = 0; i < 3 * 64; i++)
+        output[i] = NAN;
+    run_forward(ctx, on_cpu, output, MOEINT4_SUCCESS, NULL);
+    for (int i = 0; i < 3 * 64; i++)
+        assert_true(isfinite(output[i]) && output[i] != FAKE_OUTPUT_VALUE);
+
+    /* destroy releases what is still alive */
+    int released = gptq_only.weights_released;
+    moeint4_weights_release(on_cpu);
+    moeint4_context_destroy(ctx);
+    assert_int_equal(gptq_only.weights_released, released + 1);
+    assert_int_equal(gptq_only.contexts_destroyed, gptq_only.contexts_created);
+    tk_layer_free(&gptq);
+    tk_layer_free(&awq);
+}
+
+static void test_backend_errors_reach_the_caller(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = util_context(gptq_only_id);
+    tk_layer layer;
+    util_make_layer(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, 31);
+    moeint4_weights_desc desc = tk_layer_desc(&layer);
+    moeint4_weights *weights = NULL;
+
+    gptq_only.prepare_status = MOEINT4_DEVICE_ERROR;
+    gptq_only.error_message = "fake device fell over";
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_DEVICE_ERROR,
+                       "fake-gptq backend: fake device fell over");
+    assert_null(weights);
+    gptq_only.prepare_status = MOEINT4_SUCCESS;
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &weights));
+
+    gptq_only.forward_status = MOEINT4_OUT_OF_MEMORY;
+    gptq_only.error_message = "fake scratch of 12345 bytes";
+    float output[3 * 64];
+    memset(output, 0xff, sizeof output);
+    run_forward(ctx, weights, output, MOEINT4_OUT_OF_MEMORY, "fake scratch of 12345 bytes");
+    for (int i = 0; i < 3 * 64; i++)
+        assert_true(isnan(output[i]));
+    gptq_only.forward_status = MOEINT4_SUCCESS;
+    run_forward(ctx, weights, output, MOEINT4_SUCCESS, NULL);
+    assert_string_equal(moeint4_last_error(), "");
+
+    moeint4_weights_release(weights);
+    moeint4_context_destroy(ctx);
+    tk_layer_free(&layer);
+}
+
+static void test_probe_is_cached_per_device(void **state)
+{
+    (void)state;
+    moeint4_backend_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_ok(moeint4_backend_query(no_probe_id, &info));
+    int calls = no_probe.probe_calls;
+    assert_true(calls >= 1);
+    for (int i = 0; i < 5; i++)
+        assert_ok(moeint4_backend_query(no_probe_id, &info));
+    assert_int_equal(no_probe.probe_calls, calls);
+    moeint4_problem gptq = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    moeint4_backend chosen;
+    assert_status_says(moeint4_oracle_select(&gptq, no_probe_id, 3, &chosen),
+                       MOEINT4_BACKEND_UNAVAILABLE, "fake device 3 is not plugged in");
+    assert_int_equal(no_probe.probe_calls, calls + 1);
+    assert_status_says(moeint4_oracle_select(&gptq, no_probe_id, 3, &chosen),
+                       MOEINT4_BACKEND_UNAVAILABLE, "fake device 3");
+    assert_int_equal(no_probe.probe_calls, calls + 1);
+}
+
+static void test_explain_table(void **state)
+{
+    (void)state;
+    moeint4_problem gptq = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    size_t length = 0;
+    assert_ok(moeint4_oracle_explain(&gptq, MOEINT4_BACKEND_AUTO, 0, NULL, 0, &length));
+    assert_true(length > 100);
+    char *table = malloc(length + 1);
+    size_t again = 0;
+    assert_ok(moeint4_oracle_explain(&gptq, MOEINT4_BACKEND_AUTO, 0, table, length + 1, &again));
+    assert_int_equal(again, length);
+    assert_int_equal(strlen(table), length);
+    assert_non_null(strstr(table, "requested: auto"));
+    assert_non_null(strstr(table, "fake-noprobe"));
+    assert_non_null(strstr(table, "fake device 0 is not plugged in"));
+    assert_non_null(strstr(table, "fake backend serves no problem at all"));
+    assert_non_null(strstr(table, "libmoeint4-hip.so not found"));
+    const char *chosen_line = strstr(table, "<- chosen");
+    assert_non_null(chosen_line);
+    assert_true(strstr(table, "fake-gptq") < chosen_line);
+    assert_non_null(strstr(table, "chosen: fake-gptq (first in priority order"));
+    /* one line per backend + requested + chosen */
+    int count = 0, lines = 0;
+    assert_ok(moeint4_backend_list(NULL, 0, &count));
+    for (size_t i = 0; i < length; i++)
+        lines += table[i] == '\n';
+    assert_int_equal(lines, count + 2);
+
+    char small[16];
+    memset(small, 'x', sizeof small);
+    assert_ok(moeint4_oracle_explain(&gptq, MOEINT4_BACKEND_AUTO, 0, small, sizeof small, &again));
+    assert_int_equal(again, length);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_memory_equal(small, table, sizeof small - 1);
+
+    assert_ok(moeint4_oracle_explain(&gptq, no_support_id, 0, table, length + 1, NULL));
+    assert_non_null(strstr(table, "requested: fake-nosupport (explicit)"));
+    assert_non_null(strstr(table, "chosen: none (the requested backend cannot serve"));
+    free(table);
+    assert_status_says(moeint4_oracle_explain(&gptq, MOEINT4_BACKEND_AUTO, 0, NULL, 5, NULL),
+                       MOEINT4_INVALID_ARGUMENT, "buffer");
+}
+
+static void test_bad_problems(void **state)
+{
+    (void)state;
+    moeint4_backend chosen;
+    moeint4_problem problem = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    problem.struct_size = 4;
+    assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
+                       MOEINT4_VERSION_MISMATCH, "problem->struct_size = 4");
+    problem = problem_for((moeint4_format)9);
+    assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
+                       MOEINT4_INVALID_ARGUMENT, "problem->format = 9");
+    problem = problem_for(MOEINT4_FORMAT_AWQ);
+    problem.num_local_experts = 9;
+    assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
+                       MOEINT4_INVALID_ARGUMENT, "num_local_experts = 9");
+    problem = problem_for(MOEINT4_FORMAT_AWQ);
+    assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, -1, &chosen),
+                       MOEINT4_INVALID_ARGUMENT, "device_index = -1");
+    assert_status_says(moeint4_oracle_select(&problem, (moeint4_backend)40, 0, &chosen),
+                       MOEINT4_INVALID_ARGUMENT, "backend = 40");
+    assert_status_says(moeint4_oracle_select(NULL, MOEINT4_BACKEND_AUTO, 0, &chosen),
+                       MOEINT4_INVALID_ARGUMENT, "problem");
+}
+
+static void test_environment_override(void **state)
+{
+    (void)state;
+    moeint4_problem gptq = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
+    moeint4_backend chosen;
+    setenv("MOEINT4_BACKEND", "cpu", 1);
+    assert_ok(moeint4_oracle_select(&gptq, MOEINT4_BACKEND_AUTO, 0, &chosen));
+    assert_int_equal(chosen, MOEINT4_BACKEND_CPU);
+    /* an explicit argument wins over the environment */
+    assert_ok(moeint4_oracle_select(&gptq, gptq_only_id, 0, &chosen));
+    assert_int_equal(chosen, gptq_only_id);
+
+    moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
+    moeint4_backend backend;
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    tk_layer layer;
+    util_make_layer(&layer, MOEINT4_FORMAT_GPTQ_SYM, 0, 41);
+    moeint4_weights_desc desc = tk_layer_desc(&layer);
+    moeint4_weights *weights = NULL;
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &weights));
+    assert_ok(moeint4_weights_backend(weights, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    moeint4_context_destroy(ctx);
+
+    size_t length;
+    char table[4096];
+    assert_ok(moeint4_oracle_explain(&gptq, MOEINT4_BACKEND_AUTO, 0, table, sizeof table, &length));
+    assert_non_null(strstr(table, "requested: cpu (from MOEINT4_BACKEND)"));
+
+    setenv("MOEINT4_BACKEND", "Fake-NoSupport", 1);
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED,
+                       "fake-nosupport was requested");
+    moeint4_context_destroy(ctx);
+
+    moeint4_context_options options = util_options(MOEINT4_BACKEND_AUTO);
+    ctx = NULL;
+    setenv("MOEINT4_BACKEND", "hip", 1);
+    assert_status_says(moeint4_context_create(&options, &ctx), MOEINT4_BACKEND_UNAVAILABLE,
+                       "libmoeint4-hip.so not found");
+    setenv("MOEINT4_BACKEND", "gpu-please", 1);
+    assert_status_says(moeint4_context_create(&options, &ctx), MOEINT4_INVALID_ARGUMENT,
+                       "MOEINT4_BACKEND = \"gpu-please\"");
+    assert_null(ctx);
+    options.backend = MOEINT4_BACKEND_CPU; /* explicit wins: the env is not even read */
+    assert_ok(moeint4_context_create(&options, &ctx));
+    moeint4_context_destroy(ctx);
+    setenv("MOEINT4_BACKEND", "AUTO", 1);
+    assert_ok(moeint4_oracle_select(&gptq, MOEINT4_BACKEND_AUTO, 0, &chosen));
+    assert_int_equal(chosen, gptq_only_id);
+    unsetenv("MOEINT4_BACKEND");
+    tk_layer_free(&layer);
+}
+
+int main(void)
+{
+    setenv("MOEINT4_BACKEND_PATH", "", 1);
+    unsetenv("MOEINT4_BACKEND");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_fit_order),
+        cmocka_unit_test(test_forced_backend_refuses),
+        cmocka_unit_test(test_auto_context_uses_the_choice),
+        cmocka_unit_test(test_backend_errors_reach_the_caller),
+        cmocka_unit_test(test_probe_is_cached_per_device),
+        cmocka_unit_test(test_explain_table),
+        cmocka_unit_test(test_bad_problems),
+        cmocka_unit_test(test_environment_override),
+    };
+    return cmocka_run_group_tests(tests, register_fakes, NULL);
+}
