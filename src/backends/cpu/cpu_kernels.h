@@ -2,10 +2,11 @@
  * variant computes the same thing on the tiles of layout/cpu_repack.h; they
  * differ only in summation order (f32 rounding), never in meaning.
  *
- * Inputs are "scaled rows": x'[k] = x[k] * 16^-(k % 8), padded with zeros to
- * a multiple of 8 columns, plus the per-group sums of the unscaled x. The
- * scaling lets a kernel turn nibble c of a word into (code * 16^c) with one
- * AND, exactly, instead of shift + AND; the products are the same. */
+ * Inputs are "scaled rows": x'[k] = x[k] * mi4_cpu_column_scale(k) (16^-(k%8),
+ * 1 for k % 8 == 7), padded with zeros to a multiple of 8 columns, plus the
+ * per-group sums of the unscaled x. The scaling lets a kernel turn nibble c of
+ * a word into (code * 16^c) with one AND, exactly, instead of shift + AND;
+ * the products are the same. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 #define MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 

@@ -1,8 +1,8 @@
 /* AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c, called only
  * after a run-time feature check). One 32-byte load holds 8 rows x 8
- * columns; nibble c of every row is isolated with one AND against
- * (15 << 4c) and converted to float exactly, and the scaled input row
- * (x * 16^-c) makes the product equal code * x. Accumulators are per
+ * columns; nibble c < 7 of every row is isolated with one AND against
+ * (15 << 4c) and converted to float exactly, the top one with one shift,
+ * and the scaled input row (cpu_scalar_io.h) makes each product code * x. Accumulators are per
  * (token, c mod S) so that at least 8 independent FMA chains run even for
  * one token. */
 #include <immintrin.h>
@@ -95,7 +95,7 @@ static void avx2_tile(const mi4_cpu_tile_job *job)
 }
 
 static const float column_scales[8] = {1.0f,       0x1p-4f,  0x1p-8f,  0x1p-12f,
-                                       0x1p-16f,   0x1p-20f, 0x1p-24f, 0x1p-28f};
+                                       0x1p-16f,   0x1p-20f, 0x1p-24f, 1.0f};
 
 static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
 {

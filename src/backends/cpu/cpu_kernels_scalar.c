@@ -35,7 +35,7 @@ static void scalar_tile(const mi4_cpu_tile_job *job)
                         load_u32_le(job->tile + (size_t)b * MI4_CPU_BLOCK_BYTES + 4 * (size_t)r);
                     const float *xb = x + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
                     for (int c = 0; c < MI4_CPU_BLOCK_COLUMNS; c++)
-                        acc += (float)(word & (15u << (4 * c))) * xb[c];
+                        acc += mi4_cpu_scaled_nibble(word, c) * xb[c];
                 }
                 float scale = tile_scale(job->tile, geo, job->scales_bf16, g, r);
                 float zero = (float)job->tile[geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS + r];

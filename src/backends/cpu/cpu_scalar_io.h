@@ -27,10 +27,20 @@ static inline void mi4_cpu_store_value(moeint4_dtype dtype, void *data, size_t i
     }
 }
 
-/* 16^-(k % 8), exact powers of two. */
+/* How column k of a scaled row is scaled: 16^-(k % 8), except 1 for the
+ * top nibble (k % 8 == 7), which kernels take with a shift instead of an AND
+ * (an AND would leave it in the sign bit). Exact powers of two. */
 static inline float mi4_cpu_column_scale(int k)
 {
-    return mi4_bits_to_f32((uint32_t)(127 - 4 * (k % 8)) << 23);
+    int c = k % 8;
+    return c == 7 ? 1.0f : mi4_bits_to_f32((uint32_t)(127 - 4 * c) << 23);
+}
+
+/* Nibble c of a tile word as the kernels multiply it: code * 16^c for
+ * c < 7, code for c == 7 (see mi4_cpu_column_scale). */
+static inline float mi4_cpu_scaled_nibble(uint32_t word, int c)
+{
+    return c == 7 ? (float)(word >> 28) : (float)(word & (15u << (4 * c)));
 }
 
 #endif
