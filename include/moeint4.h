@@ -86,7 +86,9 @@ MOEINT4_API const char *moeint4_status_string(moeint4_status status);
 /* What the last failing call on this thread said was wrong, in words
  * (e.g. "topk_ids[3][1] = 130 is outside [0, 128)"). "" when the last call
  * succeeded. Thread-local storage, valid until the next libmoeint4 call on
- * this thread. Never NULL. */
+ * this thread (moeint4_status_string, moeint4_last_error and the version
+ * functions leave it as it is, so they may be called in any order to report
+ * a failure). Never NULL. */
 MOEINT4_API const char *moeint4_last_error(void);
 
 /* ------------------------------------------------------------------------ */
@@ -232,7 +234,9 @@ typedef struct moeint4_weights_desc {
     int num_local_experts;     /* experts held in the arrays below */
     /* [num_experts]: global id -> local id in [0, num_local_experts) or -1
      * (expert lives elsewhere). NULL: identity, num_local_experts must equal
-     * num_experts. Local ids must not repeat. Copied at prepare time. */
+     * num_experts. Local ids must not repeat, and every local id in
+     * [0, num_local_experts) must appear (else the map and the arrays
+     * disagree: INVALID_ARGUMENT). Copied at prepare time. */
     const int32_t *expert_map;
     int hidden_size;           /* K */
     int intermediate_size;     /* N */
@@ -331,7 +335,9 @@ typedef enum moeint4_copy_kind {
 
 /* Memory suitable for forward() pointers on `ctx`'s backend (host memory on
  * the CPU backend, 64-byte aligned). For AUTO contexts the backend is the one
- * the oracle picks for device use (its first available backend). */
+ * the oracle picks for device use (its first available backend).
+ * bytes = 0: INVALID_ARGUMENT. *ptr is set only on success. Free with
+ * moeint4_memory_free on the same context (NULL is a no-op). */
 MOEINT4_API moeint4_status moeint4_memory_alloc(moeint4_context *ctx, size_t bytes, void **ptr);
 MOEINT4_API void moeint4_memory_free(moeint4_context *ctx, void *ptr);
 /* Synchronous copy. */

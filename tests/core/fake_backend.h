@@ -18,9 +18,9 @@ typedef struct fake_control {
     moeint4_status prepare_status;  /* what prepare/forward return (SUCCESS = work) */
     moeint4_status forward_status;
     const char *error_message;      /* written into err on a failing status */
-    /* counters */
-    int probe_calls, supports_calls, contexts_created, contexts_destroyed;
-    int weights_prepared, weights_released, forwards;
+    /* counters (atomic: backends are called from many threads) */
+    _Atomic int probe_calls, supports_calls, contexts_created, contexts_destroyed;
+    _Atomic int weights_prepared, weights_released, forwards;
 } fake_control;
 
 /* The table for `control` (valid while `control` lives). */
