@@ -1,7 +1,8 @@
 /* The bench's baseline: what load-time dequantization costs on a CPU. The
  * int4 weights are dequantized once to f32 with the public
  * moeint4_layout_dequantize_f32, then every forward groups the tokens by
- * expert and runs two OpenBLAS sgemm calls per expert hit (w13, then w2),
+ * expert and runs two OpenBLAS sgemm calls per expert hit (w13, then w2;
+ * sgemv for an expert with one token),
  * with the same routing, activation and output dtype as the library. */
 #ifndef MOEINT4_TOOLS_BENCH_BASELINE_H
 #define MOEINT4_TOOLS_BENCH_BASELINE_H
