@@ -90,6 +90,9 @@ def main(argv):
         "- floor = max(bytes / read bandwidth, flops / sgemm peak), both measured in each run "
         "(see bench/README.md); baseline = weights dequantized to f32 at load + OpenBLAS sgemm "
         "per expert, same routing, same run",
+        "- bound: which term sets the floor; load: the machine's 1-minute load average when "
+        "that run began (2 cores: anything well above 0 means other work shared the machine "
+        "and skews both the floor and the times)",
         "",
         "Commands (bench/run_cpu.sh):",
         "",
@@ -97,21 +100,23 @@ def main(argv):
     md += [f"    {c}" for c in commands]
     md += [
         "",
-        "| preset | format | M | median ms | min ms | max ms | floor ms | x floor | "
+        "| preset | format | M | median ms | min ms | max ms | floor ms | bound | x floor | "
         "baseline ms | baseline x floor | speedup | GB/s | GFLOP/s | BW GB/s | peak GFLOP/s | "
-        "err vs ref |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-        "---: | ---: | ---: | ---: |",
+        "err vs ref | load |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | "
+        "---: | ---: | ---: | ---: | ---: |",
     ]
     for r in records:
         md.append(
             f"| {r['preset']} | {r['format']} | {r['M']} | {fmt(r['median_ms'], '.3f')} | "
             f"{fmt(r['min_ms'], '.3f')} | {fmt(r['max_ms'], '.3f')} | "
-            f"{fmt(r['floor_ms'], '.3f')} | {fmt(r['ratio_to_floor'], '.2f')} | "
+            f"{fmt(r['floor_ms'], '.3f')} | {r.get('floor_bound') or '-'} | "
+            f"{fmt(r['ratio_to_floor'], '.2f')} | "
             f"{fmt(r['baseline_ms'], '.3f')} | {fmt(r.get('baseline_ratio_to_floor'), '.2f')} | "
             f"{fmt(r.get('speedup_vs_baseline'), '.2f')} | {fmt(r['gbps'], '.2f')} | "
             f"{fmt(r['gflops'], '.1f')} | {fmt(r['bandwidth_gbps'], '.2f')} | "
-            f"{fmt(r['peak_gflops'], '.1f')} | {fmt(r.get('rel_err'), '.2e')} |")
+            f"{fmt(r['peak_gflops'], '.1f')} | {fmt(r.get('rel_err'), '.2e')} | "
+            f"{fmt(r.get('load_average'), '.2f')} |")
     md += ["", "## Issue 3 targets", ""] + target_lines(records) + [""]
     with open(out_md, "w") as out:
         out.write("\n".join(md))

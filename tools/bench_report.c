@@ -51,6 +51,10 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_number(file, "max_ms", r->max_ms, 0);
     cli_json_number(file, "floor_ms", r->floor_ms, 0);
     cli_json_number(file, "ratio_to_floor", r->ratio_to_floor, 0);
+    if (r->floor_bound != NULL)
+        cli_json_string(file, "floor_bound", r->floor_bound);
+    else
+        fprintf(file, "    \"floor_bound\": null,\n");
     cli_json_number(file, "baseline_ms", r->baseline_ms, 0);
     cli_json_number(file, "baseline_min_ms", r->baseline_min_ms, 0);
     cli_json_number(file, "baseline_max_ms", r->baseline_max_ms, 0);
@@ -66,6 +70,7 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_number(file, "bandwidth_gbps", run->bandwidth_gbps, 0);
     cli_json_number(file, "peak_gflops", run->peak_gflops, 0);
     cli_json_number(file, "prepare_ms", run->prepare_ms, 0);
+    cli_json_number(file, "load_average", run->load_average, 0);
     cli_json_number(file, "threads", run->threads, 0);
     cli_json_number(file, "device_pointers", run->device_pointers, 0);
     cli_json_string(file, "cache_policy", run->cache_policy);

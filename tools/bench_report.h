@@ -11,6 +11,7 @@ typedef struct cli_bench_record {
     int64_t tokens;
     double median_ms, min_ms, max_ms;
     double floor_ms, ratio_to_floor;
+    const char *floor_bound;  /* "memory" or "compute"; NULL without a floor */
     double baseline_ms, baseline_min_ms, baseline_max_ms, baseline_ratio_to_floor;
     double speedup_vs_baseline;
     double weight_bytes;      /* mean checkpoint bytes of the experts hit per forward */
@@ -30,6 +31,7 @@ typedef struct cli_bench_run {
     int warmup;
     double bandwidth_gbps, peak_gflops;   /* NaN on device backends */
     double prepare_ms;
+    double load_average;                  /* 1-minute load when the run began */
     char cache_policy[192];
     char date[32];                        /* UTC, ISO 8601 */
 } cli_bench_run;

@@ -183,6 +183,7 @@ static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_benc
         double memory_s = (r->weight_bytes + activation_bytes) / (bench->floor.bandwidth_gbps * 1e9);
         double compute_s = flops / (bench->floor.peak_gflops * 1e9);
         r->floor_ms = 1e3 * (memory_s > compute_s ? memory_s : compute_s);
+        r->floor_bound = memory_s > compute_s ? "memory" : "compute";
         r->ratio_to_floor = r->median_ms / r->floor_ms;
     }
 }
@@ -238,6 +239,9 @@ static void cli_print_header(const cli_bench *bench) {
            p->group_size, cli_format_name(o->format), cli_dtype_name(o->dtype),
            cli_activation_name(o->activation), bench->run.backend, bench->run.threads,
            cli_commit(), bench->run.date);
+    printf("load average when the run began: %.2f (other work on the machine skews every "
+           "figure below)\n",
+           bench->run.load_average);
     if (bench->host)
         printf("floor: read bandwidth %.2f GB/s (%d threads, %.0f MiB array), sgemm peak %.1f "
                "GFLOP/s (%d threads, n=%d)\n",
@@ -298,6 +302,8 @@ static int cli_bench_execute(cli_bench *bench) {
     bench->run.warmup = CLI_BENCH_WARMUP;
     bench->run.bandwidth_gbps = bench->run.peak_gflops = NAN;
     cli_utc_date(bench->run.date, sizeof bench->run.date);
+    /* other work on the machine skews the floor and the times: record it */
+    if (getloadavg(&bench->run.load_average, 1) != 1) bench->run.load_average = NAN;
     cli_progress(0, "building and preparing the synthetic %s layer (%s)", o->preset->name,
                  cli_format_name(o->format));
     int status = cli_session_open(&bench->session, o, bench->run.threads);
