@@ -101,6 +101,44 @@ static void test_vectors(void **state)
     assert_int_equal(conf_run_vectors(bt->id, bt->name), 0);
 }
 
+/* The matrix really holds what it claims: every value of every axis. */
+static void test_matrix_coverage(void **state)
+{
+    const suite *s = *state;
+    int activations[3] = {0}, dtypes[4] = {0}, scales[4] = {0}, topk[9] = {0};
+    int maps = 0, on_input = 0, g_idx = 0, large = 0, formats[4][2] = {{0}}, groups[129] = {0};
+    int tokens_1 = 0, tokens_300 = 0, not_multiple_of_16 = 0;
+    for (int i = 0; i < s->num_cases; i++) {
+        const conf_case *c = &s->cases[i];
+        activations[c->activation]++;
+        dtypes[c->dtype]++;
+        scales[c->layer.scales_dtype]++;
+        topk[c->topk]++;
+        maps += c->layer.expert_map;
+        on_input += c->apply_router_weight_on_input;
+        g_idx += c->layer.with_g_idx;
+        large += c->large;
+        formats[c->layer.format][c->layer.zero_offset]++;
+        groups[c->layer.group_size == -1 ? 0 : c->layer.group_size]++;
+        tokens_1 += c->num_tokens == 1;
+        tokens_300 += c->num_tokens == 300;
+        not_multiple_of_16 += c->layer.hidden_size % 16 != 0 && c->layer.intermediate_size % 16;
+    }
+    assert_true(s->num_cases - large >= 200);
+    for (int a = 0; a < 3; a++)
+        assert_true(activations[a] > 0);
+    for (int d = 1; d <= 3; d++)
+        assert_true(dtypes[d] > 0);
+    assert_true(scales[MOEINT4_DTYPE_F16] > 0 && scales[MOEINT4_DTYPE_BF16] > 0);
+    for (int k = 1; k <= 8; k++)
+        assert_true(topk[k] > 0);
+    assert_true(maps > 0 && on_input > 0 && g_idx > 0 && large > 0);
+    assert_true(formats[MOEINT4_FORMAT_GPTQ_SYM][0] > 0 && formats[MOEINT4_FORMAT_GPTQ_ASYM][0] > 0 &&
+                formats[MOEINT4_FORMAT_GPTQ_ASYM][1] > 0 && formats[MOEINT4_FORMAT_AWQ][0] > 0);
+    assert_true(groups[0] > 0 && groups[32] > 0 && groups[64] > 0 && groups[128] > 0);
+    assert_true(tokens_1 > 0 && tokens_300 > 0 && not_multiple_of_16 > 0);
+}
+
 int main(void)
 {
     moeint4_backend ids[MAX_BACKENDS];
@@ -116,7 +154,7 @@ int main(void)
     s.num_cases = conf_build_cases(NULL, 0);
     conf_case *cases = calloc((size_t)s.num_cases, sizeof *cases);
     backend_test *backends = calloc((size_t)count, sizeof *backends);
-    struct CMUnitTest *tests = calloc((size_t)count * 2, sizeof *tests);
+    struct CMUnitTest *tests = calloc((size_t)count * 2 + 1, sizeof *tests);
     char(*names)[64] = calloc((size_t)count * 2, sizeof *names);
     if (!cases || !backends || !tests || !names)
         return 1;
@@ -140,7 +178,10 @@ int main(void)
         tests[2 * b + 1].test_func = test_vectors;
         tests[2 * b + 1].initial_state = &backends[b];
     }
-    int failed = _cmocka_run_group_tests("conformance", tests, (size_t)count * 2, NULL, NULL);
+    tests[2 * count].name = "the case matrix covers every axis";
+    tests[2 * count].test_func = test_matrix_coverage;
+    tests[2 * count].initial_state = &s;
+    int failed = _cmocka_run_group_tests("conformance", tests, (size_t)count * 2 + 1, NULL, NULL);
     int ran = s.backends_run;
     free(names);
     free(tests);
