@@ -10,7 +10,7 @@
 
 static void cli_json_number(FILE *file, const char *key, double value, int last) {
     if (isfinite(value))
-        fprintf(file, "    \"%s\": %.6g%s\n", key, value, last ? "" : ",");
+        fprintf(file, "    \"%s\": %.10g%s\n", key, value, last ? "" : ",");
     else
         fprintf(file, "    \"%s\": null%s\n", key, last ? "" : ",");
 }
