@@ -108,6 +108,20 @@ static void release_buffers(moeint4_context *ctx, device_buffers *d)
 
 typedef enum case_outcome { CASE_PASSED, CASE_UNSUPPORTED, CASE_FAILED } case_outcome;
 
+/* *same = 1 when `bytes` of device memory equal `host`. */
+static moeint4_status compare_device(moeint4_context *ctx, const void *device, const void *host,
+                                     size_t bytes, int *same)
+{
+    void *copy = malloc(bytes);
+    if (!copy)
+        return MOEINT4_OUT_OF_MEMORY;
+    moeint4_status status =
+        moeint4_memory_copy(ctx, copy, device, bytes, MOEINT4_COPY_DEVICE_TO_HOST);
+    *same = status == MOEINT4_SUCCESS && memcmp(copy, host, bytes) == 0;
+    free(copy);
+    return status;
+}
+
 moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_weights *weights,
                                           moeint4_forward_args args, size_t hidden_bytes,
                                           size_t slot_count, void *got, const char **what)
@@ -123,6 +137,8 @@ moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_w
         release_buffers(ctx, &d);
         return status;
     }
+    const void *host_hidden = args.hidden_states, *host_ids = args.topk_ids,
+               *host_weights = args.topk_weights;
     args.hidden_states = d.hidden;
     args.topk_ids = d.ids;
     args.topk_weights = d.weights;
@@ -133,6 +149,20 @@ moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_w
         *what = "moeint4_memory_copy (device to host)";
         status = moeint4_memory_copy(ctx, got, d.output, hidden_bytes,
                                      MOEINT4_COPY_DEVICE_TO_HOST);
+    }
+    if (status == MOEINT4_SUCCESS) {
+        /* Inputs are never modified (include/moeint4.h). */
+        int same = 1;
+        status = compare_device(ctx, d.hidden, host_hidden, hidden_bytes, &same);
+        if (status == MOEINT4_SUCCESS && same)
+            status = compare_device(ctx, d.ids, host_ids, slot_count * sizeof(int32_t), &same);
+        if (status == MOEINT4_SUCCESS && same)
+            status = compare_device(ctx, d.weights, host_weights, slot_count * sizeof(float),
+                                    &same);
+        if (status == MOEINT4_SUCCESS && !same) {
+            *what = "moeint4_forward changed one of its inputs";
+            status = MOEINT4_INTERNAL_ERROR;
+        }
     }
     release_buffers(ctx, &d);
     return status;

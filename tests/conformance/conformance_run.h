@@ -25,7 +25,8 @@ moeint4_status conf_create_context(moeint4_backend id, moeint4_context **ctx);
 
 /* Uploads args' host inputs with moeint4_memory_alloc/copy, poisons the
  * output (NaN bytes), runs moeint4_forward on the device copies and
- * downloads the output into `got` (hidden_bytes long). Returns the first
+ * downloads the output into `got` (hidden_bytes long), then checks the
+ * device inputs are unchanged (else INTERNAL_ERROR). Returns the first
  * failing status; *what names the step that failed. */
 moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_weights *weights,
                                           moeint4_forward_args args, size_t hidden_bytes,
