@@ -2,7 +2,16 @@
  * random checkpoints packed the way GPTQ and AWQ checkpoints are packed,
  * written here independently of src/layout/, and a double-precision scalar
  * reference MoE that shares no code with any backend. Depends only on the
- * public header and libc/libm. */
+ * public header and libc/libm (link moeint4_test_common; no global state,
+ * every function is reentrant given its own tk_rng).
+ *
+ * Cost of full-size layers on one core: tk_layer_random for Qwen3-30B-A3B
+ * (E=128, K=2048, N=768) takes ~1.5 s and 0.9 GB (natural codes 1 byte per
+ * weight + packed 0.5 byte); Mixtral-8x7B (E=8, K=4096, N=14336) ~5-7 s and
+ * 2.1 GB (tk_matrix_drop_codes frees the 1.4 GB of natural codes when the
+ * reference is not needed). tk_reference_moe costs ~3*N*K multiply-adds
+ * per (token, slot) in double: ~0.2 s per Mixtral slot.
+ * Sources: tests/common/tk_*.c, tests/reference/reference.c. */
 #ifndef MOEINT4_TESTKIT_H
 #define MOEINT4_TESTKIT_H
 
