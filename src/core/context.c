@@ -11,8 +11,9 @@
 moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
                                      const char *err)
 {
-    if (status == MOEINT4_SUCCESS) /* a backend that failed but said it succeeded */
-        status = MOEINT4_INTERNAL_ERROR;
+    if (status <= MOEINT4_SUCCESS || status > MOEINT4_INTERNAL_ERROR)
+        return mi4_fail(MOEINT4_INTERNAL_ERROR, "%s backend returned status %d: %s", entry->name,
+                        (int)status, err && err[0] ? err : "(no message)");
     return mi4_fail(status, "%s backend: %s", entry->name,
                     err && err[0] ? err : "failed without a message");
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 
@@ -52,7 +53,7 @@ moeint4_status mi4_oracle_resolve_request(moeint4_backend requested, moeint4_bac
         return MOEINT4_SUCCESS;
     }
     const char *env = getenv("MOEINT4_BACKEND");
-    if (!env || !env[0] || strcmp(env, "auto") == 0 || strcmp(env, "AUTO") == 0) {
+    if (!env || !env[0] || strcasecmp(env, "auto") == 0) {
         *resolved = MOEINT4_BACKEND_AUTO;
         return MOEINT4_SUCCESS;
     }

@@ -179,6 +179,9 @@ static void test_backend_errors_reach_the_caller(void **state)
     run_forward(ctx, weights, output, MOEINT4_OUT_OF_MEMORY, "fake scratch of 12345 bytes");
     for (int i = 0; i < 3 * 64; i++)
         assert_true(isnan(output[i]));
+    gptq_only.forward_status = (moeint4_status)42; /* outside the enum */
+    run_forward(ctx, weights, output, MOEINT4_INTERNAL_ERROR,
+                "fake-gptq backend returned status 42: fake scratch");
     gptq_only.forward_status = MOEINT4_SUCCESS;
     run_forward(ctx, weights, output, MOEINT4_SUCCESS, NULL);
     assert_string_equal(moeint4_last_error(), "");
