@@ -568,8 +568,9 @@ int main(int argc, char **argv)
     (void)argc;
     /* Chunks cached per thread (tcache) count as "in use" for mallinfo2, which
      * would hide a small leak: run again with that cache off. */
-    const char *tunables = getenv("GLIBC_TUNABLES");
-    if (!tunables || !strstr(tunables, "glibc.malloc.tcache_count=0")) {
+    const char *tunables = getenv("GLIBC_TUNABLES"), *preload = getenv("LD_PRELOAD");
+    int under_valgrind = preload && strstr(preload, "vgpreload"); /* it would not follow exec */
+    if ((!tunables || !strstr(tunables, "glibc.malloc.tcache_count=0")) && !under_valgrind) {
         setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
         execv("/proc/self/exe", argv); /* on failure: measure anyway */
     }
