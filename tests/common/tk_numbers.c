@@ -27,7 +27,8 @@ double tk_rng_normal(tk_rng *rng)
 {
     /* Box-Muller; 1 - u keeps the logarithm's argument in (0, 1]. */
     double radius = sqrt(-2.0 * log(1.0 - tk_rng_uniform(rng)));
-    return radius * cos(2.0 * M_PI * tk_rng_uniform(rng));
+    const double two_pi = 6.283185307179586476925;
+    return radius * cos(two_pi * tk_rng_uniform(rng));
 }
 
 int tk_rng_below(tk_rng *rng, int bound)
