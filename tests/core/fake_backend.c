@@ -100,6 +100,13 @@ static moeint4_status fake_forward(void *backend_context, const void *backend_we
         say(err, err_cap, control->error_message);
         return control->forward_status;
     }
+    if (control->only_dtype && args->dtype != control->only_dtype) {
+        char words[128];
+        snprintf(words, sizeof words, "args->dtype = %d is not supported (only %d)",
+                 (int)args->dtype, (int)control->only_dtype);
+        say(err, err_cap, words);
+        return MOEINT4_UNSUPPORTED;
+    }
     control->forwards++;
     size_t count = (size_t)args->num_tokens * (size_t)weights->hidden_size;
     if (args->dtype == MOEINT4_DTYPE_F32) {

@@ -15,6 +15,7 @@ typedef struct fake_control {
     int probe_ok;
     int supports_ok;
     moeint4_format only_format;     /* 0: every format; else supports() says no to others */
+    moeint4_dtype only_dtype;       /* 0: every dtype; else forward() refuses others */
     moeint4_status prepare_status;  /* what prepare/forward return (SUCCESS = work) */
     moeint4_status forward_status;
     const char *error_message;      /* written into err on a failing status */

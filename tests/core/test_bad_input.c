@@ -53,8 +53,13 @@ typedef struct row {
     moeint4_status (*custom)(fixture *f); /* CALL_CUSTOM */
 } row;
 
-static moeint4_context *cpu_ctx, *other_ctx, *refuser_ctx;
+static moeint4_context *cpu_ctx, *other_ctx, *refuser_ctx, *f32_only_ctx;
 static fake_control refuser = {.name = "fake-refuser", .priority = 2000, .probe_ok = 1};
+static fake_control f32_only = {.name = "fake-f32only",
+                                .priority = 2001,
+                                .probe_ok = 1,
+                                .supports_ok = 1,
+                                .only_dtype = MOEINT4_DTYPE_F32};
 
 /* ---- mutations ---- */
 #define SET(name, statement)                                                                     \
@@ -150,6 +155,17 @@ SET(swiglu_beta_nan, (f->args.activation = MOEINT4_ACTIVATION_SWIGLU_CLAMP,
                       f->args.swiglu_beta = NAN))
 SET(router_on_input_2, f->args.apply_router_weight_on_input = 2)
 SET(output_overlaps_hidden, f->args.hidden_states = f->output)
+
+/* Weights on a backend without BF16 activations: its refusal reaches the caller. */
+static void forward_on_f32_only_backend(fixture *f)
+{
+    moeint4_weights_release(f->prepared);
+    f->prepared = NULL;
+    assert_ok(moeint4_weights_prepare(f32_only_ctx, &f->desc, &f->prepared));
+    f->call_weights = f->prepared;
+    f->call_ctx = f32_only_ctx;
+    f->args.dtype = MOEINT4_DTYPE_BF16;
+}
 
 static void no_change(fixture *f) { (void)f; }
 
@@ -351,6 +367,8 @@ static const row rows[] = {
      "args->swiglu_beta = nan is not finite", NULL},
     {"apply_router_weight_on_input 2", CALL_FORWARD, GA, router_on_input_2, INVALID,
      "args->apply_router_weight_on_input = 2", NULL},
+    {"activation dtype the backend lacks", CALL_FORWARD, GA, forward_on_f32_only_backend,
+     MOEINT4_UNSUPPORTED, "fake-f32only backend: args->dtype = 3 is not supported", NULL},
     {"output overlaps input", CALL_FORWARD, GA, output_overlaps_hidden, INVALID,
      "args->output overlaps args->hidden_states", NULL},
 
@@ -543,6 +561,12 @@ static int setup(void **state)
     options.backend = id;
     if (moeint4_context_create(&options, &refuser_ctx) != MOEINT4_SUCCESS)
         return -1;
+    iface = fake_backend_iface(&f32_only);
+    if (moeint4_register_backend(&iface, &id) != MOEINT4_SUCCESS)
+        return -1;
+    options.backend = id;
+    if (moeint4_context_create(&options, &f32_only_ctx) != MOEINT4_SUCCESS)
+        return -1;
     /* warm up: first prepare/forward on the CPU context allocates its
      * long-lived state (thread pool, scratch), outside any measurement */
     row warm = {"warm", CALL_FORWARD, GA, no_change, MOEINT4_SUCCESS, "", NULL};
@@ -557,6 +581,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    moeint4_context_destroy(f32_only_ctx);
     moeint4_context_destroy(refuser_ctx);
     moeint4_context_destroy(other_ctx);
     moeint4_context_destroy(cpu_ctx);
