@@ -1,0 +1,68 @@
+"""Where the library is looked for, and what the error says when it is not found."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import REPO
+
+PACKAGE = REPO / "python" / "moeint4"
+
+
+def _import_in(tmp_path, env_extra):
+    """Imports a copy of the package (nothing next to it) in a fresh process."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MOEINT4_LIBRARY", "LD_LIBRARY_PATH")}
+    env.update(env_extra)
+    env["PYTHONPATH"] = str(site)
+    code = "import moeint4\ntry:\n    moeint4.backends()\nexcept ImportError as e:\n    print(type(e).__name__)\n    print(e)\nelse:\n    print('LOADED', moeint4.library_path())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=tmp_path, check=True).stdout
+
+
+def test_not_found_lists_every_place_tried(tmp_path):
+    out = _import_in(tmp_path, {})
+    if out.startswith("LOADED"):
+        import pytest
+        pytest.skip(f"a libmoeint4 is installed on this machine: {out}")
+    assert out.startswith("LibraryNotFoundError")
+    assert str(tmp_path / "site" / "moeint4" / "libmoeint4.so") in out
+    assert "find_library('moeint4')" in out and "libmoeint4.so.0" in out
+    assert "MOEINT4_LIBRARY" in out
+
+
+def test_explicit_path_is_the_only_place_tried(tmp_path):
+    out = _import_in(tmp_path, {"MOEINT4_LIBRARY": str(tmp_path / "nowhere" / "libmoeint4.so")})
+    assert out.startswith("LibraryNotFoundError")
+    assert "nowhere/libmoeint4.so" in out and "unset MOEINT4_LIBRARY" in out
+    assert "find_library" not in out
+
+
+def test_explicit_path_loads(tmp_path):
+    library = os.environ["MOEINT4_LIBRARY"]
+    out = _import_in(tmp_path, {"MOEINT4_LIBRARY": library})
+    assert out.strip() == f"LOADED {library}"
+
+
+def test_library_next_to_package_and_on_loader_path(tmp_path):
+    library = Path(os.environ["MOEINT4_LIBRARY"]).resolve()
+    bundled = tmp_path / "bundle"
+    shutil.copytree(PACKAGE, bundled / "moeint4", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(library, bundled / "moeint4" / "libmoeint4.so")
+    env = {k: v for k, v in os.environ.items() if k != "MOEINT4_LIBRARY"}
+    code = "import moeint4; moeint4.backends(); print(moeint4.library_path())"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(bundled)},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(bundled / "moeint4" / "libmoeint4.so")
+    # The system loader: LD_LIBRARY_PATH holding libmoeint4.so.0.
+    loader_dir = tmp_path / "loader"
+    loader_dir.mkdir()
+    shutil.copy(library, loader_dir / "libmoeint4.so.0")
+    site = tmp_path / "plain"
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__"))
+    out = subprocess.run([sys.executable, "-c", code],
+                         env={**env, "PYTHONPATH": str(site), "LD_LIBRARY_PATH": str(loader_dir)},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() in ("libmoeint4.so.0", str(loader_dir / "libmoeint4.so.0"))
