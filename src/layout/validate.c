@@ -195,7 +195,7 @@ moeint4_status mi4_layout_validate_shape(const moeint4_quant_matrix *m, const ch
     if (!m)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", name);
     if (m->struct_size < MI4_QUANT_MATRIX_MIN_SIZE)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+        return mi4_fail(MOEINT4_VERSION_MISMATCH,
                         "%s.struct_size = %zu is smaller than the first published size %zu", name,
                         m->struct_size, (size_t)MI4_QUANT_MATRIX_MIN_SIZE);
     moeint4_status status;

@@ -157,9 +157,9 @@ static void test_struct_size(void **state)
     fixture *f = *state;
     moeint4_quant_matrix m = tk_matrix_view(&f->sym);
     m.struct_size = 0;
-    expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.struct_size = 0", NULL);
+    expect_refused(&m, MOEINT4_VERSION_MISMATCH, "src.struct_size = 0", NULL);
     m.struct_size = sizeof m - 1;
-    expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "struct_size", NULL);
+    expect_refused(&m, MOEINT4_VERSION_MISMATCH, "struct_size", NULL);
     /* A newer caller's larger struct is fine (fields past ours are not read). */
     struct {
         moeint4_quant_matrix m;
