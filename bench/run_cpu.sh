@@ -2,7 +2,9 @@
 # Runs issue 3's CPU bench set and writes bench/results/cpu-<date>.json and
 # .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
 # 512; Mixtral-8x7B at M = 1; every format at M = 1. A few minutes.
-# Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all).
+# Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all),
+# QUIET_WAIT (seconds to wait, before each run, for the CPUs to be less than
+# 10% busy with other work; default 300; the run starts anyway after that).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
@@ -22,6 +24,29 @@ mkdir -p "$results"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
+# Percent of CPU time spent busy over one second (all cores, from /proc/stat).
+busy_percent() {
+  local a b
+  read -r -a a < <(grep '^cpu ' /proc/stat)
+  sleep 1
+  read -r -a b < <(grep '^cpu ' /proc/stat)
+  local total=0 idle i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  idle=$((b[4] - a[4] + b[5] - a[5]))
+  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+wait_for_quiet() {
+  local waited=0 busy
+  busy=$(busy_percent)
+  while [ "$busy" -ge 10 ] && [ "$waited" -lt "${QUIET_WAIT:-300}" ]; do
+    sleep 4
+    waited=$((waited + 5))
+    busy=$(busy_percent)
+  done
+  echo "run_cpu.sh: CPUs ${busy}% busy with other work before this run (waited ${waited} s)" >&2
+}
+
 runs=(
   "--preset qwen3-30b-a3b --format gptq-sym --tokens 1,8,64,512"
   "--preset mixtral-8x7b --format gptq-sym --tokens 1"
@@ -36,6 +61,7 @@ for i in "${!runs[@]}"; do
   if [ "$i" -eq 0 ]; then extra=(--plot "$results/cpu-$date-qwen3.png"); fi
   command="moeint4 bench ${runs[$i]} --backend cpu --iters $iters ${threads_arg[*]:-}"
   echo "== $command" >&2
+  wait_for_quiet
   if ! "$cli" bench "${args[@]}" --backend cpu --iters "$iters" "${threads_arg[@]}" \
        --json "$scratch/$i.json" "${extra[@]}"; then
     failed=1
