@@ -123,7 +123,7 @@ static void cli_plot_script(FILE *gp, const char *path, const cli_bench_run *run
     fprintf(gp, "set output '%s'\n", path);
     fprintf(gp, "set title 'moeint4 %s, %s, %s, %d threads, commit %s'\n", o->preset->name,
             cli_format_name(o->format), run->backend, run->threads, cli_commit());
-    fprintf(gp, "set logscale x 2\nset xlabel 'tokens M'\nset grid\nset key top left\n");
+    fprintf(gp, "set logscale x 2\nset xlabel 'tokens M'\nset grid\nset key bmargin center horizontal\n");
     fprintf(gp, "set ylabel '%s'\n", has_floor ? "time / floor" : "median time (ms)");
     fprintf(gp, "set logscale y\n"); /* ratios and times span decades */
     fprintf(gp, "$results << EOD\n");
