@@ -26,6 +26,7 @@ def _as_float64(t):
 
 
 def _check(layer, w, device, dtype, M=33, topk=2, **kwargs):
+    bf16_weights = w.backend == "hip"  # BF16 weights prepared at load time
     inp = layer.inputs(M, topk)
     x = torch.from_numpy(inp["x32"]).to(device=device, dtype=DTYPES[dtype])
     ids = torch.from_numpy(inp["topk_ids"]).to(device)
@@ -40,7 +41,7 @@ def _check(layer, w, device, dtype, M=33, topk=2, **kwargs):
     got = _as_float64(out)
     assert np.isfinite(got).all()
     error = rel_l2(got, want)
-    assert error <= tolerance(dtype, layer.K, layer.N), f"relative L2 error {error:.3g}"
+    assert error <= tolerance(dtype, layer.K, layer.N, bf16_weights), f"relative L2 error {error:.3g}"
     assert torch.equal(out, fresh)
     return error
 
@@ -109,4 +110,4 @@ def test_numpy_arrays_on_hip_backend_are_staged():
         want = layer.reference(ref.bf16_to_float32(x).astype(np.float64), inp["topk_ids"],
                                inp["topk_weights"])
         assert rel_l2(ref.bf16_to_float32(out).astype(np.float64), want) <= tolerance(
-            "bf16", layer.K, layer.N)
+            "bf16", layer.K, layer.N, bf16_weights=True)
