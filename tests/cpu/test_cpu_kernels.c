@@ -1,0 +1,227 @@
+/* Every kernel table (scalar, AVX2 where the CPU has it) against a plain
+ * double loop over the natural-order codes: shapes with column tails
+ * (per-channel rows of any length), every group size, 1..20 tokens (every
+ * register block and remainder), f16 and bf16 scales; the input scaling and
+ * output rounding helpers bit for bit. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "cpu_test_util.h"
+#include "layout/cpu_repack.h"
+#include "testkit.h"
+
+#define MAX_TOKENS 20
+
+static void test_avx2_present_where_supported(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int cpu_has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("f16c");
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    assert_int_equal(count, cpu_has ? 2 : 1);
+    if (cpu_has)
+        assert_string_equal(mi4_cpu_kernels_select()->name, getenv("MOEINT4_CPU_KERNEL") &&
+                                                                    strcmp(getenv("MOEINT4_CPU_KERNEL"), "scalar") == 0
+                                                                ? "scalar"
+                                                                : "avx2");
+#else
+    skip();
+#endif
+}
+
+static float scale_value(moeint4_dtype dtype, uint16_t bits)
+{
+    return dtype == MOEINT4_DTYPE_BF16 ? tk_bf16_to_f32(bits) : tk_f16_to_f32(bits);
+}
+
+static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_size,
+                             moeint4_dtype scales_dtype, tk_rng *rng)
+{
+    const int rows = 8;
+    int groups = group_size == -1 ? 1 : in / group_size;
+    int group_columns = group_size == -1 ? in : group_size;
+    uint8_t codes[8 * 1024], zeros[8 * 32];
+    uint16_t scale_bits[8 * 32];
+    float scales[8 * 32];
+    assert_true(in <= 1024 && groups <= 32);
+    for (int i = 0; i < rows * in; i++)
+        codes[i] = (uint8_t)tk_rng_below(rng, 16);
+    for (int i = 0; i < rows * groups; i++) {
+        zeros[i] = (uint8_t)tk_rng_below(rng, 17);
+        float s = (float)tk_rng_range(rng, 0.01, 0.1);
+        scale_bits[i] = scales_dtype == MOEINT4_DTYPE_BF16 ? tk_f32_to_bf16(s) : tk_f32_to_f16(s);
+        scales[i] = scale_value(scales_dtype, scale_bits[i]);
+    }
+    mi4_cpu_pack_geometry geo = mi4_cpu_pack_geometry_make(in, rows, group_size);
+    uint8_t *tile = aligned_alloc(64, geo.tile_bytes);
+    assert_non_null(tile);
+    mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, scales_dtype, tile);
+
+    size_t stride = (size_t)geo.in_blocks * 8 + 8; /* a stride wider than the row */
+    float *x = aligned_alloc(64, sizeof(float) * stride * MAX_TOKENS);
+    float *xsum = malloc(sizeof(float) * (size_t)groups * MAX_TOKENS);
+    float raw[MAX_TOKENS][1024];
+    assert_non_null(x);
+    assert_non_null(xsum);
+    for (int t = 0; t < MAX_TOKENS; t++) {
+        for (int k = 0; k < in; k++)
+            raw[t][k] = (float)tk_rng_normal(rng);
+        /* poison past the row: the kernel must read only its padded columns */
+        for (size_t k = 0; k < stride; k++)
+            x[(size_t)t * stride + k] = NAN;
+        kernels->scale_row(MOEINT4_DTYPE_F32, raw[t], in, 1.0f, group_columns,
+                           x + (size_t)t * stride, xsum + (size_t)t * groups);
+        for (size_t k = (size_t)geo.in_blocks * 8; k < stride; k++)
+            x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
+    }
+    for (int tokens = 1; tokens <= MAX_TOKENS; tokens++) {
+        float y[MAX_TOKENS * 8];
+        for (int i = 0; i < MAX_TOKENS * 8; i++)
+            y[i] = NAN;
+        mi4_cpu_tile_job job = {tile, &geo, scales_dtype == MOEINT4_DTYPE_BF16, x, stride, xsum,
+                                (size_t)groups, tokens, y};
+        kernels->tile(&job);
+        for (int t = 0; t < tokens; t++)
+            for (int r = 0; r < rows; r++) {
+                double want = 0.0, magnitude = 0.0;
+                for (int k = 0; k < in; k++) {
+                    int g = k / group_columns;
+                    double s = scales[g * rows + r];
+                    double q = codes[r * in + k], z = zeros[g * rows + r];
+                    want += (q - z) * s * raw[t][k];
+                    magnitude += (q + z) * s * fabs(raw[t][k]);
+                }
+                /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2 margin */
+                double bound = 2.0 * (in + 4) * 0x1p-24 * magnitude;
+                double got = y[t * 8 + r];
+                if (!(fabs(got - want) <= bound))
+                    fail_msg("%s in %d group %d tokens %d: y[%d][%d] = %.9g, want %.9g (bound %g)",
+                             kernels->name, in, group_size, tokens, t, r, got, want, bound);
+            }
+        for (int i = tokens * 8; i < MAX_TOKENS * 8; i++)
+            assert_true(isnan(y[i])); /* nothing written past the job's tokens */
+    }
+    free(tile);
+    free(x);
+    free(xsum);
+}
+
+static void test_tile_kernels(void **state)
+{
+    (void)state;
+    const int shapes[][2] = {{96, 32}, {192, 64}, {256, 128}, {1024, 128}, {20, -1}, {3, -1},
+                             {44, -1}, {1000, -1}, {64, -1}, {32, 32}};
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    tk_rng rng;
+    tk_rng_seed(&rng, 21);
+    for (int i = 0; i < count; i++)
+        for (int s = 0; s < 10; s++)
+            check_tile_shape(tables[i], shapes[s][0], shapes[s][1],
+                             s % 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, &rng);
+}
+
+/* scale_row: every variant writes the same scaled columns, bit for bit (one
+ * rounding of x * factor, then an exact power of two), zero padding, and
+ * group sums within the f32 bound of the exact sum. */
+static void test_scale_row(void **state)
+{
+    (void)state;
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    const int shapes[][2] = {{256, 64}, {37, 37}, {8, 8}, {3, 3}, {96, 32}};
+    tk_rng rng;
+    tk_rng_seed(&rng, 22);
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 5; s++) {
+            int n = shapes[s][0], gc = shapes[s][1];
+            int padded = (n + 7) / 8 * 8, groups = (n + gc - 1) / gc;
+            float src[256 * 4 / 4 * 4];
+            tk_fill_activations(&rng, dtypes[d], (size_t)n, 2.0, src);
+            float factor = (float)tk_rng_range(&rng, 0.1, 1.0);
+            float dst[4][264], sums[4][64];
+            for (int i = 0; i < count; i++) {
+                for (int k = 0; k < 264; k++)
+                    dst[i][k] = NAN;
+                tables[i]->scale_row(dtypes[d], src, n, factor, gc, dst[i], sums[i]);
+                for (int k = 0; k < padded; k++) {
+                    float v = k < n ? (float)tk_load(dtypes[d], src, (size_t)k) * factor : 0.0f;
+                    int c = k % 8;
+                    float want = c == 7 ? v : v * ldexpf(1.0f, -4 * c);
+                    assert_memory_equal(&dst[i][k], &want, sizeof want);
+                }
+                assert_true(isnan(dst[i][padded]));
+                for (int g = 0; g < groups; g++) {
+                    double want = 0.0, magnitude = 0.0;
+                    for (int k = g * gc; k < (g + 1) * gc && k < n; k++) {
+                        double v = (double)((float)tk_load(dtypes[d], src, (size_t)k) * factor);
+                        want += v;
+                        magnitude += fabs(v);
+                    }
+                    assert_true(fabs(sums[i][g] - want) <= (gc + 2) * 0x1p-24 * magnitude);
+                }
+            }
+        }
+}
+
+/* store_row: f32 -> dtype rounds once to nearest even in every variant,
+ * including subnormal f16 results and overflow to infinity. */
+static void test_store_row(void **state)
+{
+    (void)state;
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    tk_rng rng;
+    tk_rng_seed(&rng, 23);
+    enum { N = 77 };
+    float src[N];
+    for (int k = 0; k < N; k++) {
+        double magnitude = k % 7 == 0 ? 1e-6 : k % 11 == 0 ? 7e4 : 3.0;
+        src[k] = (float)(tk_rng_normal(&rng) * magnitude);
+    }
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < count; i++) {
+            uint8_t got[N * 4 + 4];
+            memset(got, 0xa5, sizeof got);
+            tables[i]->store_row(dtypes[d], src, N, got);
+            for (int k = 0; k < N; k++) {
+                if (dtypes[d] == MOEINT4_DTYPE_F32) {
+                    assert_memory_equal(got + 4 * k, &src[k], 4);
+                } else {
+                    uint16_t want = dtypes[d] == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(src[k])
+                                                                   : tk_f32_to_bf16(src[k]);
+                    uint16_t have;
+                    memcpy(&have, got + 2 * k, 2);
+                    if (have != want)
+                        fail_msg("%s dtype %d: %g -> 0x%04x, want 0x%04x", tables[i]->name,
+                                 dtypes[d], src[k], have, want);
+                }
+            }
+            size_t end = (size_t)N * tk_dtype_size(dtypes[d]);
+            assert_int_equal(got[end], 0xa5);
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_avx2_present_where_supported),
+        cmocka_unit_test(test_tile_kernels),
+        cmocka_unit_test(test_scale_row),
+        cmocka_unit_test(test_store_row),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
