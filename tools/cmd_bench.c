@@ -126,6 +126,8 @@ static void cli_summarise(const double *seconds, int count, double *median, doub
 static int cli_time_forwards(cli_bench *bench, int which, int64_t m, cli_bench_inputs *in,
                              double *seconds) {
     const size_t slots = (size_t)m * (size_t)bench->options.preset->topk;
+    cli_progress(0, "M=%lld: timing %s (%d warm-up + %d forwards)", (long long)m,
+                 which ? "the baseline" : "moeint4", CLI_BENCH_WARMUP, bench->options.iters);
     for (int i = 0; i < in->count; i++) {
         cli_progress(1, "M=%lld %s %s %d/%d", (long long)m, which ? "baseline" : "moeint4",
                      i < CLI_BENCH_WARMUP ? "warm-up" : "forward",
