@@ -1,6 +1,7 @@
 """Context: a backend choice bound to a device, owning the weights prepared with it."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import threading
 import weakref
@@ -115,6 +116,15 @@ class _Defaults:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._contexts: Dict[Tuple[int, int], Context] = {}
+        # Release while the library and its worker threads are still intact,
+        # rather than from finalizers during interpreter teardown.
+        atexit.register(self.close_all)
+
+    def close_all(self) -> None:
+        with self._lock:
+            contexts, self._contexts = list(self._contexts.values()), {}
+        for ctx in contexts:
+            ctx.close()
 
     def get(self, backend: BackendLike, device_index: int) -> Context:
         key = (backend_id(backend), device_index)

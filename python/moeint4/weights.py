@@ -148,8 +148,12 @@ class Weights(Closing):
             setattr(desc, f"{prefix}_g_idx", m.g_idx)
         handle = ctypes.c_void_p()
         lib().moeint4_weights_prepare(context.handle, ctypes.byref(desc), ctypes.byref(handle))
-        return cls(context, int(handle.value), w13, size, zero_offset, num_experts,
-                   map_array is not None)
+        try:
+            return cls(context, int(handle.value), w13, size, zero_offset, num_experts,
+                       map_array is not None)
+        except BaseException:
+            lib().moeint4_weights_release(handle.value)
+            raise
 
     # ---- lifetime ----
     @property

@@ -160,3 +160,18 @@ def test_bf16_scales():
         got = w.forward(inp["x32"], inp["topk_ids"], inp["topk_weights"])
     want = ref.moe(inp["x32"].astype(np.float64), w13, w2, inp["topk_ids"], inp["topk_weights"])
     assert rel_l2(got.astype(np.float64), want) <= tolerance("f32", layer.K, layer.N)
+
+
+def test_concurrent_forward_on_shared_weights():
+    """A prepared handle is immutable: threads sharing it get the serial results
+    (ctypes drops the GIL during the call, so the calls really overlap)."""
+    from concurrent.futures import ThreadPoolExecutor
+    layer = Layer(seed=71, format="awq", asymmetric=True)
+    with layer.weights(backend="cpu") as w:
+        batches = [layer.inputs(16 + i, 2) for i in range(8)]
+        run = lambda b: w.forward(b["x32"], b["topk_ids"], b["topk_weights"])
+        serial = [run(b) for b in batches]
+        with ThreadPoolExecutor(4) as pool:
+            for _ in range(5):
+                for got, want in zip(pool.map(run, batches), serial):
+                    assert np.array_equal(got, want)

@@ -2,7 +2,6 @@
 their weights, and no growth in memory over 10 000 create/close cycles."""
 import gc
 
-import numpy as np
 import pytest
 
 import moeint4
@@ -41,6 +40,8 @@ def test_context_manager_and_context_close_releases_weights(layer):
             assert not w.closed
             host, device = w.memory()
             assert host > 0 and device == 0
+            assert "chosen: cpu" in w.explain()
+            assert "backend=cpu" in repr(w) and "backend=cpu" in repr(ctx)
         assert w.closed
         kept = layer.weights(context=ctx)
     assert ctx.closed and kept.closed
