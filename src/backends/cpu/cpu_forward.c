@@ -21,7 +21,7 @@
 
 /* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
 #define MI4_CPU_TOKEN_CHUNK 2048
-#define MI4_CPU_MAX_ITEM_TILES 16
+#define MI4_CPU_MAX_OUT_TILES 64
 
 typedef struct phase2_item {
     int active;   /* index into active_expert */
@@ -262,11 +262,18 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     int chunk = args->num_tokens < MI4_CPU_TOKEN_CHUNK ? (int)args->num_tokens : MI4_CPU_TOKEN_CHUNK;
     int max_pairs = chunk * topk;
     int tiles13 = w->geo13.tiles;
-    int item_tiles = clamp_int(tiles13 * w->num_local_experts / (8 * threads), 1,
-                               MI4_CPU_MAX_ITEM_TILES);
-    int active_cap = w->num_local_experts < max_pairs ? w->num_local_experts : max_pairs;
-    int max_items = active_cap * ((tiles13 + item_tiles - 1) / item_tiles);
-    int out_tiles = clamp_int(w->geo2.tiles / (16 * threads), 1, MI4_CPU_MAX_ITEM_TILES);
+    /* About 32 phase-2 items per thread when few experts are hit (M = 1:
+     * dynamic scheduling evens the cores out); whole experts when many are
+     * hit, so an expert's input rows are read from memory once. */
+    int hit_bound = w->num_local_experts < max_pairs ? w->num_local_experts : max_pairs;
+    int item_tiles = clamp_int(tiles13 * hit_bound / (32 * threads), 1, tiles13);
+    int max_items = hit_bound * ((tiles13 + item_tiles - 1) / item_tiles);
+    /* Phase 4 items re-read every pair's activations: few wide items when
+     * there are many pairs (the activations outgrow the caches), many narrow
+     * ones for decode. */
+    int many_pairs = max_pairs >= 4 * hit_bound;
+    int out_tiles = clamp_int(w->geo2.tiles / ((many_pairs ? 4 : 16) * threads), 1,
+                              MI4_CPU_MAX_OUT_TILES);
 
     forward_plan plan;
     memset(&plan, 0, sizeof plan);
