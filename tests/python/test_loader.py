@@ -46,7 +46,7 @@ def test_explicit_path_loads(tmp_path):
     assert out.strip() == f"LOADED {library}"
 
 
-def test_library_next_to_package_and_on_loader_path(tmp_path):
+def test_library_in_package_and_on_loader_path(tmp_path):
     library = Path(os.environ["MOEINT4_LIBRARY"]).resolve()
     bundled = tmp_path / "bundle"
     shutil.copytree(PACKAGE, bundled / "moeint4", ignore=shutil.ignore_patterns("__pycache__"))
@@ -66,3 +66,18 @@ def test_library_next_to_package_and_on_loader_path(tmp_path):
                          env={**env, "PYTHONPATH": str(site), "LD_LIBRARY_PATH": str(loader_dir)},
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() in ("libmoeint4.so.0", str(loader_dir / "libmoeint4.so.0"))
+
+
+def test_installed_prefix_tree(tmp_path):
+    """<prefix>/lib/pythonX.Y/site-packages/moeint4 finds <prefix>/lib/libmoeint4.so.0,
+    where `cmake --install --prefix <prefix>` puts it."""
+    library = Path(os.environ["MOEINT4_LIBRARY"]).resolve()
+    prefix = tmp_path / "prefix"
+    site = prefix / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(library, prefix / "lib" / "libmoeint4.so.0")
+    env = {k: v for k, v in os.environ.items() if k not in ("MOEINT4_LIBRARY", "LD_LIBRARY_PATH")}
+    code = "import moeint4; moeint4.backends(); print(moeint4.library_path())"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(site)},
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert out.strip() == str(prefix / "lib" / "libmoeint4.so.0")
