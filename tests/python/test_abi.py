@@ -103,3 +103,10 @@ def test_backends_and_oracle():
                           backend="cpu") == "cpu"
     with pytest.raises(ValueError, match="format must be one of"):
         moeint4.explain("int8", num_experts=8, hidden_size=256, intermediate_size=128)
+
+
+def test_a_library_missing_a_symbol_is_named():
+    class Partial:
+        moeint4_version = _loader.lib().moeint4_version
+
+    assert _abi.bind(Partial(), lambda *a: None) == "moeint4_version_string"
