@@ -28,7 +28,7 @@ static void check_matmul(mi4_xpu_dnnl *dnnl, tk_rng *rng, int M, int N, int K)
     for (int i = 0; i < M * N; ++i)
         c[i] = NAN;
     char err[256] = "";
-    moeint4_status st = mi4_xpu_dnnl_matmul(dnnl, M, N, K, a, b, c, err, sizeof err);
+    moeint4_status st = mi4_xpu_dnnl_matmul(dnnl, MOEINT4_DTYPE_F32, M, N, K, a, b, c, err, sizeof err);
     if (st != MOEINT4_SUCCESS)
         fail_msg("oneDNN matmul %dx%dx%d: %s", M, N, K, err);
     for (int m = 0; m < M; ++m)
@@ -56,7 +56,9 @@ static void test_cpu_engine_matmul_matches_reference(void **state)
     char err[256] = "";
     if (mi4_xpu_dnnl_create_cpu(&dnnl, err, sizeof err) != MOEINT4_SUCCESS)
         fail_msg("oneDNN CPU engine: %s", err);
-    assert_int_equal(mi4_xpu_dnnl_dtype(dnnl), MOEINT4_DTYPE_F32);
+    /* the CPU engine multiplies f32 whatever the activations are */
+    assert_int_equal(mi4_xpu_dnnl_dtype(dnnl, MOEINT4_DTYPE_BF16), MOEINT4_DTYPE_F32);
+    assert_int_equal(mi4_xpu_dnnl_dtype(dnnl, MOEINT4_DTYPE_F16), MOEINT4_DTYPE_F32);
     assert_false(mi4_xpu_dnnl_has_int4(dnnl)); /* int4 needs oneDNN >= 3.5 on a GPU */
     tk_rng rng;
     tk_rng_seed(&rng, 77);
@@ -77,7 +79,8 @@ static void test_int4_matmul_refused_without_onednn_3_5(void **state)
     uint8_t packed[4] = {0x88, 0x88, 0x88, 0x88};
     uint16_t scales[2] = {0x3c00, 0x3c00};
     moeint4_status st =
-        mi4_xpu_dnnl_matmul_int4(dnnl, 1, 2, 4, 4, a, packed, scales, c, err, sizeof err);
+        mi4_xpu_dnnl_matmul_int4(dnnl, MOEINT4_DTYPE_F16, 1, 2, 4, 4, a, packed, scales, c, err,
+                                 sizeof err);
     if (mi4_xpu_dnnl_has_int4(dnnl))
         skip();
     assert_int_equal(st, MOEINT4_UNSUPPORTED);

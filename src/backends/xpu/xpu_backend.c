@@ -42,7 +42,9 @@
  *  - oneDNN (OpenCL runtime only) serves experts with at least
  *    MOEINT4_XPU_ONEDNN_MIN_TOKENS slots (default 64, 0 = never): their
  *    weights are dequantized into one expert's scratch just in time (never
- *    the whole model); with oneDNN >= 3.5 int4 weights are used directly.
+ *    the whole model) in the activations' dtype (bf16 stays bf16: f16's
+ *    range is too small for some bf16 models); with oneDNN >= 3.5 int4
+ *    weights are used directly (f16/bf16 activations, f16 scales).
  *  - Concurrency: kernel objects hold their arguments, so forward() calls on
  *    one context are serialised by the context's mutex.
  */

@@ -13,6 +13,8 @@
 #define MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS 64
 /* f32 scratch per chunk of tokens (intermediate activations + per-slot outputs) */
 #define MI4_XPU_SCRATCH_BUDGET ((size_t)256 << 20)
+/* tokens per chunk at most: launch grids stay within every device's group counts */
+#define MI4_XPU_MAX_CHUNK_TOKENS 32768
 
 typedef struct mi4_xpu_context {
     mi4_xpu_runtime *rt;

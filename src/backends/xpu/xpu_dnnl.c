@@ -77,12 +77,15 @@ void mi4_xpu_dnnl_destroy(mi4_xpu_dnnl *d)
     free(d);
 }
 
-moeint4_dtype mi4_xpu_dnnl_dtype(const mi4_xpu_dnnl *d)
+moeint4_dtype mi4_xpu_dnnl_dtype(const mi4_xpu_dnnl *d, moeint4_dtype activations)
 {
-    return d->is_gpu ? MOEINT4_DTYPE_F16 : MOEINT4_DTYPE_F32;
+    return d->is_gpu ? activations : MOEINT4_DTYPE_F32;
 }
 
-static dnnl_data_type_t operand_type(const mi4_xpu_dnnl *d) { return d->is_gpu ? dnnl_f16 : dnnl_f32; }
+static dnnl_data_type_t dnnl_type(moeint4_dtype dtype)
+{
+    return dtype == MOEINT4_DTYPE_F16 ? dnnl_f16 : dtype == MOEINT4_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+}
 
 #if MI4_DNNL_3
 typedef dnnl_memory_desc_t mi4_md;
@@ -187,11 +190,12 @@ static moeint4_status run_matmul(mi4_xpu_dnnl *d, const mi4_md *a_md, const mi4_
     return rc == dnnl_success ? MOEINT4_SUCCESS : dnnl_failed(err, cap, what, rc);
 }
 
-moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, int64_t M, int64_t N, int64_t K,
-                                   const void *a, const void *b, void *c, char *err, size_t cap)
+moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
+                                   int64_t N, int64_t K, const void *a, const void *b, void *c,
+                                   char *err, size_t cap)
 {
     mi4_md a_md, b_md, c_md;
-    dnnl_data_type_t type = operand_type(d);
+    dnnl_data_type_t type = dnnl_type(operands);
     /* b is stored [N][K]: the K x N weights matrix in column-major ("ba") */
     if (make_md(&a_md, M, K, type, dnnl_ab) != dnnl_success ||
         make_md(&b_md, K, N, type, dnnl_ba) != dnnl_success ||
@@ -212,21 +216,24 @@ int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d) { return d->is_gpu; }
 /* Never compiled on Debian 12 (oneDNN 2.6); written to oneDNN 3.5's
  * documented weight-decompression API: u4 weights, zero point 8 (uint4b8),
  * f16 scales grouped along K, fpmath f16 applied to integer weights. */
-moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, int64_t M, int64_t N, int64_t K,
-                                        int group_size, const void *a, const void *packed,
-                                        const void *scales, void *c, char *err, size_t cap)
+moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
+                                        int64_t N, int64_t K, int group_size, const void *a,
+                                        const void *packed, const void *scales, void *c,
+                                        char *err, size_t cap)
 {
     static const int32_t zero_point = 8;
+    dnnl_data_type_t src_type = dnnl_type(operands);
+    dnnl_fpmath_mode_t math = src_type == dnnl_bf16 ? dnnl_fpmath_mode_bf16 : dnnl_fpmath_mode_f16;
     mi4_md a_md, b_md, c_md, s_md, z_md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_dims_t groups = {group_size, 1};
-    if (make_md(&a_md, M, K, dnnl_f16, dnnl_ab) != dnnl_success ||
+    if (make_md(&a_md, M, K, src_type, dnnl_ab) != dnnl_success ||
         make_md(&b_md, K, N, dnnl_u4, dnnl_ba) != dnnl_success ||
         make_md(&c_md, M, N, dnnl_f32, dnnl_ab) != dnnl_success ||
         make_md(&s_md, K / group_size, N, dnnl_f16, dnnl_ba) != dnnl_success ||
         make_md(&z_md, 1, 1, dnnl_s32, dnnl_ab) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success ||
-        dnnl_primitive_attr_set_fpmath_mode_v2(attr, dnnl_fpmath_mode_f16, 1) != dnnl_success ||
+        dnnl_primitive_attr_set_fpmath_mode_v2(attr, math, 1) != dnnl_success ||
         dnnl_primitive_attr_set_scales(attr, DNNL_ARG_WEIGHTS, 3, 2, groups, dnnl_f16) !=
             dnnl_success ||
         dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_WEIGHTS, 0) != dnnl_success) {
@@ -251,11 +258,12 @@ int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d)
     return 0;
 }
 
-moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, int64_t M, int64_t N, int64_t K,
-                                        int group_size, const void *a, const void *packed,
-                                        const void *scales, void *c, char *err, size_t cap)
+moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
+                                        int64_t N, int64_t K, int group_size, const void *a,
+                                        const void *packed, const void *scales, void *c,
+                                        char *err, size_t cap)
 {
-    (void)d, (void)M, (void)N, (void)K, (void)group_size, (void)a, (void)packed, (void)scales,
+    (void)d, (void)operands, (void)M, (void)N, (void)K, (void)group_size, (void)a, (void)packed, (void)scales,
         (void)c;
     return mi4_xpu_fail(err, cap, MOEINT4_UNSUPPORTED,
                         "oneDNN %d.%d has no int4 weights (needs >= 3.5)", DNNL_VERSION_MAJOR,

@@ -103,7 +103,7 @@ static moeint4_status alloc_dnnl_buffers(fwd_state *s)
     const mi4_xpu_weights *w = s->w;
     size_t rows = (size_t)s->chunk_tokens * (size_t)s->args->topk;
     size_t K = (size_t)w->hidden, N = (size_t)w->intermediate;
-    size_t esize = dtype_size(mi4_xpu_dnnl_dtype(s->ctx->dnnl));
+    size_t esize = dtype_size(mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype));
     moeint4_status st = alloc(s, 2 * N * K * esize, &s->buf.dnnl_w);
     if (!st)
         st = alloc(s, rows * K * esize, &s->buf.dnnl_a);
@@ -168,7 +168,9 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
                                   const void *b, void *c)
 {
     moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
-    return st ? st : mi4_xpu_dnnl_matmul(s->ctx->dnnl, M, N, K, a, b, c, s->err, s->cap);
+    moeint4_dtype operands = mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
+    return st ? st
+              : mi4_xpu_dnnl_matmul(s->ctx->dnnl, operands, M, N, K, a, b, c, s->err, s->cap);
 }
 
 /* One expert's w13 product into dnnl_c13 [rows, 2N]: int4 weights directly
@@ -177,13 +179,13 @@ static moeint4_status expert_dnnl_w13(fwd_state *s, int expert, int rows)
 {
     const mi4_xpu_weights *w = s->w;
     int K = w->hidden, two_n = 2 * w->intermediate, gs = w->group13;
-    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl);
+    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     size_t row_bytes = (size_t)K / 2, groups = (size_t)(K / gs);
-    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16) {
+    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
         moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
         return st ? st
                   : mi4_xpu_dnnl_matmul_int4(
-                        s->ctx->dnnl, rows, two_n, K, gs, s->buf.dnnl_a,
+                        s->ctx->dnnl, (moeint4_dtype)mdt, rows, two_n, K, gs, s->buf.dnnl_a,
                         w->w13_packed + (size_t)expert * two_n * row_bytes,
                         w->w13_scales + (size_t)expert * two_n * groups, s->buf.dnnl_c13, s->err,
                         s->cap);
@@ -200,13 +202,13 @@ static moeint4_status expert_dnnl_w2(fwd_state *s, int expert, int rows)
 {
     const mi4_xpu_weights *w = s->w;
     int K = w->hidden, N = w->intermediate, gs = w->group2;
-    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl);
+    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     size_t row_bytes = (size_t)N / 2, groups = (size_t)(N / gs);
-    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16) {
+    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
         moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
         return st ? st
                   : mi4_xpu_dnnl_matmul_int4(
-                        s->ctx->dnnl, rows, K, N, gs, s->buf.dnnl_a2,
+                        s->ctx->dnnl, (moeint4_dtype)mdt, rows, K, N, gs, s->buf.dnnl_a2,
                         w->w2_packed + (size_t)expert * K * row_bytes,
                         w->w2_scales + (size_t)expert * K * groups, s->buf.dnnl_c2, s->err,
                         s->cap);
@@ -229,7 +231,7 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
     int K = w->hidden, N = w->intermediate, num_local = w->num_local;
     int dtype = (int)a->dtype, topk = a->topk, act_kind = (int)a->activation;
     int on_input = a->apply_router_weight_on_input != 0;
-    int mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl);
+    int mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     float limit = a->swiglu_limit, alpha = a->swiglu_alpha, beta = a->swiglu_beta;
     mi4_xpu_arg gather_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
                                  MI4_XPU_INT(expert), MI4_XPU_PTR(s->buf.sorted),
@@ -344,10 +346,9 @@ static int64_t chunk_tokens_for(const mi4_xpu_context *ctx, const mi4_xpu_weight
     if (chunk <= 0) {
         size_t per_token = (size_t)topk * ((size_t)w->hidden + (size_t)w->intermediate) * 4;
         chunk = (int64_t)(MI4_XPU_SCRATCH_BUDGET / per_token);
-        /* slot indices are ints in the kernels */
-        if (chunk * topk > INT_MAX / 2)
-            chunk = INT_MAX / 2 / topk;
     }
+    if (chunk > MI4_XPU_MAX_CHUNK_TOKENS)
+        chunk = MI4_XPU_MAX_CHUNK_TOKENS;
     if (chunk < 1)
         chunk = 1;
     return chunk < num_tokens ? chunk : num_tokens;
