@@ -99,6 +99,9 @@ static const char *result_name(ze_result_t rc)
         }                                                                            \
     } while (0)
 
+/* Once initialised, the loader and its drivers hold process-wide state that
+ * is not meant to be torn down and set up again, so a loaded loader is never
+ * dlclose'd (dlopen only counts references; nothing is loaded twice). */
 static int load_api(ze_api *api, char *reason, size_t cap)
 {
     memset(api, 0, sizeof *api);
@@ -211,9 +214,7 @@ int mi4_xpu_ze_probe(int device_index, char *reason, size_t cap)
     char name[64];
     if (!load_api(&api, reason, cap))
         return 0;
-    int found = find_device(&api, device_index, &driver, &device, name, sizeof name, reason, cap);
-    dlclose(api.library);
-    return found;
+    return find_device(&api, device_index, &driver, &device, name, sizeof name, reason, cap);
 }
 
 static ze_runtime *as_ze(mi4_xpu_runtime *rt) { return (ze_runtime *)rt; }
@@ -329,9 +330,7 @@ static void ze_destroy(mi4_xpu_runtime *base)
         api->list_destroy(rt->list);
     if (rt->context && rt->owns_context)
         api->context_destroy(rt->context);
-    if (api->library)
-        dlclose(api->library);
-    free(rt);
+    free(rt); /* the loader stays loaded: see load_api */
 }
 
 static const mi4_xpu_runtime_ops ze_ops = {
