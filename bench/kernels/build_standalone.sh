@@ -1,13 +1,14 @@
 #!/bin/sh
-# Builds bench_cpu_kernels without CMake (for a machine with only a C
-# compiler): ./bench/kernels/build_standalone.sh OUTPUT [extra cc flags]
+# Builds the CPU kernel and forward micro-benchmarks without CMake, cmocka or
+# the rest of the project (for a machine with only a C compiler):
+#   ./bench/kernels/build_standalone.sh OUTPUT_DIR [extra cc flags]
 # Links OpenBLAS when pkg-config finds it, else leaves the sgemm part out.
 set -e
-out=${1:-bench_cpu_kernels}
+out=${1:-.}
 shift || true
 cc=${CC:-cc}
 tmp=$(mktemp -d)
-flags="-O3 -std=c11 -D_GNU_SOURCE -DMOEINT4_HAVE_X86_KERNELS=1 -Iinclude -Isrc $*"
+flags="-O3 -std=c11 -D_GNU_SOURCE -DMOEINT4_HAVE_X86_KERNELS=1 -DMOEINT4_BUILDING_LIBRARY -Iinclude -Isrc -Itests/common $*"
 $cc $flags -mavx2 -mfma -mf16c -c src/backends/cpu/cpu_kernels_avx2.c -o "$tmp/avx2.o"
 if pkg-config --exists openblas 2>/dev/null; then
   blas_c=$(pkg-config --cflags openblas); blas_l=$(pkg-config --libs openblas)
@@ -15,5 +16,8 @@ else
   blas_c=-DMI4_BENCH_NO_BLAS; blas_l=
 fi
 $cc $flags $blas_c bench/kernels/bench_cpu_kernels.c src/layout/cpu_repack.c \
-  src/backends/cpu/cpu_kernels_scalar.c "$tmp/avx2.o" -o "$out" $blas_l -lpthread -lm
+  src/backends/cpu/cpu_kernels_scalar.c "$tmp/avx2.o" -o "$out/bench_cpu_kernels" $blas_l -lpthread -lm
+forward_sources=$(ls src/core/error.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx2)
+$cc $flags -DMOEINT4_VECTORS_DIR=\"/nonexistent\" bench/kernels/bench_cpu_forward.c \
+  $forward_sources "$tmp/avx2.o" -o "$out/bench_cpu_forward" -lpthread -lm
 rm -rf "$tmp"
