@@ -257,7 +257,8 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
                           MI4_XPU_INT(gs),             MI4_XPU_INT(act),
                           MI4_XPU_FLOAT(limit),        MI4_XPU_FLOAT(alpha),
                           MI4_XPU_FLOAT(beta),         MI4_XPU_PTR(act_d)};
-    xt_launch(rt, MI4_XPU_W13_GEMM, N, (size_t)g.num_tiles, 20, args);
+    xt_launch(rt, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles, 20,
+              args);
     float got[M * TOPK * N];
     xt_download(rt, got, act_d, sizeof got);
     for (int s = 0; s < g.num_slots; ++s) {
@@ -334,7 +335,7 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
                           MI4_XPU_INT(on_input),    MI4_XPU_PTR(w2.packed_d),
                           MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),     MI4_XPU_INT(k_dim),
                           MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),       MI4_XPU_PTR(out_d)};
-    xt_launch(rt, MI4_XPU_W2_GEMM, K, (size_t)g.num_tiles, 14, args);
+    xt_launch(rt, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles, 14, args);
     float got[M * TOPK * K];
     xt_download(rt, got, out_d, sizeof got);
     for (int s = 0; s < g.num_slots; ++s) {

@@ -9,7 +9,8 @@
 
 #include "xpu_backend.h"
 
-#define LOCAL_SIZE 64
+/* GEMM work-groups must be exactly this wide; other kernels take any size */
+#define LOCAL_SIZE MI4_XPU_GEMM_LANES
 
 typedef struct fwd_buffers {
     int32_t *route;        /* 3E+2 ints, see kernels/routing.cl */
@@ -331,9 +332,11 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     mi4_xpu_arg combine_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_PTR(s->buf.slot_out),
                                   MI4_XPU_INT(num_tokens), MI4_XPU_INT(topk), MI4_XPU_INT(K),
                                   MI4_XPU_INT(dtype), MI4_XPU_PTR(output)};
-    st = launch(s, MI4_XPU_W13_GEMM, (size_t)N, (size_t)num_tiles, 20, w13_args);
+    st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)num_tiles, 20,
+                w13_args);
     if (!st)
-        st = launch(s, MI4_XPU_W2_GEMM, (size_t)K, (size_t)num_tiles, 14, w2_args);
+        st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)num_tiles, 14,
+                    w2_args);
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 7, combine_args);
     return st;

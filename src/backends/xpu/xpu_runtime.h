@@ -30,6 +30,9 @@ extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
 
 /* Rows per GEMM tile; kernels/common.cl has the same MI4_TILE_ROWS. */
 #define MI4_XPU_TILE_ROWS 8
+/* Work-items per GEMM work-group, one output column each (MI4_LANES in
+ * kernels/gemm.cl): launch GEMMs with global[0] = columns * this. */
+#define MI4_XPU_GEMM_LANES 32
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {

@@ -1,123 +1,138 @@
 /* Int4 grouped GEMMs on the XPU layout. Weights: packed [E, OUT, IN/2] bytes
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
- * [E, OUT, IN/group] as f16 or bf16 bits. Each work-item owns one output
- * column and one tile of up to MI4_TILE_ROWS sorted slots of one expert;
- * tiles[2t] = expert, tiles[2t+1] = first row of the tile in sorted_slots.
- * Within a group the integer codes times activations are summed in f32 and
- * scaled once per group (the same value as scaling every product, fewer
- * multiplies). The summation order is fixed, so results are deterministic. */
+ * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_LANES
+ * work-items owns one output column and one tile of up to MI4_TILE_ROWS
+ * sorted slots of one expert (tiles[2t] = expert, tiles[2t+1] = first row of
+ * the tile in sorted_slots). The lanes split the reduction dimension in
+ * chunks of 8 codes (one 32-bit word; groups are multiples of 8, so a chunk
+ * never straddles two), so neighbouring lanes read neighbouring words of the
+ * weight row and of the activations; each lane scales its chunk sums by the
+ * chunk's group scale, then a fixed tree in local memory adds the lanes.
+ * Lane assignment and tree are fixed, so results are deterministic. Words
+ * are read little-endian (Intel GPUs; PoCL on x86). 32 lanes: typical MoE
+ * reduction lengths (768..4096 codes = 96..512 words) keep every lane busy
+ * for several words; the width is a guess to be tuned on hardware (the
+ * host's MI4_XPU_GEMM_LANES must match). */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
+#define MI4_LANES 32
+#define MI4_SUMS (2 * MI4_TILE_ROWS)
+
+/* Adds each lane's sums[0..count) over the work-group; the totals end in
+ * scratch[0..count). Every lane must call it. */
+void mi4_add_lanes(__local float *scratch, const float *sums, int count, int lane)
+{
+    for (int i = 0; i < count; ++i)
+        scratch[lane * MI4_SUMS + i] = sums[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int stride = MI4_LANES / 2; stride > 0; stride >>= 1) {
+        if (lane < stride)
+            for (int i = 0; i < count; ++i)
+                scratch[lane * MI4_SUMS + i] += scratch[(lane + stride) * MI4_SUMS + i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* The signed value of code i (0..7) of a word of eight. */
+float mi4_code(uint word, int i) { return (float)((int)((word >> (4 * i)) & 15u) - 8); }
 
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
  * which is the same as scaling both dot products. */
-__kernel void mi4_w13_gemm(__global const int *tiles, __global const int *route, int num_local,
-                           __global const int *sorted_slots, __global const uchar *hidden,
-                           int dtype, __global const float *topk_weights, int weight_on_input,
-                           int topk, __global const uchar *packed, __global const ushort *scales,
-                           int scales_bf16, int K, int N, int group_size, int act_kind,
-                           float limit, float alpha, float beta, __global float *act_out)
+__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
+void mi4_w13_gemm(__global const int *tiles, __global const int *route, int num_local,
+                  __global const int *sorted_slots, __global const uchar *hidden, int dtype,
+                  __global const float *topk_weights, int weight_on_input, int topk,
+                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
+                  int K, int N, int group_size, int act_kind, float limit, float alpha,
+                  float beta, __global float *act_out)
 {
-    int n = (int)get_global_id(0);
+    __local float scratch[MI4_LANES * MI4_SUMS];
+    long x_row[MI4_TILE_ROWS];
+    float sums[MI4_SUMS]; /* gate sums [0, TILE), up sums [TILE, 2 TILE) */
+    int n = (int)get_group_id(0);
+    int lane = (int)get_local_id(0);
     int tile = (int)get_global_id(1);
-    if (n >= N)
-        return;
     int expert = tiles[2 * tile];
     int row0 = tiles[2 * tile + 1];
     int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
-    int groups = K / group_size;
-    long row_bytes = K / 2;
-    __global const uchar *w_gate = packed + ((long)expert * 2 * N + n) * row_bytes;
-    __global const uchar *w_up = w_gate + (long)N * row_bytes;
+    int groups = K / group_size, words = K / 8;
+    __global const uint *w_gate =
+        (__global const uint *)(packed + ((long)expert * 2 * N + n) * (K / 2));
+    __global const uint *w_up = w_gate + (long)N * words;
     __global const ushort *s_gate = scales + ((long)expert * 2 * N + n) * groups;
     __global const ushort *s_up = s_gate + (long)N * groups;
 
-    long x_row[MI4_TILE_ROWS];
-    float gate[MI4_TILE_ROWS], up[MI4_TILE_ROWS];
-    float part_gate[MI4_TILE_ROWS], part_up[MI4_TILE_ROWS];
-    for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < MI4_SUMS; ++i)
+        sums[i] = 0.0f;
+    for (int r = 0; r < rows; ++r)
         x_row[r] = (long)(sorted_slots[row0 + r] / topk) * K;
-        gate[r] = 0.0f;
-        up[r] = 0.0f;
-    }
-    for (int g = 0; g < groups; ++g) {
-        for (int r = 0; r < rows; ++r) {
-            part_gate[r] = 0.0f;
-            part_up[r] = 0.0f;
-        }
-        int byte_end = (g + 1) * group_size / 2;
-        for (int b = g * group_size / 2; b < byte_end; ++b) {
-            uint bg = w_gate[b], bu = w_up[b];
-            float g0 = (float)((int)(bg & 15u) - 8), g1 = (float)((int)(bg >> 4) - 8);
-            float u0 = (float)((int)(bu & 15u) - 8), u1 = (float)((int)(bu >> 4) - 8);
-            for (int r = 0; r < rows; ++r) {
-                float x0 = mi4_load(hidden, dtype, x_row[r] + 2 * b);
-                float x1 = mi4_load(hidden, dtype, x_row[r] + 2 * b + 1);
-                part_gate[r] += g0 * x0 + g1 * x1;
-                part_up[r] += u0 * x0 + u1 * x1;
-            }
-        }
+    for (int c = lane; c < words; c += MI4_LANES) {
+        uint wg = w_gate[c], wu = w_up[c];
+        int g = c * 8 / group_size;
         float sg = mi4_load_scale(s_gate, scales_bf16, g);
         float su = mi4_load_scale(s_up, scales_bf16, g);
         for (int r = 0; r < rows; ++r) {
-            gate[r] += part_gate[r] * sg;
-            up[r] += part_up[r] * su;
+            float pg = 0.0f, pu = 0.0f;
+            for (int i = 0; i < 8; ++i) {
+                float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
+                pg += mi4_code(wg, i) * x;
+                pu += mi4_code(wu, i) * x;
+            }
+            sums[r] += pg * sg;
+            sums[MI4_TILE_ROWS + r] += pu * su;
         }
     }
-    for (int r = 0; r < rows; ++r) {
-        int slot = sorted_slots[row0 + r];
+    mi4_add_lanes(scratch, sums, MI4_SUMS, lane);
+    if (lane < rows) { /* lane r finishes row r */
+        int slot = sorted_slots[row0 + lane];
         float scale = weight_on_input ? topk_weights[slot] : 1.0f;
-        act_out[(long)slot * N + n] =
-            mi4_activate(act_kind, gate[r] * scale, up[r] * scale, limit, alpha, beta);
+        float gate = scratch[lane] * scale, up = scratch[MI4_TILE_ROWS + lane] * scale;
+        act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
     }
 }
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
-__kernel void mi4_w2_gemm(__global const int *tiles, __global const int *route, int num_local,
-                          __global const int *sorted_slots, __global const float *act,
-                          __global const float *topk_weights, int weight_on_input,
-                          __global const uchar *packed, __global const ushort *scales,
-                          int scales_bf16, int K, int N, int group_size,
-                          __global float *slot_out)
+__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
+void mi4_w2_gemm(__global const int *tiles, __global const int *route, int num_local,
+                 __global const int *sorted_slots, __global const float *act,
+                 __global const float *topk_weights, int weight_on_input,
+                 __global const uchar *packed, __global const ushort *scales, int scales_bf16,
+                 int K, int N, int group_size, __global float *slot_out)
 {
-    int k = (int)get_global_id(0);
+    __local float scratch[MI4_LANES * MI4_SUMS];
+    long a_row[MI4_TILE_ROWS];
+    float sums[MI4_SUMS];
+    int k = (int)get_group_id(0);
+    int lane = (int)get_local_id(0);
     int tile = (int)get_global_id(1);
-    if (k >= K)
-        return;
     int expert = tiles[2 * tile];
     int row0 = tiles[2 * tile + 1];
     int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
-    int groups = N / group_size;
-    long row_bytes = N / 2;
-    __global const uchar *w = packed + ((long)expert * K + k) * row_bytes;
+    int groups = N / group_size, words = N / 8;
+    __global const uint *w = (__global const uint *)(packed + ((long)expert * K + k) * (N / 2));
     __global const ushort *s = scales + ((long)expert * K + k) * groups;
 
-    long a_row[MI4_TILE_ROWS];
-    float acc[MI4_TILE_ROWS], part[MI4_TILE_ROWS];
-    for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < MI4_SUMS; ++i)
+        sums[i] = 0.0f;
+    for (int r = 0; r < rows; ++r)
         a_row[r] = (long)sorted_slots[row0 + r] * N;
-        acc[r] = 0.0f;
-    }
-    for (int g = 0; g < groups; ++g) {
-        for (int r = 0; r < rows; ++r)
-            part[r] = 0.0f;
-        int byte_end = (g + 1) * group_size / 2;
-        for (int b = g * group_size / 2; b < byte_end; ++b) {
-            uint byte = w[b];
-            float w0 = (float)((int)(byte & 15u) - 8), w1 = (float)((int)(byte >> 4) - 8);
-            for (int r = 0; r < rows; ++r)
-                part[r] += w0 * act[a_row[r] + 2 * b] + w1 * act[a_row[r] + 2 * b + 1];
+    for (int c = lane; c < words; c += MI4_LANES) {
+        uint word = w[c];
+        float sc = mi4_load_scale(s, scales_bf16, c * 8 / group_size);
+        for (int r = 0; r < rows; ++r) {
+            float part = 0.0f;
+            for (int i = 0; i < 8; ++i)
+                part += mi4_code(word, i) * act[a_row[r] + 8 * c + i];
+            sums[r] += part * sc;
         }
-        float sc = mi4_load_scale(s, scales_bf16, g);
-        for (int r = 0; r < rows; ++r)
-            acc[r] += part[r] * sc;
     }
-    for (int r = 0; r < rows; ++r) {
-        int slot = sorted_slots[row0 + r];
+    mi4_add_lanes(scratch, sums, MI4_TILE_ROWS, lane);
+    if (lane < rows) {
+        int slot = sorted_slots[row0 + lane];
         float scale = weight_on_input ? 1.0f : topk_weights[slot];
-        slot_out[(long)slot * K + k] = acc[r] * scale;
+        slot_out[(long)slot * K + k] = scratch[lane] * scale;
     }
 }
 
