@@ -86,8 +86,12 @@ static void *run_tiles(void *opaque)
     thread_arg *a = opaque;
     const bench_setup *s = a->setup;
     float *y = malloc(sizeof(float) * MI4_CPU_TILE_ROWS * (size_t)s->tokens);
-    mi4_cpu_tile_job job = {.geo = &s->geo, .x = s->x, .x_stride = s->x_stride,
-                            .xsum = s->xsum, .xsum_stride = (size_t)s->geo.num_groups,
+    const float **rows = malloc(sizeof(float *) * 2 * (size_t)s->tokens);
+    for (int t = 0; t < s->tokens; t++) {
+        rows[t] = s->x + (size_t)t * s->x_stride;
+        rows[s->tokens + t] = s->xsum + (size_t)t * s->geo.num_groups;
+    }
+    mi4_cpu_tile_job job = {.geo = &s->geo, .x = rows, .xsum = rows + s->tokens,
                             .tokens = s->tokens, .y = y};
     for (int r = 0; r < a->repeats; r++)
         for (int t = a->tile_begin; t < a->tile_end; t++) {
@@ -95,6 +99,7 @@ static void *run_tiles(void *opaque)
             s->kernels->tile(&job);
         }
     free(y);
+    free(rows);
     return NULL;
 }
 

@@ -89,8 +89,14 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
         float y[MAX_TOKENS * 8];
         for (int i = 0; i < MAX_TOKENS * 8; i++)
             y[i] = NAN;
-        mi4_cpu_tile_job job = {tile, &geo, scales_dtype == MOEINT4_DTYPE_BF16, x, stride, xsum,
-                                (size_t)groups, tokens, y};
+        /* rows in reverse order, so a kernel that assumed one stride fails */
+        const float *row_ptrs[MAX_TOKENS], *sum_ptrs[MAX_TOKENS];
+        for (int t = 0; t < tokens; t++) {
+            row_ptrs[t] = x + (size_t)(tokens - 1 - t) * stride;
+            sum_ptrs[t] = xsum + (size_t)(tokens - 1 - t) * groups;
+        }
+        mi4_cpu_tile_job job = {tile, &geo, scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs,
+                                sum_ptrs, tokens, y};
         kernels->tile(&job);
         for (int t = 0; t < tokens; t++)
             for (int r = 0; r < rows; r++) {
@@ -99,8 +105,8 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
                     int g = k / group_columns;
                     double s = scales[g * rows + r];
                     double q = codes[r * in + k], z = zeros[g * rows + r];
-                    want += (q - z) * s * raw[t][k];
-                    magnitude += (q + z) * s * fabs(raw[t][k]);
+                    want += (q - z) * s * raw[tokens - 1 - t][k];
+                    magnitude += (q + z) * s * fabs(raw[tokens - 1 - t][k]);
                 }
                 /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2 margin */
                 double bound = 2.0 * (in + 4) * 0x1p-24 * magnitude;

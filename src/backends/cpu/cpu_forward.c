@@ -1,8 +1,9 @@
 /* The CPU forward pass. Per chunk of tokens:
  *   plan    (caller)   route slots to local experts: pairs sorted by expert
- *   phase 1 (threads)  scaled input rows of every pair (dtype converted once)
+ *   phase 1 (threads)  scaled input rows of every token (dtype converted once)
  *   phase 2 (threads)  w13 tiles x the expert's tokens, gate and up tile t
- *                      together, activation fused: items = (expert, tiles)
+ *                      together, activation fused: items = (expert, tiles);
+ *                      a router weight on the input scales W13 x (linear)
  *   phase 3 (threads)  group sums of the activations
  *   phase 4 (threads)  w2 fused with the router weight and the top-k sum:
  *                      items = output column tiles over every expert, so
@@ -44,13 +45,15 @@ typedef struct forward_plan {
     const int *pair_token;        /* token index within the chunk */
     const float *pair_in_factor;  /* router weight on the input, or 1 */
     const float *pair_out_factor; /* router weight on the output, or 1 */
-    float *x;                     /* [pairs][x_stride] scaled input rows */
+    float *x;                     /* [tokens][x_stride] scaled input rows */
     size_t x_stride;
-    float *xsum;                  /* [pairs][geo13.num_groups] */
+    float *xsum;                  /* [tokens][geo13.num_groups] */
     float *a;                     /* [pairs][a_stride] scaled activations */
     size_t a_stride;
     float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
     float *asum;                  /* [pairs][geo2.num_groups] */
+    /* per pair: its token's input row and sums, its activation row and sums */
+    const float **pair_x, **pair_xsum, **pair_a, **pair_asum;
     const phase2_item *items;
     int num_items;
     int out_tiles_per_item;
@@ -71,12 +74,12 @@ static void phase1_inputs(forward_plan *plan, int thread, int threads)
     int group_columns = w->geo13.group_blocks * MI4_CPU_BLOCK_COLUMNS;
     if (group_columns > w->hidden_size)
         group_columns = w->hidden_size;
-    for (int p = thread; p < plan->num_pairs; p += threads) {
-        int64_t token = plan->token_begin + plan->pair_token[p];
-        const char *src = (const char *)args->hidden_states + (size_t)token * w->hidden_size * elem;
-        plan->kernels->scale_row(args->dtype, src, w->hidden_size, plan->pair_in_factor[p],
-                                 group_columns, plan->x + (size_t)p * plan->x_stride,
-                                 plan->xsum + (size_t)p * w->geo13.num_groups);
+    for (int m = thread; m < plan->token_count; m += threads) {
+        const char *src = (const char *)args->hidden_states +
+                          (size_t)(plan->token_begin + m) * w->hidden_size * elem;
+        plan->kernels->scale_row(args->dtype, src, w->hidden_size, 1.0f, group_columns,
+                                 plan->x + (size_t)m * plan->x_stride,
+                                 plan->xsum + (size_t)m * w->geo13.num_groups);
     }
 }
 
@@ -99,10 +102,8 @@ static void phase2_w13(forward_plan *plan, float *scratch)
         mi4_cpu_tile_job job = {
             .geo = geo,
             .scales_bf16 = w->scales_bf16,
-            .x = plan->x + (size_t)first * plan->x_stride,
-            .x_stride = plan->x_stride,
-            .xsum = plan->xsum + (size_t)first * geo->num_groups,
-            .xsum_stride = (size_t)geo->num_groups,
+            .x = plan->pair_x + first,
+            .xsum = plan->pair_xsum + first,
             .tokens = tokens,
         };
         for (int t = item->tile_begin; t < item->tile_end; t++) {
@@ -114,12 +115,13 @@ static void phase2_w13(forward_plan *plan, float *scratch)
             plan->kernels->tile(&job);
             for (int i = 0; i < tokens; i++) {
                 float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
+                float factor = plan->pair_in_factor[first + i];
                 float sum = 0.0f;
                 for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
                     float v = 0.0f;
                     if (t * MI4_CPU_TILE_ROWS + r < n)
-                        v = mi4_cpu_activate(&plan->act, y_gate[i * MI4_CPU_TILE_ROWS + r],
-                                             y_up[i * MI4_CPU_TILE_ROWS + r]);
+                        v = mi4_cpu_activate(&plan->act, factor * y_gate[i * MI4_CPU_TILE_ROWS + r],
+                                             factor * y_up[i * MI4_CPU_TILE_ROWS + r]);
                     a[r] = v * mi4_cpu_column_scale(r);
                     sum += v;
                 }
@@ -170,10 +172,8 @@ static void phase4_w2(forward_plan *plan, float *scratch)
             mi4_cpu_tile_job job = {
                 .geo = geo,
                 .scales_bf16 = w->scales_bf16,
-                .x = plan->a + (size_t)first * plan->a_stride,
-                .x_stride = plan->a_stride,
-                .xsum = plan->asum + (size_t)first * geo->num_groups,
-                .xsum_stride = (size_t)geo->num_groups,
+                .x = plan->pair_a + first,
+                .xsum = plan->pair_asum + first,
                 .tokens = tokens,
                 .y = y,
             };
@@ -228,7 +228,7 @@ static void *arena_take(arena *a, size_t bytes)
 }
 
 /* Lays the plan's buffers out in `a` (sizes only when a->base is NULL). */
-static void plan_layout(forward_plan *plan, arena *a, int max_pairs, int threads,
+static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pairs, int threads,
                         int **counts, int **active, int **starts, int **tokens, float **in_f,
                         float **out_f, phase2_item **items, int max_items)
 {
@@ -240,8 +240,12 @@ static void plan_layout(forward_plan *plan, arena *a, int max_pairs, int threads
     *in_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *out_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *items = arena_take(a, sizeof(phase2_item) * (size_t)max_items);
-    plan->x = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->x_stride);
-    plan->xsum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo13.num_groups);
+    plan->x = arena_take(a, sizeof(float) * (size_t)max_tokens * plan->x_stride);
+    plan->xsum = arena_take(a, sizeof(float) * (size_t)max_tokens * w->geo13.num_groups);
+    plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
+    plan->pair_xsum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
+    plan->pair_a = arena_take(a, sizeof(float *) * (size_t)max_pairs);
+    plan->pair_asum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->a = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->a_stride);
     plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
     plan->asum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.num_groups);
@@ -300,13 +304,13 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     float *in_factor, *out_factor;
     phase2_item *items;
     arena sizing = {NULL, 0};
-    plan_layout(&plan, &sizing, max_pairs, threads, &counts, &active, &starts, &pair_token,
+    plan_layout(&plan, &sizing, chunk, max_pairs, threads, &counts, &active, &starts, &pair_token,
                 &in_factor, &out_factor, &items, max_items);
     arena block = {aligned_alloc(64, sizing.used), 0};
     if (!block.base)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
                              "cpu forward: cannot allocate %zu bytes of scratch", sizing.used);
-    plan_layout(&plan, &block, max_pairs, threads, &counts, &active, &starts, &pair_token,
+    plan_layout(&plan, &block, chunk, max_pairs, threads, &counts, &active, &starts, &pair_token,
                 &in_factor, &out_factor, &items, max_items);
 
     int on_input = args->apply_router_weight_on_input;
@@ -340,6 +344,10 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
                 continue;
             int p = counts[local]++;
             pair_token[p] = s / topk;
+            plan.pair_x[p] = plan.x + (size_t)(s / topk) * plan.x_stride;
+            plan.pair_xsum[p] = plan.xsum + (size_t)(s / topk) * w->geo13.num_groups;
+            plan.pair_a[p] = plan.a + (size_t)p * plan.a_stride;
+            plan.pair_asum[p] = plan.asum + (size_t)p * w->geo2.num_groups;
             in_factor[p] = on_input ? weights[s] : 1.0f;
             out_factor[p] = on_input ? 1.0f : weights[s];
         }

@@ -23,10 +23,8 @@ typedef struct mi4_cpu_tile_job {
     const uint8_t *tile;           /* one tile of `geo` */
     const mi4_cpu_pack_geometry *geo;
     int scales_bf16;               /* scales are bf16 bits (else f16) */
-    const float *x;                /* [tokens][x_stride] scaled rows */
-    size_t x_stride;               /* >= geo->in_blocks * 8 */
-    const float *xsum;             /* [tokens][xsum_stride] group sums */
-    size_t xsum_stride;
+    const float *const *x;         /* [tokens] scaled rows of >= in_blocks * 8 floats */
+    const float *const *xsum;      /* [tokens] group sums, num_groups each */
     int tokens;
     float *y;                      /* [tokens][8] */
 } mi4_cpu_tile_job;

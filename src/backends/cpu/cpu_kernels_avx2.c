@@ -33,9 +33,12 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
                                       const int S)
 {
     const mi4_cpu_pack_geometry *geo = job->geo;
-    const size_t stride = job->x_stride;
-    const float *x = job->x + (size_t)t_first * stride;
-    const float *xsum = job->xsum + (size_t)t_first * job->xsum_stride;
+    const float *rows[MAX_BLOCK_TOKENS];
+    const float *sums[MAX_BLOCK_TOKENS];
+    for (int t = 0; t < TB; t++) {
+        rows[t] = job->x[t_first + t];
+        sums[t] = job->xsum[t_first + t];
+    }
     __m256 y[MAX_BLOCK_TOKENS];
     for (int t = 0; t < TB; t++)
         y[t] = _mm256_setzero_ps();
@@ -45,7 +48,7 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
             for (int t = 0; t < TB; t++)
                 acc[s][t] = _mm256_setzero_ps();
         const uint8_t *block = job->tile + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_BYTES;
-        const float *xg = x + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
+        const size_t column0 = (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
         for (int b = 0; b < geo->group_blocks; b++) {
             /* one or two tokens: memory bound; pull lines ~1 KB ahead (past
              * the tile's end is the next tile, usually the next one read) */
@@ -53,11 +56,11 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
                 _mm_prefetch((const char *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES + 1024),
                              _MM_HINT_T0);
             __m256i word = _mm256_load_si256((const __m256i *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES));
-            const float *xb = xg + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
+            const size_t column = column0 + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
             for (int c = 0; c < 8; c++) {
                 __m256 q = nibble_as_float(word, c);
                 for (int t = 0; t < TB; t++)
-                    acc[c % S][t] = _mm256_fmadd_ps(q, _mm256_broadcast_ss(xb + t * stride + c),
+                    acc[c % S][t] = _mm256_fmadd_ps(q, _mm256_broadcast_ss(rows[t] + column + c),
                                                     acc[c % S][t]);
             }
         }
@@ -72,7 +75,7 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
                 v = _mm256_add_ps(v, acc[s][t]);
             y[t] = _mm256_fmadd_ps(v, scale, y[t]);
             y[t] = _mm256_fnmadd_ps(zero_scale,
-                                    _mm256_broadcast_ss(xsum + (size_t)t * job->xsum_stride + g), y[t]);
+                                    _mm256_broadcast_ss(sums[t] + g), y[t]);
         }
     }
     for (int t = 0; t < TB; t++)

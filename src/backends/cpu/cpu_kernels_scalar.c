@@ -23,8 +23,8 @@ static void scalar_tile(const mi4_cpu_tile_job *job)
 {
     const mi4_cpu_pack_geometry *geo = job->geo;
     for (int t = 0; t < job->tokens; t++) {
-        const float *x = job->x + (size_t)t * job->x_stride;
-        const float *xsum = job->xsum + (size_t)t * job->xsum_stride;
+        const float *x = job->x[t];
+        const float *xsum = job->xsum[t];
         for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
             float y = 0.0f;
             for (int g = 0; g < geo->num_groups; g++) {
