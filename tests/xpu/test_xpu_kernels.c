@@ -179,6 +179,8 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gem
     }
     g->route[2 * num_local] = row;
     g->route[3 * num_local + 1] = INT_MAX;
+    /* some expert needs a second tile, which is partial */
+    assert_true(g->num_tiles > num_local);
 }
 
 typedef struct xpu_matrix {
@@ -227,7 +229,8 @@ static double ref_activation(int kind, double g, double u, double limit, double 
 static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group_size,
                       moeint4_dtype scales_dtype, uint64_t seed)
 {
-    enum { E = 3, K = 128, N = 24, M = 9, TOPK = 2 };
+    /* K = 640: 80 words, so lanes take 2 or 3 words (uneven on purpose) */
+    enum { E = 3, K = 640, N = 24, M = 20, TOPK = 2 }; /* ~13 slots per expert: 2 tiles */
     const float limit = 1.5f, alpha = 1.702f, beta = 0.5f;
     mi4_xpu_runtime *rt = xt_runtime();
     tk_rng rng;
@@ -311,7 +314,7 @@ static void test_w13_every_activation_and_dtype(void **state)
 
 static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, uint64_t seed)
 {
-    enum { E = 4, K = 40, N = 64, M = 7, TOPK = 3 };
+    enum { E = 4, K = 40, N = 320, M = 15, TOPK = 3 }; /* 40 words over 32 lanes; 2 tiles */
     mi4_xpu_runtime *rt = xt_runtime();
     tk_rng rng;
     tk_rng_seed(&rng, seed);
