@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/handles.h"
 #include "oracle/oracle.h"
@@ -94,12 +95,12 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     }
     resolved.backend = requested;
 
-    moeint4_context *created = calloc(1, sizeof *created);
+    moeint4_context *created = mi4_calloc(1, sizeof *created);
     if (!created)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a context (%zu bytes)",
                         sizeof *created);
     if (pthread_mutex_init(&created->lock, NULL) != 0) {
-        free(created);
+        mi4_free(created);
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "cannot create the context's mutex");
     }
     created->options = resolved;
@@ -121,7 +122,7 @@ MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx)
             entry->iface.context_destroy(entry->iface.user_data, ctx->slots[i].backend_context);
     }
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
+    mi4_free(ctx);
 }
 
 /* ---- memory helpers: the backend's own, or aligned host memory ---- */
@@ -193,7 +194,7 @@ MOEINT4_API moeint4_status moeint4_memory_alloc(moeint4_context *ctx, size_t byt
     if (bytes > SIZE_MAX - MI4_HOST_ALIGNMENT)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "bytes = %zu cannot be allocated", bytes);
     size_t rounded = (bytes + MI4_HOST_ALIGNMENT - 1) / MI4_HOST_ALIGNMENT * MI4_HOST_ALIGNMENT;
-    void *allocated = aligned_alloc(MI4_HOST_ALIGNMENT, rounded);
+    void *allocated = mi4_aligned_alloc(MI4_HOST_ALIGNMENT, rounded);
     if (!allocated)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
     *ptr = allocated;
@@ -213,7 +214,7 @@ MOEINT4_API void moeint4_memory_free(moeint4_context *ctx, void *ptr)
     if (entry->iface.memory_free)
         entry->iface.memory_free(backend_context, ptr);
     else if (!entry->iface.memory_alloc)
-        free(ptr);
+        mi4_free(ptr);
 }
 
 static int is_copy_kind(moeint4_copy_kind kind)

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core/desc_views.h"
 #include "core/error.h"
 #include "core/validate.h"
@@ -71,7 +72,7 @@ static moeint4_status check_expert_map(const moeint4_weights_desc *desc)
                             local, global);
         return MOEINT4_SUCCESS;
     }
-    int *owner = malloc((size_t)local * sizeof *owner);
+    int *owner = mi4_malloc((size_t)local * sizeof *owner);
     if (!owner)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory to check desc->expert_map");
     for (int l = 0; l < local; l++)
@@ -96,7 +97,7 @@ static moeint4_status check_expert_map(const moeint4_weights_desc *desc)
                               "desc->expert_map maps no global expert to local expert %d (every "
                               "local expert must be used)",
                               l);
-    free(owner);
+    mi4_free(owner);
     return status;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/desc_views.h"
 #include "core/error.h"
 #include "core/handles.h"
@@ -57,7 +58,7 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     if (status != MOEINT4_SUCCESS)
         return status;
 
-    moeint4_weights *prepared = calloc(1, sizeof *prepared);
+    moeint4_weights *prepared = mi4_calloc(1, sizeof *prepared);
     if (!prepared)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a weights handle");
     /* Backends see a descriptor of exactly the size they know, defaults filled. */
@@ -71,7 +72,7 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     status = entry->iface.prepare(backend_context, &normalized, &backend_weights, err, sizeof err);
     err[sizeof err - 1] = '\0';
     if (status != MOEINT4_SUCCESS) {
-        free(prepared);
+        mi4_free(prepared);
         return mi4_fail_from_backend(entry, status, err);
     }
     prepared->ctx = ctx;
@@ -94,7 +95,7 @@ MOEINT4_API void moeint4_weights_release(moeint4_weights *weights)
     const moeint4_backend_iface *iface = &weights->backend->iface;
     if (iface->release)
         iface->release(weights->backend_context, weights->backend_weights);
-    free(weights);
+    mi4_free(weights);
 }
 
 MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,
