@@ -179,13 +179,15 @@ static void test_odd_shapes(void **state)
     run_case(&gptq, seed++);
 }
 
-/* Many tokens per expert: the 8-token register blocks plus every remainder. */
+/* Many tokens per expert: the 8-token register blocks plus every remainder;
+ * inputs converted by the caller alone (M * K <= 65536) or by every thread;
+ * more than one 2048-token chunk. */
 static void test_many_tokens(void **state)
 {
     (void)state;
     uint64_t seed = 400;
-    const int64_t tokens[] = {1, 2, 3, 17, 61, 200};
-    for (int i = 0; i < 6; i++) {
+    const int64_t tokens[] = {1, 2, 3, 17, 61, 200, 600, 2100};
+    for (int i = 0; i < 8; i++) {
         forward_case fc = {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 128, 96, 32, MOEINT4_DTYPE_F16, 1,
                            MOEINT4_DTYPE_BF16, tokens[i], 2, MOEINT4_ACTIVATION_SILU, 0};
         run_case(&fc, seed++);

@@ -4,13 +4,14 @@
  *   phase 2 (threads)  w13 tiles x the expert's tokens, gate and up tile t
  *                      together, activation fused: items = (expert, tiles);
  *                      a router weight on the input scales W13 x (linear)
- *   phase 3 (threads)  group sums of the activations
- *   phase 4 (threads)  w2 fused with the router weight and the top-k sum:
+ *   phase 4 (threads)  group sums of the activations (each thread its own
+ *                      copy: cheaper than a barrier), then w2 fused with the router weight and the top-k sum:
  *                      items = output column tiles over every expert, so
  *                      each output value is summed by one thread in a fixed
  *                      order (same bits for any thread count).
  * Work items are taken from atomic counters, so both cores stream weights
- * even at M = 1 with only topk experts. */
+ * even at M = 1 with only topk experts. For a few tokens the caller runs
+ * phase 1 alone before waking the workers, leaving one barrier per chunk. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 /* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
 #define MI4_CPU_TOKEN_CHUNK 2048
 #define MI4_CPU_MAX_OUT_TILES 64
+#define MI4_CPU_SERIAL_INPUT_VALUES 65536
 
 typedef struct phase2_item {
     int active;   /* index into active_expert */
@@ -51,15 +53,18 @@ typedef struct forward_plan {
     float *a;                     /* [pairs][a_stride] scaled activations */
     size_t a_stride;
     float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
-    float *asum;                  /* [pairs][geo2.num_groups] */
-    /* per pair: its token's input row and sums, its activation row and sums */
-    const float **pair_x, **pair_xsum, **pair_a, **pair_asum;
+    /* per pair: its token's input row and sums, its activation row */
+    const float **pair_x, **pair_xsum, **pair_a;
+    int inputs_ready;             /* phase 1 already done by the caller */
     const phase2_item *items;
     int num_items;
     int out_tiles_per_item;
     int num_out_items;
-    float *thread_scratch;
+    float *thread_scratch;        /* per thread: phase 2/4 buffers, then sums */
     size_t thread_scratch_floats;
+    size_t thread_sum_floats;     /* the activation group sums at the end */
+    const float **thread_sum_rows; /* [threads][max_pairs] */
+    int max_pairs;
     atomic_int next_item;
     atomic_int next_out_item;
 } forward_plan;
@@ -131,12 +136,15 @@ static void phase2_w13(forward_plan *plan, float *scratch)
     }
 }
 
-static void phase3_group_sums(forward_plan *plan, int thread, int threads)
+/* Group sums of every pair's activations into this thread's `sums`
+ * [pairs][num_groups], and pointers to them into `rows` [pairs]. */
+static void activation_group_sums(forward_plan *plan, float *all_sums, const float **rows)
 {
     const mi4_cpu_pack_geometry *geo = &plan->w->geo2;
-    for (int p = thread; p < plan->num_pairs; p += threads) {
+    for (int p = 0; p < plan->num_pairs; p++) {
         const float *tile_sums = plan->a_tile_sum + (size_t)p * geo->in_blocks;
-        float *sums = plan->asum + (size_t)p * geo->num_groups;
+        float *sums = all_sums + (size_t)p * geo->num_groups;
+        rows[p] = sums;
         for (int g = 0; g < geo->num_groups; g++) {
             float s = 0.0f;
             for (int b = g * geo->group_blocks; b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
@@ -146,8 +154,9 @@ static void phase3_group_sums(forward_plan *plan, int thread, int threads)
     }
 }
 
-static void phase4_w2(forward_plan *plan, float *scratch)
+static void phase4_w2(forward_plan *plan, float *scratch, float *sums, const float **sum_rows)
 {
+    activation_group_sums(plan, sums, sum_rows);
     const mi4_cpu_weights *w = plan->w;
     const mi4_cpu_pack_geometry *geo = &w->geo2;
     const moeint4_forward_args *args = plan->args;
@@ -173,7 +182,7 @@ static void phase4_w2(forward_plan *plan, float *scratch)
                 .geo = geo,
                 .scales_bf16 = w->scales_bf16,
                 .x = plan->pair_a + first,
-                .xsum = plan->pair_asum + first,
+                .xsum = sum_rows + first,
                 .tokens = tokens,
                 .y = y,
             };
@@ -205,13 +214,15 @@ static void forward_job(void *arg, int thread, int threads)
 {
     forward_plan *plan = arg;
     float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
-    phase1_inputs(plan, thread, threads);
-    mi4_cpu_pool_barrier(plan->pool, threads);
+    float *sums = scratch + plan->thread_scratch_floats - plan->thread_sum_floats;
+    const float **sum_rows = plan->thread_sum_rows + (size_t)thread * plan->max_pairs;
+    if (!plan->inputs_ready) {
+        phase1_inputs(plan, thread, threads);
+        mi4_cpu_pool_barrier(plan->pool, threads);
+    }
     phase2_w13(plan, scratch);
     mi4_cpu_pool_barrier(plan->pool, threads);
-    phase3_group_sums(plan, thread, threads);
-    mi4_cpu_pool_barrier(plan->pool, threads);
-    phase4_w2(plan, scratch);
+    phase4_w2(plan, scratch, sums, sum_rows);
 }
 
 /* Bump allocation inside one aligned block. */
@@ -245,10 +256,9 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_xsum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_a = arena_take(a, sizeof(float *) * (size_t)max_pairs);
-    plan->pair_asum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
+    plan->thread_sum_rows = arena_take(a, sizeof(float *) * (size_t)max_pairs * threads);
     plan->a = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->a_stride);
     plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
-    plan->asum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.num_groups);
     plan->thread_scratch =
         arena_take(a, sizeof(float) * (size_t)threads * plan->thread_scratch_floats);
 }
@@ -297,8 +307,11 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     size_t phase2_floats = 2 * (size_t)chunk * MI4_CPU_TILE_ROWS;
     size_t phase4_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
                            (size_t)chunk * MI4_CPU_TILE_ROWS;
+    plan.max_pairs = max_pairs;
+    plan.thread_sum_floats = round_up_floats((size_t)max_pairs * w->geo2.num_groups);
     plan.thread_scratch_floats =
-        round_up_floats(phase2_floats > phase4_floats ? phase2_floats : phase4_floats);
+        round_up_floats(phase2_floats > phase4_floats ? phase2_floats : phase4_floats) +
+        plan.thread_sum_floats;
 
     int *counts, *active, *starts, *pair_token;
     float *in_factor, *out_factor;
@@ -347,7 +360,6 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
             plan.pair_x[p] = plan.x + (size_t)(s / topk) * plan.x_stride;
             plan.pair_xsum[p] = plan.xsum + (size_t)(s / topk) * w->geo13.num_groups;
             plan.pair_a[p] = plan.a + (size_t)p * plan.a_stride;
-            plan.pair_asum[p] = plan.asum + (size_t)p * w->geo2.num_groups;
             in_factor[p] = on_input ? weights[s] : 1.0f;
             out_factor[p] = on_input ? 1.0f : weights[s];
         }
@@ -373,6 +385,10 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         plan.num_items = num_items;
         atomic_store(&plan.next_item, 0);
         atomic_store(&plan.next_out_item, 0);
+        /* a few rows: converting them costs less than waking a thread for it */
+        plan.inputs_ready = (int64_t)count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
+        if (plan.inputs_ready)
+            phase1_inputs(&plan, 0, 1);
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)
             forward_job(&plan, 0, 1);
     }
