@@ -431,6 +431,37 @@ static void test_combine_is_exact_and_ordered(void **state)
     rt->ops->destroy(rt);
 }
 
+
+/* ---- the oneDNN int4 path's scale transpose (its matmul needs oneDNN >= 3.5) ---- */
+
+static void test_scales_transpose_for_onednn(void **state)
+{
+    (void)state;
+    enum { E = 3, OUT = 40, G = 5 };
+    mi4_xpu_runtime *rt = xt_runtime();
+    tk_rng rng;
+    tk_rng_seed(&rng, 400);
+    uint16_t scales[E * OUT * G];
+    for (int i = 0; i < E * OUT * G; ++i)
+        scales[i] = (uint16_t)tk_rng_next(&rng);
+    void *scales_d = xt_upload(rt, scales, sizeof scales);
+    void *out_d = xt_upload(rt, NULL, OUT * G * 2 + 64);
+    int expert = 2, out_features = OUT, groups = G;
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(scales_d), MI4_XPU_INT(expert), MI4_XPU_INT(out_features),
+                          MI4_XPU_INT(groups), MI4_XPU_PTR(out_d)};
+    xt_launch(rt, MI4_XPU_DNNL_SCALES_T, OUT, G, 5, args);
+    uint16_t got[OUT * G + 32];
+    xt_download(rt, got, out_d, sizeof got);
+    for (int g = 0; g < G; ++g)
+        for (int o = 0; o < OUT; ++o)
+            assert_int_equal(got[g * OUT + o], scales[(expert * OUT + o) * G + g]);
+    for (int i = OUT * G; i < OUT * G + 32; ++i)
+        assert_int_equal(got[i], 0xffff);
+    rt->ops->free(rt, scales_d);
+    rt->ops->free(rt, out_d);
+    rt->ops->destroy(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_w13_every_activation_and_dtype),
         cmocka_unit_test(test_w2_router_weight_and_groups),
         cmocka_unit_test(test_combine_is_exact_and_ordered),
+        cmocka_unit_test(test_scales_transpose_for_onednn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

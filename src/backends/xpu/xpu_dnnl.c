@@ -214,8 +214,11 @@ moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int6
 int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d) { return d->is_gpu; }
 
 /* Never compiled on Debian 12 (oneDNN 2.6); written to oneDNN 3.5's
- * documented weight-decompression API: u4 weights, zero point 8 (uint4b8),
- * f16 scales grouped along K, fpmath f16 applied to integer weights. */
+ * documented weight-decompression API (signatures checked against its
+ * dnnl.h): u4 weights stored [N][K/2] (the "ba" K x N matrix), zero point 8
+ * (uint4b8), f16 scales grouped along K in [K/group][N] order (oneDNN takes
+ * no layout for scales), fpmath f16/bf16 applied to integer weights. Whether
+ * oneDNN's GPU matmul takes u4 weights in "ba" is unverified. */
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
                                         int64_t N, int64_t K, int group_size, const void *a,
                                         const void *packed, const void *scales, void *c,
@@ -230,7 +233,7 @@ moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands,
     if (make_md(&a_md, M, K, src_type, dnnl_ab) != dnnl_success ||
         make_md(&b_md, K, N, dnnl_u4, dnnl_ba) != dnnl_success ||
         make_md(&c_md, M, N, dnnl_f32, dnnl_ab) != dnnl_success ||
-        make_md(&s_md, K / group_size, N, dnnl_f16, dnnl_ba) != dnnl_success ||
+        make_md(&s_md, K / group_size, N, dnnl_f16, dnnl_ab) != dnnl_success ||
         make_md(&z_md, 1, 1, dnnl_s32, dnnl_ab) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success ||
         dnnl_primitive_attr_set_fpmath_mode_v2(attr, math, 1) != dnnl_success ||

@@ -37,7 +37,8 @@ moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *dnnl, moeint4_dtype operands, i
  * dequantize-then-matmul pair. */
 int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *dnnl);
 /* c[M][N] = a[M][K] (f16 or bf16: `operands`) . W^T, W = (packed codes - 8)
- * * scales, packed [N][K/2] (low nibble = even k), scales [N][K/group] f16. */
+ * * scales, packed [N][K/2] (low nibble = even k), scales [K/group][N] f16
+ * (oneDNN's logical order; the backend transposes its [N][K/group]). */
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *dnnl, moeint4_dtype operands, int64_t M,
                                         int64_t N, int64_t K,
                                         int group_size, const void *a, const void *packed,

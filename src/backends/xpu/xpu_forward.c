@@ -174,6 +174,17 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
               : mi4_xpu_dnnl_matmul(s->ctx->dnnl, operands, M, N, K, a, b, c, s->err, s->cap);
 }
 
+/* One expert's scales, transposed to [groups][rows] into dnnl_w (unused by
+ * the int4 path otherwise), then waited for: oneDNN reads them next. */
+static moeint4_status transpose_scales(fwd_state *s, const uint16_t *scales, int expert,
+                                       int rows, int groups)
+{
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(rows),
+                          MI4_XPU_INT(groups), MI4_XPU_PTR(s->buf.dnnl_w)};
+    moeint4_status st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)rows, (size_t)groups, 5, args);
+    return st ? st : s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
+}
+
 /* One expert's w13 product into dnnl_c13 [rows, 2N]: int4 weights directly
  * when oneDNN can, else dequantized just in time into one expert's scratch. */
 static moeint4_status expert_dnnl_w13(fwd_state *s, int expert, int rows)
@@ -183,13 +194,12 @@ static moeint4_status expert_dnnl_w13(fwd_state *s, int expert, int rows)
     int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     size_t row_bytes = (size_t)K / 2, groups = (size_t)(K / gs);
     if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
-        moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
+        moeint4_status st = transpose_scales(s, w->w13_scales, expert, two_n, (int)groups);
         return st ? st
-                  : mi4_xpu_dnnl_matmul_int4(
-                        s->ctx->dnnl, (moeint4_dtype)mdt, rows, two_n, K, gs, s->buf.dnnl_a,
-                        w->w13_packed + (size_t)expert * two_n * row_bytes,
-                        w->w13_scales + (size_t)expert * two_n * groups, s->buf.dnnl_c13, s->err,
-                        s->cap);
+                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, (moeint4_dtype)mdt, rows, two_n, K, gs,
+                                             s->buf.dnnl_a,
+                                             w->w13_packed + (size_t)expert * two_n * row_bytes,
+                                             s->buf.dnnl_w, s->buf.dnnl_c13, s->err, s->cap);
     }
     mi4_xpu_arg args[] = {MI4_XPU_PTR(w->w13_packed), MI4_XPU_PTR(w->w13_scales),
                           MI4_XPU_INT(bf16), MI4_XPU_INT(expert), MI4_XPU_INT(two_n),
@@ -206,13 +216,12 @@ static moeint4_status expert_dnnl_w2(fwd_state *s, int expert, int rows)
     int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     size_t row_bytes = (size_t)N / 2, groups = (size_t)(N / gs);
     if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
-        moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
+        moeint4_status st = transpose_scales(s, w->w2_scales, expert, K, (int)groups);
         return st ? st
-                  : mi4_xpu_dnnl_matmul_int4(
-                        s->ctx->dnnl, (moeint4_dtype)mdt, rows, K, N, gs, s->buf.dnnl_a2,
-                        w->w2_packed + (size_t)expert * K * row_bytes,
-                        w->w2_scales + (size_t)expert * K * groups, s->buf.dnnl_c2, s->err,
-                        s->cap);
+                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, (moeint4_dtype)mdt, rows, K, N, gs,
+                                             s->buf.dnnl_a2,
+                                             w->w2_packed + (size_t)expert * K * row_bytes,
+                                             s->buf.dnnl_w, s->buf.dnnl_c2, s->err, s->cap);
     }
     mi4_xpu_arg args[] = {MI4_XPU_PTR(w->w2_packed), MI4_XPU_PTR(w->w2_scales),
                           MI4_XPU_INT(bf16), MI4_XPU_INT(expert), MI4_XPU_INT(K),

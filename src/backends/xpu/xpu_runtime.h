@@ -23,6 +23,7 @@ typedef enum mi4_xpu_kernel {
     MI4_XPU_DNNL_DEQUANT,
     MI4_XPU_DNNL_ACTIVATE,
     MI4_XPU_DNNL_SCATTER,
+    MI4_XPU_DNNL_SCALES_T,
     MI4_XPU_KERNEL_COUNT
 } mi4_xpu_kernel;
 

@@ -66,3 +66,16 @@ __kernel void mi4_dnnl_scatter(__global const int *route, int num_local, int exp
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
     slot_out[(long)slot * K + k] = c2[(long)r * K + k] * scale;
 }
+
+/* scales_t[g][o] = scales[expert][o][g] (raw 16-bit patterns): oneDNN reads
+ * grouped weight scales in their logical [IN/group][OUT] order, with no way
+ * to declare another layout. Used by the oneDNN >= 3.5 int4 path only. */
+__kernel void mi4_dnnl_scales_t(__global const ushort *scales, int expert, int out_features,
+                                int groups, __global ushort *scales_t)
+{
+    int o = (int)get_global_id(0);
+    int g = (int)get_global_id(1);
+    if (o >= out_features || g >= groups)
+        return;
+    scales_t[(long)g * out_features + o] = scales[((long)expert * out_features + o) * groups + g];
+}
