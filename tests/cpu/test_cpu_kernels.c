@@ -221,6 +221,55 @@ static void test_store_row(void **state)
         }
 }
 
+/* activate: SiLU, GELU and clamped SwiGLU against double precision, over
+ * gates from -100 to 100 (exp overflow/underflow sides) and every variant. */
+static void test_activate(void **state)
+{
+    (void)state;
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    tk_rng rng;
+    tk_rng_seed(&rng, 24);
+    enum { N = 256 };
+    float gate[N], up[N];
+    for (int i = 0; i < N; i++) {
+        gate[i] = (float)(i < 16 ? -100.0 + 12.5 * i : tk_rng_normal(&rng) * 4.0);
+        up[i] = (float)tk_rng_normal(&rng) * 2.0f;
+    }
+    const moeint4_activation kinds[] = {MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
+                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP};
+    for (int kind = 0; kind < 3; kind++)
+        for (int i = 0; i < count; i++) {
+            mi4_cpu_activation act = {kinds[kind], 1.5f, 1.702f, 0.25f};
+            float out[N];
+            memcpy(out, gate, sizeof out);
+            tables[i]->activate(&act, out, up, N);
+            for (int j = 0; j < N; j++) {
+                double g = gate[j], u = up[j], want;
+                if (kinds[kind] == MOEINT4_ACTIVATION_SILU) {
+                    want = g / (1.0 + exp(-g)) * u;
+                } else if (kinds[kind] == MOEINT4_ACTIVATION_GELU) {
+                    want = 0.5 * g * erfc(-g / sqrt(2.0)) * u;
+                } else {
+                    double gc = fmin(g, (double)act.limit);
+                    double uc = fmin(fmax(u, -(double)act.limit), (double)act.limit);
+                    want = (uc + (double)act.beta) * gc / (1.0 + exp(-(double)act.alpha * gc));
+                }
+                /* a few f32 roundings: 8 ulp relative, plus what underflows;
+                 * the rounding of an exp argument z grows |z| times in e^z,
+                 * that of erfc's x = -g/sqrt2 2x^2 = g^2 times */
+                double ulps = 8.0 + (kinds[kind] == MOEINT4_ACTIVATION_GELU ? g * g
+                                     : kinds[kind] == MOEINT4_ACTIVATION_SILU
+                                         ? fabs(g)
+                                         : fabs((double)act.alpha * fmin(g, (double)act.limit)));
+                double bound = ulps * 0x1p-24 * fabs(want) + 1e-30;
+                if (!(fabs(out[j] - want) <= bound))
+                    fail_msg("%s activation %d: act(%g, %g) = %.9g, want %.9g", tables[i]->name,
+                             kinds[kind], g, u, out[j], want);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_tile_kernels),
         cmocka_unit_test(test_scale_row),
         cmocka_unit_test(test_store_row),
+        cmocka_unit_test(test_activate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

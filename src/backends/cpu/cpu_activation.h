@@ -15,7 +15,9 @@ static inline float mi4_cpu_activate(const mi4_cpu_activation *act, float gate, 
 {
     switch (act->kind) {
     case MOEINT4_ACTIVATION_GELU:
-        return 0.5f * gate * (1.0f + erff(gate * 0.70710678118654752f)) * up;
+        /* 1 + erf(g / sqrt 2) == erfc(-g / sqrt 2), which keeps its
+         * relative accuracy where the left tail would cancel to 0 */
+        return 0.5f * gate * erfcf(-gate * 0.70710678118654752f) * up;
     case MOEINT4_ACTIVATION_SWIGLU_CLAMP: {
         float g = fminf(gate, act->limit);
         float u = fminf(fmaxf(up, -act->limit), act->limit);

@@ -56,6 +56,7 @@ typedef struct forward_plan {
     /* per pair: its token's input row and sums, its activation row */
     const float **pair_x, **pair_xsum, **pair_a;
     int inputs_ready;             /* phase 1 already done by the caller */
+    int on_input;                 /* router weight on the input */
     const phase2_item *items;
     int num_items;
     int out_tiles_per_item;
@@ -118,15 +119,20 @@ static void phase2_w13(forward_plan *plan, float *scratch)
             job.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
             job.y = y_up;
             plan->kernels->tile(&job);
+            if (plan->on_input)
+                for (int i = 0; i < tokens; i++) {
+                    float factor = plan->pair_in_factor[first + i];
+                    for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+                        y_gate[i * MI4_CPU_TILE_ROWS + r] *= factor;
+                        y_up[i * MI4_CPU_TILE_ROWS + r] *= factor;
+                    }
+                }
+            plan->kernels->activate(&plan->act, y_gate, y_up, tokens * MI4_CPU_TILE_ROWS);
             for (int i = 0; i < tokens; i++) {
                 float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
-                float factor = plan->pair_in_factor[first + i];
                 float sum = 0.0f;
                 for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
-                    float v = 0.0f;
-                    if (t * MI4_CPU_TILE_ROWS + r < n)
-                        v = mi4_cpu_activate(&plan->act, factor * y_gate[i * MI4_CPU_TILE_ROWS + r],
-                                             factor * y_up[i * MI4_CPU_TILE_ROWS + r]);
+                    float v = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
                     a[r] = v * mi4_cpu_column_scale(r);
                     sum += v;
                 }
@@ -386,6 +392,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         atomic_store(&plan.next_item, 0);
         atomic_store(&plan.next_out_item, 0);
         /* a few rows: converting them costs less than waking a thread for it */
+        plan.on_input = on_input;
         plan.inputs_ready = (int64_t)count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
         if (plan.inputs_ready)
             phase1_inputs(&plan, 0, 1);

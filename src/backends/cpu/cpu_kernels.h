@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/cpu/cpu_activation.h"
 #include "layout/cpu_repack.h"
 #include "moeint4.h"
 
@@ -39,6 +40,8 @@ typedef struct mi4_cpu_kernels {
                       int group_columns, float *dst, float *sums);
     /* f32 -> dtype, rounded once to nearest even. */
     void (*store_row)(moeint4_dtype dtype, const float *src, int count, void *dst);
+    /* gate[i] = act(gate[i], up[i]) for i < count (a multiple of 8). */
+    void (*activate)(const mi4_cpu_activation *act, float *gate, const float *up, int count);
 } mi4_cpu_kernels;
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);

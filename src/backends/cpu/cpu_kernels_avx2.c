@@ -168,11 +168,64 @@ static void avx2_store_row(moeint4_dtype dtype, const float *src, int count, voi
         mi4_cpu_store_value(dtype, dst, (size_t)k, src[k]);
 }
 
+/* e^x for x in [-87, 88] (clamped): x = n ln2 + r, |r| <= ln2/2, e^r by a
+ * degree-7 Taylor polynomial (truncation < 1e-8 relative), 2^n through the
+ * exponent bits. Within a few ulp of expf. */
+static ALWAYS_INLINE __m256 exp_ps(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+/* v * sigmoid(k * v) = v / (1 + e^(-k v)) */
+static ALWAYS_INLINE __m256 swish_ps(__m256 v, __m256 k)
+{
+    __m256 e = exp_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), k), v));
+    return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+static void avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
+{
+    if (act->kind == MOEINT4_ACTIVATION_GELU) { /* erf: libm */
+        for (int i = 0; i < count; i++)
+            gate[i] = mi4_cpu_activate(act, gate[i], up[i]);
+        return;
+    }
+    const int clamp = act->kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP;
+    const __m256 k = _mm256_set1_ps(clamp ? act->alpha : 1.0f);
+    const __m256 limit = _mm256_set1_ps(act->limit);
+    const __m256 beta = _mm256_set1_ps(act->beta);
+    for (int i = 0; i < count; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 u = _mm256_loadu_ps(up + i);
+        if (clamp) {
+            g = _mm256_min_ps(g, limit);
+            u = _mm256_min_ps(_mm256_max_ps(u, _mm256_sub_ps(_mm256_setzero_ps(), limit)), limit);
+            u = _mm256_add_ps(u, beta);
+        }
+        _mm256_storeu_ps(gate + i, _mm256_mul_ps(swish_ps(g, k), u));
+    }
+}
+
 static const mi4_cpu_kernels avx2_kernels = {
     .name = "avx2",
     .tile = avx2_tile,
     .scale_row = avx2_scale_row,
     .store_row = avx2_store_row,
+    .activate = avx2_activate,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void) { return &avx2_kernels; }

@@ -71,11 +71,18 @@ static void scalar_store_row(moeint4_dtype dtype, const float *src, int count, v
         mi4_cpu_store_value(dtype, dst, (size_t)k, src[k]);
 }
 
+static void scalar_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
+{
+    for (int i = 0; i < count; i++)
+        gate[i] = mi4_cpu_activate(act, gate[i], up[i]);
+}
+
 static const mi4_cpu_kernels scalar_kernels = {
     .name = "scalar",
     .tile = scalar_tile,
     .scale_row = scalar_scale_row,
     .store_row = scalar_store_row,
+    .activate = scalar_activate,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void) { return &scalar_kernels; }
