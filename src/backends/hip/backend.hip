@@ -299,9 +299,9 @@ mi4_hip_tile_config choose_tile(int64_t slots, int num_experts)
         if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
             return (mi4_hip_tile_config)c;
     int64_t rows_per_expert = slots / (num_experts > 0 ? num_experts : 1);
-    if (rows_per_expert <= 24)
-        return MI4_TILE_16;
-    return rows_per_expert <= 96 ? MI4_TILE_64 : MI4_TILE_128;
+    if (rows_per_expert <= 4)
+        return MI4_TILE_GEMV;
+    return rows_per_expert <= 48 ? MI4_TILE_64 : MI4_TILE_128;
 }
 
 moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,

@@ -85,38 +85,15 @@ __device__ __forceinline__ void mma_step(mi4_frag_acc (&acc)[FM][FN], const uint
 #endif
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES> struct tile_shape {
-    static constexpr int warps = (BM / WM) * (BN / WN);
-    static constexpr int threads = warps * MI4_WARP;
-    static constexpr int ld = BK + 8; /* padding keeps fragment loads off one bank */
-    static constexpr int smem_bytes = STAGES * (BM + BN) * ld * 2;
-};
-
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool MMA, bool GATED>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
-    grouped_gemm(gemm_params p)
+/* Row pointers of one output tile: A rows from the routed slots (NULL for
+ * padding), B rows from the expert's weights. gemm13 columns come in groups
+ * of WN: WN/2 gate rows, then the WN/2 up rows of the same outputs. */
+template <int BM, int BN, int WN, int THREADS, bool GATED>
+__device__ __forceinline__ void setup_rows(const gemm_params &p, int tile, int out_tile,
+                                           int expert, const uint16_t **a_rows,
+                                           const uint16_t **b_rows, int *row_slot)
 {
-    typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
-    constexpr int LD = shape::ld;
-    constexpr int THREADS = shape::threads;
-    constexpr int FM = WM / 16, FN = WN / 16;
-    constexpr int CHUNKS_PER_ROW = BK / 8;
-    extern __shared__ uint4 smem_raw[];
-    uint16_t *smem_a = (uint16_t *)smem_raw;
-    uint16_t *smem_b = smem_a + STAGES * BM * LD;
-    __shared__ const uint16_t *a_rows[BM];
-    __shared__ const uint16_t *b_rows[BN];
-    __shared__ int row_slot[BM];
-
-    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
-                                : (p.out_cols + BN - 1) / BN;
-    const int tile = (int)(blockIdx.x / out_tiles);
-    const int out_tile = (int)(blockIdx.x % out_tiles);
-    if (tile >= p.status[2])
-        return;
-    const int expert = p.tile_expert[tile];
     const int tid = (int)threadIdx.x;
-
     for (int r = tid; r < BM; r += THREADS) {
         int slot = p.sorted_slot[(size_t)tile * BM + r];
         row_slot[r] = slot;
@@ -142,35 +119,71 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
                         ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
                         : nullptr;
     }
+}
+
+/* Copies k [k0, k0 + BK) of ROWS rows into shared memory, 16 bytes per copy,
+ * zero-filling padding rows and k past `inner`. Plain layout: row stride ld
+ * elements. SWIZZLE_128B (BK = 64, ld ignored): 128-byte rows whose 16-byte
+ * chunk c of row r sits at chunk c ^ (r % 8), the layout wgmma reads. */
+template <int ROWS, int BK, int THREADS, bool SWIZZLE_128B>
+__device__ __forceinline__ void load_rows(uint16_t *dst, int ld, const uint16_t *const *rows,
+                                          int k0, int inner, const uint16_t *fallback)
+{
+    constexpr int CHUNKS_PER_ROW = BK / 8;
+    const int tid = (int)threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < (ROWS * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+        int chunk = tid + i * THREADS;
+        if (chunk < ROWS * CHUNKS_PER_ROW) {
+            int r = chunk / CHUNKS_PER_ROW, c = chunk % CHUNKS_PER_ROW, k = k0 + c * 8;
+            const uint16_t *src = rows[r];
+            bool valid = src != nullptr && k < inner;
+            uint16_t *to = SWIZZLE_128B ? dst + r * 64 + ((c ^ (r & 7)) * 8) : dst + r * ld + c * 8;
+            mi4_copy16(to, valid ? src + k : fallback, valid);
+        }
+    }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES> struct tile_shape {
+    static constexpr int warps = (BM / WM) * (BN / WN);
+    static constexpr int threads = warps * MI4_WARP;
+    static constexpr int ld = BK + 8; /* padding keeps fragment loads off one bank */
+    static constexpr int smem_bytes = STAGES * (BM + BN) * ld * 2;
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool MMA, bool GATED>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
+    grouped_gemm(gemm_params p)
+{
+    typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
+    constexpr int LD = shape::ld;
+    constexpr int THREADS = shape::threads;
+    constexpr int FM = WM / 16, FN = WN / 16;
+    extern __shared__ uint4 smem_raw[];
+    uint16_t *smem_a = (uint16_t *)smem_raw;
+    uint16_t *smem_b = smem_a + STAGES * BM * LD;
+    __shared__ const uint16_t *a_rows[BM];
+    __shared__ const uint16_t *b_rows[BN];
+    __shared__ int row_slot[BM];
+
+    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
+                                : (p.out_cols + BN - 1) / BN;
+    const int tile = (int)(blockIdx.x / out_tiles);
+    const int out_tile = (int)(blockIdx.x % out_tiles);
+    if (tile >= p.status[2])
+        return;
+    const int expert = p.tile_expert[tile];
+    const int tid = (int)threadIdx.x;
+
+    setup_rows<BM, BN, WN, THREADS, GATED>(p, tile, out_tile, expert, a_rows, b_rows, row_slot);
     __syncthreads();
 
     const int k_tiles = (p.inner + BK - 1) / BK;
     auto load_stage = [&](int stage, int k_tile) {
-        int k0 = k_tile * BK;
-        uint16_t *sa = smem_a + stage * BM * LD;
-        uint16_t *sb = smem_b + stage * BN * LD;
-#pragma unroll
-        for (int i = 0; i < (BM * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
-            int chunk = tid + i * THREADS;
-            if (chunk < BM * CHUNKS_PER_ROW) {
-                int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
-                const uint16_t *src = a_rows[r];
-                bool valid = src != nullptr && k < p.inner;
-                mi4_copy16(sa + r * LD + (chunk % CHUNKS_PER_ROW) * 8, valid ? src + k : p.a,
-                           valid);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < (BN * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
-            int chunk = tid + i * THREADS;
-            if (chunk < BN * CHUNKS_PER_ROW) {
-                int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
-                const uint16_t *src = b_rows[r];
-                bool valid = src != nullptr && k < p.inner;
-                mi4_copy16(sb + r * LD + (chunk % CHUNKS_PER_ROW) * 8, valid ? src + k : p.b,
-                           valid);
-            }
-        }
+        load_rows<BM, BK, THREADS, false>(smem_a + stage * BM * LD, LD, a_rows, k_tile * BK,
+                                          p.inner, p.a);
+        load_rows<BN, BK, THREADS, false>(smem_b + stage * BN * LD, LD, b_rows, k_tile * BK,
+                                          p.inner, p.b);
     };
 
     mi4_frag_acc acc[FM][FN];
@@ -262,6 +275,257 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
     }
 }
 
+/* Decode: few rows per expert, so the weights are streamed straight from
+ * global memory into registers (16 bytes per lane and row, UNROLL chunks in
+ * flight) and multiplied on the FMA units; no shared-memory staging, no
+ * matrix cores. A warp owns ROWS weight rows (gemm13: the gate and up rows
+ * of ROWS/2 outputs) and up to TOKENS token rows of one routed tile, sums
+ * over the lanes in a fixed butterfly order, and runs the same epilogues. */
+constexpr int GEMV_TOKENS = 8; /* = the routing tile of MI4_TILE_GEMV */
+constexpr int GEMV_ROWS = 4;
+constexpr int GEMV_WARPS = 8;
+constexpr int GEMV_UNROLL = 2;
+
+MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
+{
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        f[2 * i] = mi4_dev_bits_to_f32(w[i] << 16);
+        f[2 * i + 1] = mi4_dev_bits_to_f32(w[i] & 0xffff0000u);
+    }
+}
+
+template <bool GATED>
+__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, 2) decode_gemv(gemm_params p)
+{
+    constexpr int OUTS = GATED ? GEMV_ROWS / 2 : GEMV_ROWS; /* outputs per warp */
+    constexpr int CHUNK = MI4_WARP * 8;                     /* k per lane-wide load */
+    const int groups = (p.out_cols + GEMV_WARPS * OUTS - 1) / (GEMV_WARPS * OUTS);
+    const int tile = (int)(blockIdx.x / groups);
+    const int group = (int)(blockIdx.x % groups);
+    if (tile >= p.status[2])
+        return;
+    const int expert = p.tile_expert[tile];
+    __shared__ int row_slot[GEMV_TOKENS];
+    __shared__ const uint16_t *a_rows[GEMV_TOKENS];
+    __shared__ int valid_rows;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0)
+        valid_rows = 0;
+    __syncthreads();
+    if (tid < GEMV_TOKENS) {
+        int slot = p.sorted_slot[(size_t)tile * GEMV_TOKENS + tid];
+        row_slot[tid] = slot;
+        size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
+                             : (size_t)tile * GEMV_TOKENS + tid;
+        a_rows[tid] = slot >= 0 ? p.a + index * (size_t)p.inner : nullptr;
+        if (slot >= 0)
+            atomicAdd(&valid_rows, 1); /* valid rows come first in a tile */
+    }
+    __syncthreads();
+    const int tokens = valid_rows;
+    const int warp = tid / MI4_WARP, lane = tid % MI4_WARP;
+    const int out0 = (group * GEMV_WARPS + warp) * OUTS;
+
+    const uint16_t *w_rows[GEMV_ROWS];
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; r++) {
+        int out = out0 + (GATED ? r % OUTS : r);
+        int b_row = GATED && r >= OUTS ? p.out_cols + out : out;
+        w_rows[r] = out < p.out_cols
+                        ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
+                        : nullptr;
+    }
+    float acc[GEMV_ROWS][GEMV_TOKENS];
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; r++)
+#pragma unroll
+        for (int t = 0; t < GEMV_TOKENS; t++)
+            acc[r][t] = 0.0f;
+
+    for (int k0 = lane * 8; k0 < p.inner; k0 += CHUNK * GEMV_UNROLL) {
+        uint4 wv[GEMV_UNROLL][GEMV_ROWS];
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++)
+#pragma unroll
+            for (int r = 0; r < GEMV_ROWS; r++) {
+                int k = k0 + u * CHUNK;
+                wv[u][r] = w_rows[r] && k < p.inner ? *(const uint4 *)(w_rows[r] + k)
+                                                    : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            int k = k0 + u * CHUNK;
+            float wf[GEMV_ROWS][8];
+#pragma unroll
+            for (int r = 0; r < GEMV_ROWS; r++)
+                bf16x8_to_f32(wv[u][r], wf[r]);
+#pragma unroll
+            for (int t = 0; t < GEMV_TOKENS; t++) {
+                if (t >= tokens || k >= p.inner)
+                    continue;
+                float xf[8];
+                bf16x8_to_f32(*(const uint4 *)(a_rows[t] + k), xf);
+#pragma unroll
+                for (int r = 0; r < GEMV_ROWS; r++)
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        acc[r][t] = fmaf(wf[r][i], xf[i], acc[r][t]);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int t = 0; t < GEMV_TOKENS; t++) {
+        if (t >= tokens)
+            continue;
+        float sums[GEMV_ROWS];
+#pragma unroll
+        for (int r = 0; r < GEMV_ROWS; r++)
+            sums[r] = mi4_warp_sum(acc[r][t]);
+        if (lane != 0)
+            continue;
+        int slot = row_slot[t];
+        if (GATED) {
+#pragma unroll
+            for (int j = 0; j < OUTS; j++)
+                if (out0 + j < p.out_cols)
+                    p.act[((size_t)tile * GEMV_TOKENS + t) * (size_t)p.out_cols + out0 + j] =
+                        mi4_dev_f32_to_bf16(activate(p.activation, sums[j], sums[OUTS + j],
+                                                     p.limit, p.alpha, p.beta));
+        } else {
+            float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
+#pragma unroll
+            for (int r = 0; r < GEMV_ROWS; r++)
+                if (out0 + r < p.out_cols)
+                    p.y[(size_t)slot * (size_t)p.out_cols + out0 + r] = sums[r] * w;
+        }
+    }
+}
+
+#if defined(MI4_PLATFORM_NVIDIA)
+/* Prefill on Hopper: 128 x BN tiles, two warpgroups of 64 rows issuing
+ * wgmma from 128B-swizzled shared tiles (BK = 64, 4 stages of cp.async).
+ * Built only where MOEINT4_HIP_WGMMA says the sm_90a code exists. */
+constexpr int WG_BM = 128, WG_BK = 64, WG_STAGES = 4, WG_THREADS = 256;
+
+template <int BN> constexpr int wgmma_smem_bytes()
+{
+    return WG_STAGES * (WG_BM + BN) * WG_BK * 2 + 1024; /* + alignment slack */
+}
+
+template <int BN, bool GATED>
+__global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
+{
+#if defined(MI4_HAVE_WGMMA)
+    extern __shared__ uint4 wg_smem_raw[];
+    uint16_t *smem_a = (uint16_t *)(((uintptr_t)wg_smem_raw + 1023) & ~(uintptr_t)1023);
+    uint16_t *smem_b = smem_a + WG_STAGES * WG_BM * WG_BK;
+    __shared__ const uint16_t *a_rows[WG_BM];
+    __shared__ const uint16_t *b_rows[BN];
+    __shared__ int row_slot[WG_BM];
+
+    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
+                                : (p.out_cols + BN - 1) / BN;
+    const int tile = (int)(blockIdx.x / out_tiles);
+    const int out_tile = (int)(blockIdx.x % out_tiles);
+    if (tile >= p.status[2])
+        return;
+    const int expert = p.tile_expert[tile];
+    const int tid = (int)threadIdx.x;
+    setup_rows<WG_BM, BN, BN, WG_THREADS, GATED>(p, tile, out_tile, expert, a_rows, b_rows,
+                                                 row_slot);
+    __syncthreads();
+
+    const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
+    auto load_stage = [&](int stage, int k_tile) {
+        load_rows<WG_BM, WG_BK, WG_THREADS, true>(smem_a + stage * WG_BM * WG_BK, 0, a_rows,
+                                                  k_tile * WG_BK, p.inner, p.a);
+        load_rows<BN, WG_BK, WG_THREADS, true>(smem_b + stage * BN * WG_BK, 0, b_rows,
+                                               k_tile * WG_BK, p.inner, p.b);
+    };
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        acc[i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < WG_STAGES - 1; s++) {
+        if (s < k_tiles)
+            load_stage(s, s);
+        mi4_copy_commit();
+    }
+    const int warpgroup = tid / 128;
+    for (int kt = 0; kt < k_tiles; kt++) {
+        mi4_copy_wait<WG_STAGES - 2>();
+        mi4_fence_proxy_async();
+        __syncthreads();
+        int next = kt + WG_STAGES - 1;
+        if (next < k_tiles)
+            load_stage(next % WG_STAGES, next);
+        mi4_copy_commit();
+        int stage = kt % WG_STAGES;
+        uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * WG_BM * WG_BK + warpgroup * 64 * WG_BK);
+        uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK);
+        mi4_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < WG_BK / 16; kk++) {
+            /* +32 bytes of k per step: the start address counts 16-byte units */
+            if (BN == 128)
+                mi4_wgmma_m64n128k16(*(float(*)[64])acc, desc_a + 2 * kk, desc_b + 2 * kk);
+            else
+                mi4_wgmma_m64n256k16(*(float(*)[128])acc, desc_a + 2 * kk, desc_b + 2 * kk);
+        }
+        mi4_wgmma_commit();
+        mi4_wgmma_wait_all();
+        mi4_fence_registers(acc);
+    }
+    mi4_copy_wait<0>();
+
+    const int lane = tid % 32;
+    const int row0 = warpgroup * 64 + ((tid % 128) / 32) * 16 + lane / 4;
+    const int col0 = 2 * (lane % 4);
+    if (GATED) {
+#pragma unroll
+        for (int j = 0; j < BN / 16; j++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                int r = row0 + half * 8;
+                int n = out_tile * (BN / 2) + 8 * j + col0;
+                if (row_slot[r] < 0 || n >= p.out_cols)
+                    continue;
+                const float *gate = acc + 4 * j + 2 * half;
+                const float *up = acc + 4 * (j + BN / 16) + 2 * half;
+                uint32_t v0 = mi4_dev_f32_to_bf16(
+                    activate(p.activation, gate[0], up[0], p.limit, p.alpha, p.beta));
+                uint32_t v1 = mi4_dev_f32_to_bf16(
+                    activate(p.activation, gate[1], up[1], p.limit, p.alpha, p.beta));
+                *(uint32_t *)(p.act + ((size_t)tile * WG_BM + r) * (size_t)p.out_cols + n) =
+                    v0 | (v1 << 16);
+            }
+    } else {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                int r = row0 + half * 8;
+                int c = out_tile * BN + 8 * j + col0;
+                int slot = row_slot[r];
+                if (slot < 0 || c >= p.out_cols)
+                    continue;
+                float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
+                const float *v = acc + 4 * j + 2 * half;
+                *(float2 *)(p.y + (size_t)slot * (size_t)p.out_cols + c) =
+                    make_float2(v[0] * w, v[1] * w);
+            }
+    }
+#else
+    (void)p;
+    __trap(); /* launched only when MOEINT4_HIP_WGMMA is defined */
+#endif
+}
+#endif
+
 /* Pipeline depth: AMD copies complete at once, two stages suffice there
  * (and keep every tile within gfx90a's 64 KiB of LDS). */
 #if defined(MI4_PLATFORM_NVIDIA)
@@ -285,6 +549,43 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 #define CONFIG_128_DEEP 128, 128, WIDE_K, 64, 64, (DEEP > 3 ? 3 : DEEP)
 #define CONFIG_256 128, 256, 32, 64, 64, DEEP
 
+gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
+{
+    const mi4_hip_weights *w = a->weights;
+    gemm_params p;
+    p.a = gated ? a->x_bf16 : a->act;
+    p.a_by_slot = a->x_per_slot;
+    p.b = gated ? w->w13 : w->w2;
+    p.b_rows = gated ? 2 * w->intermediate_size : w->hidden_size;
+    p.inner = gated ? w->hidden_size : w->intermediate_size;
+    p.out_cols = gated ? w->intermediate_size : w->hidden_size;
+    p.topk = a->topk;
+    p.sorted_slot = a->routing->sorted_slot;
+    p.tile_expert = a->routing->tile_expert;
+    p.status = a->routing->status;
+    p.act = a->act;
+    p.y = a->y;
+    p.topk_weights = a->topk_weights;
+    p.weight_on_output = a->weight_on_output;
+    p.activation = a->activation;
+    p.limit = a->limit;
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    return p;
+}
+
+template <bool GATED> hipError_t launch_gemv(const mi4_hip_gemm_args *a)
+{
+    gemm_params p = make_params(a, GATED);
+    constexpr int outs = GATED ? GEMV_ROWS / 2 : GEMV_ROWS;
+    int groups = (p.out_cols + GEMV_WARPS * outs - 1) / (GEMV_WARPS * outs);
+    size_t blocks = (size_t)a->routing->max_tiles * (size_t)groups;
+    if (blocks == 0)
+        return hipSuccess;
+    decode_gemv<GATED><<<dim3((unsigned)blocks), dim3(GEMV_WARPS * MI4_WARP), 0, a->stream>>>(p);
+    return hipGetLastError();
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool GATED>
 hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
 {
@@ -304,26 +605,7 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
 #endif
         return hipSuccess;
     }
-    const mi4_hip_weights *w = a->weights;
-    gemm_params p;
-    p.a = GATED ? a->x_bf16 : a->act;
-    p.a_by_slot = a->x_per_slot;
-    p.b = GATED ? w->w13 : w->w2;
-    p.b_rows = GATED ? 2 * w->intermediate_size : w->hidden_size;
-    p.inner = GATED ? w->hidden_size : w->intermediate_size;
-    p.out_cols = GATED ? w->intermediate_size : w->hidden_size;
-    p.topk = a->topk;
-    p.sorted_slot = a->routing->sorted_slot;
-    p.tile_expert = a->routing->tile_expert;
-    p.status = a->routing->status;
-    p.act = a->act;
-    p.y = a->y;
-    p.topk_weights = a->topk_weights;
-    p.weight_on_output = a->weight_on_output;
-    p.activation = a->activation;
-    p.limit = a->limit;
-    p.alpha = a->alpha;
-    p.beta = a->beta;
+    gemm_params p = make_params(a, GATED);
     int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
     size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
     if (blocks == 0)
@@ -338,6 +620,26 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
     return hipGetLastError();
 }
 
+template <int BN, bool GATED> hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
+{
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+    constexpr int smem = wgmma_smem_bytes<BN>();
+    if (init)
+        return hipFuncSetAttribute((const void *)wgmma_gemm<BN, GATED>,
+                                   hipFuncAttributeMaxDynamicSharedMemorySize, smem);
+    gemm_params p = make_params(a, GATED);
+    int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
+    size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
+    if (blocks == 0)
+        return hipSuccess;
+    wgmma_gemm<BN, GATED><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
+    return hipGetLastError();
+#else
+    /* no sm_90a code in this build: the matrix-core tile of the same shape */
+    return launch<CONFIG_128, GATED>(a, init);
+#endif
+}
+
 template <bool GATED>
 hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, bool init)
 {
@@ -347,6 +649,9 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_64: return launch<CONFIG_64, GATED>(a, init);
     case MI4_TILE_128: return launch<CONFIG_128, GATED>(a, init);
     case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED>(a, init);
+    case MI4_TILE_GEMV: return init ? hipSuccess : launch_gemv<GATED>(a);
+    case MI4_TILE_WGMMA_128: return launch_wgmma<128, GATED>(a, init);
+    case MI4_TILE_WGMMA_256: return launch_wgmma<256, GATED>(a, init);
     default: return launch<CONFIG_256, GATED>(a, init);
     }
 }
@@ -358,6 +663,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     switch (config) {
     case MI4_TILE_16:
     case MI4_TILE_16_NARROW: return 16;
+    case MI4_TILE_GEMV: return GEMV_TOKENS;
     case MI4_TILE_64: return 64;
     default: return 128;
     }
@@ -365,7 +671,8 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
 
 const char *mi4_hip_tile_name(mi4_hip_tile_config config)
 {
-    static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256"};
+    static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
+                                                             "8v", "w128", "w256"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 

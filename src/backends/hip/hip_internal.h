@@ -53,10 +53,14 @@ typedef enum mi4_hip_tile_config {
     MI4_TILE_128 = 3,       /* prefill: 128 x 128, 8 warps */
     MI4_TILE_128_DEEP = 4,  /* prefill: 128 x 128, 4 warps of 64 x 64, deeper k step */
     MI4_TILE_256 = 5,       /* prefill: 128 x 256, 8 warps of 64 x 64 */
-    MI4_TILE_COUNT = 6,
+    MI4_TILE_GEMV = 6,      /* decode: 8 rows, weights streamed through registers */
+    MI4_TILE_WGMMA_128 = 7, /* prefill on sm_90a: wgmma, 128 x 128 */
+    MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
+    MI4_TILE_COUNT = 9,
 } mi4_hip_tile_config;
 
-/* "16", "16n", "64", "128", "128d", "256" (MOEINT4_HIP_TILE); NULL otherwise. */
+/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256"
+ * (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 

@@ -88,6 +88,20 @@ MI4_HOST_DEVICE uint16_t mi4_dev_f32_to_f16(float f)
     return (uint16_t)(sign | (abs_bits >> 13));
 }
 
+/* Sum over the lanes of a warp, in a fixed butterfly order (deterministic). */
+MI4_DEVICE float mi4_warp_sum(float v)
+{
+#pragma unroll
+    for (int offset = MI4_WARP / 2; offset > 0; offset /= 2) {
+#if defined(MI4_PLATFORM_NVIDIA)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+#else
+        v += __shfl_xor(v, offset);
+#endif
+    }
+    return v;
+}
+
 /* ---- global -> shared copies of 16 bytes ----
  * NVIDIA sm_80+: cp.async (zero-filled when !valid), completed in groups.
  * Elsewhere: an ordinary load and store, complete at once, so the same
