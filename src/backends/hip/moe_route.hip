@@ -14,7 +14,7 @@
 
 namespace {
 
-constexpr int ROUTE_THREADS = 512;
+constexpr int ROUTE_THREADS = 1024;
 
 /* Exclusive prefix sum of values[0..n) in shared memory; returns the total.
  * Each thread sums a contiguous run, the run totals are scanned, then the
