@@ -384,6 +384,17 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     assert_true(ends_with(moeint4_last_error(),
                           "stream is not a cl_command_queue of the backend's OpenCL context"));
 
+    /* an out-of-order queue would let the kernels overtake each other */
+    cl_queue_properties out_of_order[] = {CL_QUEUE_PROPERTIES,
+                                          CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_command_queue unordered =
+        clCreateCommandQueueWithProperties(context, device, out_of_order, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    args.stream = unordered;
+    assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+    assert_true(ends_with(moeint4_last_error(), "stream must be an in-order cl_command_queue"));
+    clReleaseCommandQueue(unordered);
+
     moeint4_weights_release(weights);
     moeint4_context_destroy(ctx);
     clReleaseCommandQueue(foreign);

@@ -27,7 +27,8 @@
  *    be an immediate command list (we append launches and barriers, then a
  *    signalled barrier we wait on); OpenCL: a cl_command_queue created on the
  *    backend's cl_context, i.e. the caller's native_context when it handed
- *    one in (checked; CL_QUEUE_CONTEXT must match). NULL: the
+ *    one in, and in-order (both checked: the launches rely on the queue's
+ *    order). NULL: the
  *    runtime's own in-order queue / immediate list. forward() returns when
  *    the work is complete, as the ABI promises.
  *  - Test mode: MOEINT4_XPU_TEST_CPU_DEVICE=1 lets the OpenCL runtime take

@@ -21,6 +21,7 @@ typedef struct fwd_buffers {
     float *slot_out;       /* [S, K] */
     /* oneDNN scratch, allocated at first use */
     void *dnnl_a, *dnnl_w, *dnnl_a2;
+    uint16_t *dnnl_s;      /* one expert's transposed scales (int4 path) */
     float *dnnl_c13, *dnnl_c2;
 } fwd_buffers;
 
@@ -66,7 +67,7 @@ static void free_buffers(fwd_state *s)
 {
     void *all[] = {s->buf.route, s->buf.slot_expert, s->buf.sorted, s->buf.tiles,
                    s->buf.act, s->buf.slot_out, s->buf.dnnl_a, s->buf.dnnl_w,
-                   s->buf.dnnl_a2, s->buf.dnnl_c13, s->buf.dnnl_c2};
+                   s->buf.dnnl_a2, s->buf.dnnl_c13, s->buf.dnnl_c2, s->buf.dnnl_s};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         s->rt->ops->free(s->rt, all[i]);
     free(s->host_route);
@@ -114,6 +115,9 @@ static moeint4_status alloc_dnnl_buffers(fwd_state *s)
         st = alloc(s, rows * 2 * N * 4, (void **)&s->buf.dnnl_c13);
     if (!st)
         st = alloc(s, rows * K * 4, (void **)&s->buf.dnnl_c2);
+    size_t scales13 = 2 * N * (K / (size_t)w->group13), scales2 = K * (N / (size_t)w->group2);
+    if (!st)
+        st = alloc(s, (scales13 > scales2 ? scales13 : scales2) * 2, (void **)&s->buf.dnnl_s);
     return st;
 }
 
@@ -174,61 +178,39 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
               : mi4_xpu_dnnl_matmul(s->ctx->dnnl, operands, M, N, K, a, b, c, s->err, s->cap);
 }
 
-/* One expert's scales, transposed to [groups][rows] into dnnl_w (unused by
- * the int4 path otherwise), then waited for: oneDNN reads them next. */
-static moeint4_status transpose_scales(fwd_state *s, const uint16_t *scales, int expert,
-                                       int rows, int groups)
-{
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(rows),
-                          MI4_XPU_INT(groups), MI4_XPU_PTR(s->buf.dnnl_w)};
-    moeint4_status st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)rows, (size_t)groups, 5, args);
-    return st ? st : s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
-}
-
-/* One expert's w13 product into dnnl_c13 [rows, 2N]: int4 weights directly
- * when oneDNN can, else dequantized just in time into one expert's scratch. */
-static moeint4_status expert_dnnl_w13(fwd_state *s, int expert, int rows)
+/* c[rows][out] (f32) = a[rows][in] . W[expert]^T for one projection of one
+ * expert (packed [E, out, in/2], scales [E, out, in/group]). With oneDNN's
+ * int4 weights: the expert's codes are copied to the start of dnnl_w and its
+ * scales transposed into dnnl_s (oneDNN's [in/group][out] order), because
+ * only whole SVM allocations may back the OpenCL buffers oneDNN is given.
+ * Otherwise the expert is dequantized just in time into dnnl_w. */
+static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed,
+                                        const uint16_t *scales, int expert, int out, int in,
+                                        int group_size, int rows, const void *a, float *c)
 {
     const mi4_xpu_weights *w = s->w;
-    int K = w->hidden, two_n = 2 * w->intermediate, gs = w->group13;
-    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
-    size_t row_bytes = (size_t)K / 2, groups = (size_t)(K / gs);
-    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
-        moeint4_status st = transpose_scales(s, w->w13_scales, expert, two_n, (int)groups);
+    int bf16 = w->scales_bf16, groups = in / group_size;
+    moeint4_dtype operands = mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
+    int mdt = (int)operands;
+    size_t expert_bytes = (size_t)out * (size_t)(in / 2);
+    moeint4_status st;
+    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && operands != MOEINT4_DTYPE_F32) {
+        mi4_xpu_arg args[] = {MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
+                              MI4_XPU_INT(groups), MI4_XPU_PTR(s->buf.dnnl_s)};
+        st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)out, (size_t)groups, 5, args);
+        if (!st) /* the copy waits for everything before it */
+            st = s->rt->ops->copy(s->rt, s->queue, s->buf.dnnl_w,
+                                  packed + (size_t)expert * expert_bytes, expert_bytes, s->err,
+                                  s->cap);
         return st ? st
-                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, (moeint4_dtype)mdt, rows, two_n, K, gs,
-                                             s->buf.dnnl_a,
-                                             w->w13_packed + (size_t)expert * two_n * row_bytes,
-                                             s->buf.dnnl_w, s->buf.dnnl_c13, s->err, s->cap);
+                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, operands, rows, out, in, group_size,
+                                             a, s->buf.dnnl_w, s->buf.dnnl_s, c, s->err, s->cap);
     }
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(w->w13_packed), MI4_XPU_PTR(w->w13_scales),
-                          MI4_XPU_INT(bf16), MI4_XPU_INT(expert), MI4_XPU_INT(two_n),
-                          MI4_XPU_INT(K), MI4_XPU_INT(gs), MI4_XPU_INT(mdt),
-                          MI4_XPU_PTR(s->buf.dnnl_w)};
-    moeint4_status st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)K, (size_t)two_n, 9, args);
-    return st ? st : dnnl_matmul(s, rows, two_n, K, s->buf.dnnl_a, s->buf.dnnl_w, s->buf.dnnl_c13);
-}
-
-static moeint4_status expert_dnnl_w2(fwd_state *s, int expert, int rows)
-{
-    const mi4_xpu_weights *w = s->w;
-    int K = w->hidden, N = w->intermediate, gs = w->group2;
-    int bf16 = w->scales_bf16, mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
-    size_t row_bytes = (size_t)N / 2, groups = (size_t)(N / gs);
-    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && mdt != MOEINT4_DTYPE_F32) {
-        moeint4_status st = transpose_scales(s, w->w2_scales, expert, K, (int)groups);
-        return st ? st
-                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, (moeint4_dtype)mdt, rows, K, N, gs,
-                                             s->buf.dnnl_a2,
-                                             w->w2_packed + (size_t)expert * K * row_bytes,
-                                             s->buf.dnnl_w, s->buf.dnnl_c2, s->err, s->cap);
-    }
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(w->w2_packed), MI4_XPU_PTR(w->w2_scales),
-                          MI4_XPU_INT(bf16), MI4_XPU_INT(expert), MI4_XPU_INT(K),
-                          MI4_XPU_INT(N), MI4_XPU_INT(gs), MI4_XPU_INT(mdt),
-                          MI4_XPU_PTR(s->buf.dnnl_w)};
-    moeint4_status st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)N, (size_t)K, 9, args);
-    return st ? st : dnnl_matmul(s, rows, K, N, s->buf.dnnl_a2, s->buf.dnnl_w, s->buf.dnnl_c2);
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(packed),   MI4_XPU_PTR(scales),     MI4_XPU_INT(bf16),
+                          MI4_XPU_INT(expert),   MI4_XPU_INT(out),        MI4_XPU_INT(in),
+                          MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),      MI4_XPU_PTR(s->buf.dnnl_w)};
+    st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 9, args);
+    return st ? st : dnnl_matmul(s, rows, out, in, a, s->buf.dnnl_w, c);
 }
 
 /* One expert with many slots through oneDNN: gather its rows, w13, the
@@ -260,11 +242,13 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
                                   MI4_XPU_PTR(s->buf.slot_out)};
     moeint4_status st = launch(s, MI4_XPU_DNNL_GATHER, (size_t)K, (size_t)rows, 12, gather_args);
     if (!st)
-        st = expert_dnnl_w13(s, expert, rows);
+        st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13,
+                               rows, s->buf.dnnl_a, s->buf.dnnl_c13);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_ACTIVATE, (size_t)N, (size_t)rows, 9, act_args);
     if (!st)
-        st = expert_dnnl_w2(s, expert, rows);
+        st = expert_projection(s, w->w2_packed, w->w2_scales, expert, K, N, w->group2, rows,
+                               s->buf.dnnl_a2, s->buf.dnnl_c2);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_SCATTER, (size_t)K, (size_t)rows, 9, scatter_args);
     return st;

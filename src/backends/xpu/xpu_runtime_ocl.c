@@ -198,9 +198,11 @@ static moeint4_status ocl_wait(mi4_xpu_runtime *base, void *queue, char *err, si
     return MOEINT4_SUCCESS;
 }
 
+/* The kernels rely on the queue's order (no events between launches). */
 static moeint4_status ocl_check_queue(mi4_xpu_runtime *base, void *queue, char *err, size_t cap)
 {
     cl_context owner = NULL;
+    cl_command_queue_properties props = 0;
     if (!queue)
         return MOEINT4_SUCCESS;
     if (clGetCommandQueueInfo((cl_command_queue)queue, CL_QUEUE_CONTEXT, sizeof owner, &owner,
@@ -208,6 +210,11 @@ static moeint4_status ocl_check_queue(mi4_xpu_runtime *base, void *queue, char *
         owner != as_ocl(base)->context)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "stream is not a cl_command_queue of the backend's OpenCL context");
+    if (clGetCommandQueueInfo((cl_command_queue)queue, CL_QUEUE_PROPERTIES, sizeof props, &props,
+                              NULL) != CL_SUCCESS ||
+        (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+        return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                            "stream must be an in-order cl_command_queue");
     return MOEINT4_SUCCESS;
 }
 
