@@ -28,9 +28,12 @@
  *    signalled barrier we wait on); OpenCL: a cl_command_queue created on the
  *    backend's cl_context, i.e. the caller's native_context when it handed
  *    one in, and in-order (both checked: the launches rely on the queue's
- *    order). NULL: the
- *    runtime's own in-order queue / immediate list. forward() returns when
- *    the work is complete, as the ABI promises.
+ *    order). NULL: the runtime's own in-order queue / immediate list.
+ *    forward() returns when the work is complete, as the ABI promises.
+ *  - Intermediates: the activation between w13 and w2 and each slot's w2
+ *    output stay f32 (more accurate than vLLM's 16-bit intermediates; the
+ *    output is rounded once). Scratch is sized per chunk of tokens
+ *    (MOEINT4_XPU_CHUNK_TOKENS, default from a 256 MiB budget).
  *  - Test mode: MOEINT4_XPU_TEST_CPU_DEVICE=1 lets the OpenCL runtime take
  *    PoCL's CPU device; probe() then succeeds and the whole backend runs
  *    through the ordinary ABI (oneDNN then uses its CPU engine with f32).
