@@ -30,8 +30,8 @@ if want build; then
   { cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
       -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_SHARED_DIR="$SHARED" \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
-    ninja -C "$BUILD"; } > "$OUT/build.log" 2>&1
-  echo "build: exit $?"; tail -3 "$OUT/build.log"
+    ninja -C "$BUILD" -k 0; } > "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
+  echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
 fi
 
 if want test; then
