@@ -5,13 +5,15 @@
  *                      together, activation fused: items = (expert, tiles);
  *                      a router weight on the input scales W13 x (linear)
  *   phase 4 (threads)  group sums of the activations (each thread its own
- *                      copy: cheaper than a barrier), then w2 fused with the router weight and the top-k sum:
+ *                      copy: cheaper than a wait), then w2 fused with the router weight and the top-k sum:
  *                      items = output column tiles over every expert, so
  *                      each output value is summed by one thread in a fixed
  *                      order (same bits for any thread count).
  * Work items are taken from atomic counters, so both cores stream weights
- * even at M = 1 with only topk experts. For a few tokens the caller runs
- * phase 1 alone before waking the workers, leaving one barrier per chunk. */
+ * even at M = 1 with only topk experts, and a phase ends when its work is
+ * done, whoever did it (cpu_pool.h: a worker that wakes late is not waited
+ * for). For a few tokens the caller runs phase 1 alone before waking the
+ * workers, leaving one wait per chunk. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,13 +68,16 @@ typedef struct forward_plan {
     size_t thread_sum_floats;     /* the activation group sums at the end */
     const float **thread_sum_rows; /* [threads][max_pairs] */
     int max_pairs;
-    atomic_int next_item;
+    atomic_int next_row;          /* phase 1 rows taken / converted */
+    atomic_int rows_done;
+    atomic_int next_item;         /* phase 2 items taken / done */
+    atomic_int items_done;
     atomic_int next_out_item;
 } forward_plan;
 
 static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
 
-static void phase1_inputs(forward_plan *plan, int thread, int threads)
+static void phase1_inputs(forward_plan *plan)
 {
     const mi4_cpu_weights *w = plan->w;
     const moeint4_forward_args *args = plan->args;
@@ -80,65 +85,75 @@ static void phase1_inputs(forward_plan *plan, int thread, int threads)
     int group_columns = w->geo13.group_blocks * MI4_CPU_BLOCK_COLUMNS;
     if (group_columns > w->hidden_size)
         group_columns = w->hidden_size;
-    for (int m = thread; m < plan->token_count; m += threads) {
+    for (;;) {
+        int m = atomic_fetch_add_explicit(&plan->next_row, 1, memory_order_relaxed);
+        if (m >= plan->token_count)
+            return;
         const char *src = (const char *)args->hidden_states +
                           (size_t)(plan->token_begin + m) * w->hidden_size * elem;
         plan->kernels->scale_row(args->dtype, src, w->hidden_size, 1.0f, group_columns,
                                  plan->x + (size_t)m * plan->x_stride,
                                  plan->xsum + (size_t)m * w->geo13.num_groups);
+        atomic_fetch_add_explicit(&plan->rows_done, 1, memory_order_release);
+    }
+}
+
+static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *y_gate,
+                            float *y_up)
+{
+    const mi4_cpu_weights *w = plan->w;
+    const mi4_cpu_pack_geometry *geo = &w->geo13;
+    int n = w->intermediate_size;
+    int expert = plan->active_expert[item->active];
+    int first = plan->active_start[item->active];
+    int tokens = plan->active_start[item->active + 1] - first;
+    const uint8_t *expert_w13 = w->w13 + (size_t)expert * w->w13_expert_bytes;
+    mi4_cpu_tile_job job = {
+        .geo = geo,
+        .scales_bf16 = w->scales_bf16,
+        .x = plan->pair_x + first,
+        .xsum = plan->pair_xsum + first,
+        .tokens = tokens,
+    };
+    for (int t = item->tile_begin; t < item->tile_end; t++) {
+        job.tile = expert_w13 + (size_t)t * geo->tile_bytes;
+        job.y = y_gate;
+        plan->kernels->tile(&job);
+        job.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
+        job.y = y_up;
+        plan->kernels->tile(&job);
+        if (plan->on_input)
+            for (int i = 0; i < tokens; i++) {
+                float factor = plan->pair_in_factor[first + i];
+                for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+                    y_gate[i * MI4_CPU_TILE_ROWS + r] *= factor;
+                    y_up[i * MI4_CPU_TILE_ROWS + r] *= factor;
+                }
+            }
+        plan->kernels->activate(&plan->act, y_gate, y_up, tokens * MI4_CPU_TILE_ROWS);
+        for (int i = 0; i < tokens; i++) {
+            float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
+            float sum = 0.0f;
+            for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+                float v = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
+                a[r] = v * mi4_cpu_column_scale(r);
+                sum += v;
+            }
+            plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] = sum;
+        }
     }
 }
 
 static void phase2_w13(forward_plan *plan, float *scratch)
 {
-    const mi4_cpu_weights *w = plan->w;
-    const mi4_cpu_pack_geometry *geo = &w->geo13;
     float *y_gate = scratch;
     float *y_up = scratch + (size_t)plan->max_expert_tokens * MI4_CPU_TILE_ROWS;
-    int n = w->intermediate_size;
     for (;;) {
         int index = atomic_fetch_add_explicit(&plan->next_item, 1, memory_order_relaxed);
         if (index >= plan->num_items)
             return;
-        const phase2_item *item = &plan->items[index];
-        int expert = plan->active_expert[item->active];
-        int first = plan->active_start[item->active];
-        int tokens = plan->active_start[item->active + 1] - first;
-        const uint8_t *expert_w13 = w->w13 + (size_t)expert * w->w13_expert_bytes;
-        mi4_cpu_tile_job job = {
-            .geo = geo,
-            .scales_bf16 = w->scales_bf16,
-            .x = plan->pair_x + first,
-            .xsum = plan->pair_xsum + first,
-            .tokens = tokens,
-        };
-        for (int t = item->tile_begin; t < item->tile_end; t++) {
-            job.tile = expert_w13 + (size_t)t * geo->tile_bytes;
-            job.y = y_gate;
-            plan->kernels->tile(&job);
-            job.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
-            job.y = y_up;
-            plan->kernels->tile(&job);
-            if (plan->on_input)
-                for (int i = 0; i < tokens; i++) {
-                    float factor = plan->pair_in_factor[first + i];
-                    for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
-                        y_gate[i * MI4_CPU_TILE_ROWS + r] *= factor;
-                        y_up[i * MI4_CPU_TILE_ROWS + r] *= factor;
-                    }
-                }
-            plan->kernels->activate(&plan->act, y_gate, y_up, tokens * MI4_CPU_TILE_ROWS);
-            for (int i = 0; i < tokens; i++) {
-                float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
-                float sum = 0.0f;
-                for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
-                    float v = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
-                    a[r] = v * mi4_cpu_column_scale(r);
-                    sum += v;
-                }
-                plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] = sum;
-            }
-        }
+        phase2_item_run(plan, &plan->items[index], y_gate, y_up);
+        atomic_fetch_add_explicit(&plan->items_done, 1, memory_order_release);
     }
 }
 
@@ -218,16 +233,17 @@ static void phase4_w2(forward_plan *plan, float *scratch, float *sums, const flo
 
 static void forward_job(void *arg, int thread, int threads)
 {
+    (void)threads; /* work is shared through counters, not by thread count */
     forward_plan *plan = arg;
     float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
     float *sums = scratch + plan->thread_scratch_floats - plan->thread_sum_floats;
     const float **sum_rows = plan->thread_sum_rows + (size_t)thread * plan->max_pairs;
     if (!plan->inputs_ready) {
-        phase1_inputs(plan, thread, threads);
-        mi4_cpu_pool_barrier(plan->pool, threads);
+        phase1_inputs(plan);
+        mi4_cpu_wait_count(&plan->rows_done, plan->token_count);
     }
     phase2_w13(plan, scratch);
-    mi4_cpu_pool_barrier(plan->pool, threads);
+    mi4_cpu_wait_count(&plan->items_done, plan->num_items);
     phase4_w2(plan, scratch, sums, sum_rows);
 }
 
@@ -292,7 +308,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
      * there are many pairs (the activations outgrow the caches), many narrow
      * ones for decode. */
     int many_pairs = max_pairs >= 4 * hit_bound;
-    int out_tiles = clamp_int(w->geo2.tiles / ((many_pairs ? 4 : 16) * threads), 1,
+    int out_tiles = clamp_int(w->geo2.tiles / ((many_pairs ? 4 : 8) * threads), 1,
                               MI4_CPU_MAX_OUT_TILES);
 
     forward_plan plan;
@@ -389,13 +405,16 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         plan.pair_out_factor = out_factor;
         plan.items = items;
         plan.num_items = num_items;
+        atomic_store(&plan.next_row, 0);
+        atomic_store(&plan.rows_done, 0);
         atomic_store(&plan.next_item, 0);
+        atomic_store(&plan.items_done, 0);
         atomic_store(&plan.next_out_item, 0);
         /* a few rows: converting them costs less than waking a thread for it */
         plan.on_input = on_input;
         plan.inputs_ready = (int64_t)count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
         if (plan.inputs_ready)
-            phase1_inputs(&plan, 0, 1);
+            phase1_inputs(&plan);
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)
             forward_job(&plan, 0, 1);
     }

@@ -2,17 +2,20 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
-/* How long a thread spins before it sleeps (between jobs) or yields (in a
- * barrier). Short: on a loaded machine a spinning thread takes the core from
- * the very thread it waits for (measured: 20000 pause-spins turned a 10 us
- * job into 0.5-1.5 ms on a busy 2-core VM). */
+/* How long a thread spins before it sleeps (between jobs) or yields (while
+ * waiting for work). Short: on a loaded machine a spinning thread takes the
+ * core from the very thread it waits for (measured: 20000 pause-spins turned
+ * a 10 us job into 0.5-1.5 ms on a busy 2-core VM). */
 #define MI4_POOL_SPIN_NS 50000
-#define MI4_BARRIER_SPIN_NS 50000
+#define MI4_WAIT_SPIN_NS 50000
+
+/* state = generation << 32 | closed bit | workers joined */
+#define STATE_CLOSED 0x80000000ull
+#define STATE_JOINED_MASK 0x7fffffffull
 
 typedef struct worker_arg {
     mi4_cpu_pool *pool;
@@ -25,17 +28,15 @@ struct mi4_cpu_pool {
     worker_arg *worker_args;
     int started;                 /* workers actually running */
     pthread_mutex_t run_lock;    /* one job at a time */
-    pthread_mutex_t lock;        /* guards sleeping */
+    pthread_mutex_t lock;        /* guards sleeping and `done` */
     pthread_cond_t wake;
     pthread_cond_t done;
     mi4_cpu_job_fn job;
     void *job_arg;
-    atomic_uint generation;      /* bumped for every job */
-    atomic_int pending;          /* workers still running the job */
+    _Atomic uint64_t state;
+    atomic_int finished;         /* joined workers done with the job */
     atomic_int stop;
     atomic_int sleeping;         /* workers asleep on `wake` */
-    atomic_int barrier_count;
-    atomic_uint barrier_phase;
 };
 
 static void cpu_relax(void)
@@ -72,33 +73,49 @@ static int spinner_keep_spinning(spinner *s)
     return 1;
 }
 
+static uint32_t state_generation(uint64_t state) { return (uint32_t)(state >> 32); }
+
+/* Joins the job of `generation` if it is still open. */
+static int try_join(mi4_cpu_pool *pool, uint32_t generation)
+{
+    uint64_t s = atomic_load_explicit(&pool->state, memory_order_acquire);
+    for (;;) {
+        if (state_generation(s) != generation || (s & STATE_CLOSED))
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&pool->state, &s, s + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 1;
+    }
+}
+
 static void *worker_main(void *opaque)
 {
     worker_arg *self = opaque;
     mi4_cpu_pool *pool = self->pool;
-    unsigned seen = 0; /* the generation at pool creation, whenever this thread starts */
+    uint32_t seen = 0; /* the generation at pool creation, whenever this thread starts */
     for (;;) {
         spinner spin = spinner_start(MI4_POOL_SPIN_NS);
-        while (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
+        while (state_generation(atomic_load_explicit(&pool->state, memory_order_acquire)) == seen &&
                !atomic_load(&pool->stop)) {
             if (spinner_keep_spinning(&spin))
                 continue;
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleeping, 1);
-            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
+            while (state_generation(atomic_load(&pool->state)) == seen && !atomic_load(&pool->stop))
                 pthread_cond_wait(&pool->wake, &pool->lock);
             atomic_fetch_sub(&pool->sleeping, 1);
             pthread_mutex_unlock(&pool->lock);
         }
         if (atomic_load(&pool->stop))
             return NULL;
-        seen = atomic_load(&pool->generation);
+        seen = state_generation(atomic_load_explicit(&pool->state, memory_order_acquire));
+        if (!try_join(pool, seen))
+            continue; /* closed: the caller finished without us */
         pool->job(pool->job_arg, self->index, pool->num_threads);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        atomic_fetch_add_explicit(&pool->finished, 1, memory_order_release);
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
     }
 }
 
@@ -122,6 +139,7 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->state, STATE_CLOSED);
     for (int i = 1; i < num_threads; i++) {
         pool->worker_args[i].pool = pool;
         pool->worker_args[i].index = i;
@@ -161,22 +179,24 @@ int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
         return -1;
     pool->job = job;
     pool->job_arg = arg;
-    atomic_store(&pool->barrier_count, 0);
-    atomic_store(&pool->pending, pool->num_threads - 1);
+    atomic_store(&pool->finished, 0);
+    uint32_t generation = state_generation(atomic_load(&pool->state)) + 1;
     pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    atomic_store_explicit(&pool->state, (uint64_t)generation << 32, memory_order_release);
     if (atomic_load(&pool->sleeping) > 0)
         pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
     job(arg, 0, pool->num_threads);
 
+    int joined = (int)(atomic_fetch_or_explicit(&pool->state, STATE_CLOSED, memory_order_acq_rel) &
+                       STATE_JOINED_MASK);
     spinner spin = spinner_start(MI4_POOL_SPIN_NS);
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
+    while (atomic_load_explicit(&pool->finished, memory_order_acquire) < joined) {
         if (spinner_keep_spinning(&spin))
             continue;
         pthread_mutex_lock(&pool->lock);
-        while (atomic_load(&pool->pending) > 0)
+        while (atomic_load(&pool->finished) < joined)
             pthread_cond_wait(&pool->done, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
     }
@@ -184,19 +204,10 @@ int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
     return 0;
 }
 
-void mi4_cpu_pool_barrier(mi4_cpu_pool *pool, int num_threads)
+void mi4_cpu_wait_count(atomic_int *count, int target)
 {
-    if (num_threads <= 1)
-        return;
-    unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) ==
-        num_threads - 1) {
-        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_release);
-        return;
-    }
-    spinner spin = spinner_start(MI4_BARRIER_SPIN_NS);
-    while (atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase)
+    spinner spin = spinner_start(MI4_WAIT_SPIN_NS);
+    while (atomic_load_explicit(count, memory_order_acquire) < target)
         if (!spinner_keep_spinning(&spin))
             sched_yield();
 }

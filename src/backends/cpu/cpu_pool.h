@@ -1,9 +1,17 @@
 /* A small thread pool owned by one CPU context: num_threads - 1 workers plus
- * the calling thread run one job at a time. A job may split itself into
- * phases with mi4_cpu_pool_barrier. Workers spin briefly between jobs (decode
- * calls come back to back) and then sleep on a condition variable. */
+ * the calling thread run one job at a time. Workers spin briefly between
+ * jobs (decode calls come back to back) and then sleep.
+ *
+ * Jobs must be work-conserving: the caller alone can finish a job, and no
+ * thread ever waits for another particular thread, only for work to be done
+ * (mi4_cpu_wait_count on completion counters). A worker that wakes late (a
+ * sleeping vCPU can take hundreds of microseconds) joins only while the
+ * caller is still inside the job; once the caller is done the job is closed
+ * and the late worker skips it, so nobody waits for its wake-up. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_POOL_H
 #define MOEINT4_BACKENDS_CPU_CPU_POOL_H
+
+#include <stdatomic.h>
 
 typedef struct mi4_cpu_pool mi4_cpu_pool;
 
@@ -15,13 +23,14 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads);
 void mi4_cpu_pool_destroy(mi4_cpu_pool *pool);
 int mi4_cpu_pool_threads(const mi4_cpu_pool *pool);
 
-/* Runs job on every thread of the pool and returns when all are done.
- * Returns 0, or -1 when another thread is running a job on this pool right
- * now (the caller then runs the job alone with num_threads = 1). */
+/* Runs job on the caller and on every worker that joins in time; returns
+ * when the caller's part and every joined worker's part are done. Returns 0,
+ * or -1 when another thread is running a job on this pool right now (the
+ * caller then runs the job alone with num_threads = 1). */
 int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg);
 
-/* Blocks until all `num_threads` threads of the running job reached it. A
- * job run with num_threads = 1 may call it too (returns at once). */
-void mi4_cpu_pool_barrier(mi4_cpu_pool *pool, int num_threads);
+/* Waits (spinning briefly, then yielding) until *count >= target; acquire
+ * ordering, so what was written before the matching increments is visible. */
+void mi4_cpu_wait_count(atomic_int *count, int target);
 
 #endif
