@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds the CPU kernel and forward micro-benchmarks without CMake, cmocka or
-# the rest of the project (for a machine with only a C compiler):
+# Builds the CPU kernel and forward micro-benchmarks (and, with OpenBLAS, the
+# moeint4 command with the library linked in) without CMake or cmocka, for a
+# machine with only a C compiler:
 #   ./bench/kernels/build_standalone.sh OUTPUT_DIR [extra cc flags]
 # Links OpenBLAS when pkg-config finds it, else leaves the sgemm part out.
 set -e
@@ -20,4 +21,11 @@ $cc $flags $blas_c bench/kernels/bench_cpu_kernels.c src/layout/cpu_repack.c \
 forward_sources=$(ls src/core/error.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx2)
 $cc $flags -DMOEINT4_VECTORS_DIR=\"/nonexistent\" bench/kernels/bench_cpu_forward.c \
   $forward_sources "$tmp/avx2.o" -o "$out/bench_cpu_forward" -lpthread -lm
+if [ -n "$blas_l" ]; then
+  cli_sources=$(ls tools/*.c src/core/*.c src/oracle/*.c src/layout/*.c src/backends/cpu/*.c \
+    tests/common/*.c tests/reference/reference.c | grep -v _avx2)
+  $cc $flags $blas_c -Itools -DMOEINT4_PLUGIN_SUFFIX=\".so\" -DMOEINT4_GIT_COMMIT=\"standalone\" \
+    -DMOEINT4_VECTORS_DIR=\"/nonexistent\" $cli_sources "$tmp/avx2.o" -o "$out/moeint4" \
+    $blas_l -ldl -lpthread -lm
+fi
 rm -rf "$tmp"
