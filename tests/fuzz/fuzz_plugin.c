@@ -29,6 +29,8 @@ typedef struct plugin_world {
     uint8_t *file;            /* the plugin's bytes */
     size_t file_size;
     char scratch_dir[64];     /* where corrupted copies are written */
+    char plugin_dir[512];     /* the fuzz plugin's folder */
+    char plugin_path[600];
 } plugin_world;
 
 static plugin_world the_world;
@@ -46,7 +48,12 @@ static const plugin_world *world(void)
     plugin_world *w = &the_world;
     if (w->file)
         return w;
-    void *handle = dlopen(FZ_PLUGIN_DIR "/" PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL);
+    /* MOEINT4_FUZZ_PLUGIN_DIR: where the plugin is when the harness runs
+     * outside its build tree (a long run on another machine) */
+    const char *dir = getenv("MOEINT4_FUZZ_PLUGIN_DIR");
+    snprintf(w->plugin_dir, sizeof w->plugin_dir, "%s", dir ? dir : FZ_PLUGIN_DIR);
+    snprintf(w->plugin_path, sizeof w->plugin_path, "%.500s/%s", w->plugin_dir, PLUGIN_FILE);
+    void *handle = dlopen(w->plugin_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
         abort();
     void *base = dlsym(handle, "fz_plugin_base_table"), *set = dlsym(handle, "fz_plugin_set_answer");
@@ -54,7 +61,7 @@ static const plugin_world *world(void)
         abort();
     memcpy(&w->base_table, &base, sizeof base);
     memcpy(&w->set_answer, &set, sizeof set);
-    FILE *f = fopen(FZ_PLUGIN_DIR "/" PLUGIN_FILE, "rb");
+    FILE *f = fopen(w->plugin_path, "rb");
     if (!f || fseek(f, 0, SEEK_END) != 0)
         abort();
     long length = ftell(f);
@@ -178,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const plugin_world *w = world();
     fz_input in;
     fz_init(&in, data, size);
-    setenv("MOEINT4_BACKEND_PATH", FZ_PLUGIN_DIR, 1);
+    setenv("MOEINT4_BACKEND_PATH", w->plugin_dir, 1);
     if (fz_pick(&in, 4) == 3)
         check_damaged_file(&in, w);
     else

@@ -110,6 +110,7 @@ void fz_quant_make(fz_input *in, fz_quant *q, moeint4_format format, int zero_of
         q->scales[fz_u32(in) % scales_count] = bad_scale_bits(in, scales_dtype);
 
     int g_idx_mode = fz_pick(in, 8); /* 0-4 none, 5-6 trivial, 7 one wrong entry */
+    fz_fill(in, q->g_idx, q->g_idx_bytes);
     if (small) {
         int group = group_size > 0 ? group_size : in_features;
         for (size_t i = 0; i < g_idx_words; i++)
