@@ -12,6 +12,12 @@
  * a 10 us job into 0.5-1.5 ms on a busy 2-core VM). */
 #define MI4_POOL_SPIN_NS 50000
 #define MI4_WAIT_SPIN_NS 50000
+/* After spinning, an idle worker keeps yielding for this long before it
+ * sleeps (as Intel OpenMP's KMP_BLOCKTIME, 200 ms): waking a sleeping vCPU
+ * took about 1 ms on the VMs measured, longer than a whole decode forward,
+ * while a yielding thread gives its core to anyone else who wants it.
+ * MOEINT4_CPU_IDLE_MS overrides it (0: sleep right after spinning). */
+#define MI4_POOL_IDLE_NS_DEFAULT 200000000
 
 /* state = generation << 32 | closed bit | workers joined */
 #define STATE_CLOSED 0x80000000ull
@@ -37,6 +43,7 @@ struct mi4_cpu_pool {
     atomic_int finished;         /* joined workers done with the job */
     atomic_int stop;
     atomic_int sleeping;         /* workers asleep on `wake` */
+    int64_t idle_ns;             /* yield this long before sleeping */
 };
 
 static void cpu_relax(void)
@@ -95,10 +102,17 @@ static void *worker_main(void *opaque)
     uint32_t seen = 0; /* the generation at pool creation, whenever this thread starts */
     for (;;) {
         spinner spin = spinner_start(MI4_POOL_SPIN_NS);
+        int64_t idle_deadline = 0;
         while (state_generation(atomic_load_explicit(&pool->state, memory_order_acquire)) == seen &&
                !atomic_load(&pool->stop)) {
             if (spinner_keep_spinning(&spin))
                 continue;
+            if (idle_deadline == 0)
+                idle_deadline = monotonic_ns() + pool->idle_ns;
+            if (monotonic_ns() < idle_deadline) {
+                sched_yield();
+                continue;
+            }
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleeping, 1);
             while (state_generation(atomic_load(&pool->state)) == seen && !atomic_load(&pool->stop))
@@ -127,6 +141,14 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
     if (!pool)
         return NULL;
     pool->num_threads = num_threads;
+    pool->idle_ns = MI4_POOL_IDLE_NS_DEFAULT;
+    const char *idle_ms = getenv("MOEINT4_CPU_IDLE_MS");
+    if (idle_ms && *idle_ms) {
+        char *end = NULL;
+        long ms = strtol(idle_ms, &end, 10);
+        if (end && *end == '\0' && ms >= 0 && ms <= 10000)
+            pool->idle_ns = (int64_t)ms * 1000000;
+    }
     pool->threads = calloc((size_t)num_threads, sizeof *pool->threads);
     pool->worker_args = calloc((size_t)num_threads, sizeof *pool->worker_args);
     if (!pool->threads || !pool->worker_args) {
