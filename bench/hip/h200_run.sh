@@ -18,7 +18,7 @@ want() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
 if [ -f "$DEPS/deps.tar.xz" ]; then
   mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
   export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
-  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPATH=/tmp/hipdeps/include
 fi
 SHARED=$PWD/../shared
 [ -d "$DEPS/shared/vectors" ] && SHARED=$PWD/$DEPS/shared

@@ -123,16 +123,21 @@ static void test_bad_ids(void **state)
     const int64_t m = 6;
     const int topk = 2, k = 128;
     const int32_t bad_values[] = {16, -1, 1 << 30};
-    for (int b = 0; b < 3; b++) {
+    /* 6 tokens take the decode GEMV (routing fused into it); tile 64 uses the
+     * routing kernel */
+    for (int b = 0; b < 6; b++) {
+        if (b == 3)
+            setenv("MOEINT4_HIP_TILE", "64", 1);
         int32_t ids[12];
         float router[12];
         uint16_t hidden[6 * 128], out[6 * 128], poison[6 * 128];
         tk_rng rng;
         tk_rng_seed(&rng, 50 + (uint64_t)b);
+        int32_t bad = bad_values[b % 3];
         tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, (size_t)(m * k), 1.0, hidden);
         tk_route_random(&rng, m, 16, topk, ids, router);
-        ids[3 * topk + 1] = bad_values[b];
-        ids[5 * topk + 0] = bad_values[b]; /* a later bad slot: the first one is named */
+        ids[3 * topk + 1] = bad;
+        ids[5 * topk + 0] = bad; /* a later bad slot: the first one is named */
         void *d_hidden, *d_ids, *d_router, *d_out;
         assert_int_equal(moeint4_memory_alloc(ctx, sizeof hidden, &d_hidden), MOEINT4_SUCCESS);
         assert_int_equal(moeint4_memory_alloc(ctx, sizeof ids, &d_ids), MOEINT4_SUCCESS);
@@ -154,11 +159,11 @@ static void test_bad_ids(void **state)
         args.topk_weights = d_router;
         args.output = d_out;
         moeint4_status status = moeint4_forward(ctx, w, &args);
-        print_message("bad id %d: %s: %s\n", bad_values[b], moeint4_status_string(status),
+        print_message("bad id %d: %s: %s\n", bad, moeint4_status_string(status),
                       moeint4_last_error());
         assert_int_equal(status, MOEINT4_INVALID_ARGUMENT);
         char expected[64];
-        snprintf(expected, sizeof expected, "topk_ids[3][1] = %d", bad_values[b]);
+        snprintf(expected, sizeof expected, "topk_ids[3][1] = %d", bad);
         assert_non_null(strstr(moeint4_last_error(), expected));
         moeint4_memory_copy(ctx, out, d_out, sizeof out, MOEINT4_COPY_DEVICE_TO_HOST);
         assert_memory_equal(out, poison, sizeof out);
@@ -175,6 +180,7 @@ static void test_bad_ids(void **state)
         moeint4_memory_free(ctx, d_router);
         moeint4_memory_free(ctx, d_out);
     }
+    unsetenv("MOEINT4_HIP_TILE");
     moeint4_weights_release(w);
     tk_layer_free(&layer);
     moeint4_context_destroy(ctx);
@@ -190,16 +196,21 @@ static void test_determinism(void **state)
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 256, 128, 128, 0, 61);
-        hip_test_case c = default_case(MOEINT4_DTYPE_F32, 700, 4, 62);
-        size_t bytes = (size_t)c.num_tokens * 256 * sizeof(float);
-        void *first = malloc(bytes), *second = malloc(bytes);
-        assert_non_null(first);
-        assert_non_null(second);
-        assert_int_equal(hip_test_forward(ctx, w, &layer, &c, first, NULL), MOEINT4_SUCCESS);
-        assert_int_equal(hip_test_forward(ctx, w, &layer, &c, second, NULL), MOEINT4_SUCCESS);
-        assert_memory_equal(first, second, bytes);
-        free(first);
-        free(second);
+        /* 700 tokens: tiled GEMMs; 5 tokens: the decode GEMV with fused
+         * routing and combine */
+        const int64_t sizes[] = {700, 5};
+        for (int i = 0; i < 2; i++) {
+            hip_test_case c = default_case(MOEINT4_DTYPE_F32, sizes[i], 4, 62);
+            size_t bytes = (size_t)c.num_tokens * 256 * sizeof(float);
+            void *first = malloc(bytes), *second = malloc(bytes);
+            assert_non_null(first);
+            assert_non_null(second);
+            assert_int_equal(hip_test_forward(ctx, w, &layer, &c, first, NULL), MOEINT4_SUCCESS);
+            assert_int_equal(hip_test_forward(ctx, w, &layer, &c, second, NULL), MOEINT4_SUCCESS);
+            assert_memory_equal(first, second, bytes);
+            free(first);
+            free(second);
+        }
         moeint4_weights_release(w);
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);

@@ -277,6 +277,14 @@ moeint4_status acquire_workspace(mi4_hip_context *ctx, size_t bytes, mi4_hip_wor
         free_workspace(w);
         return st;
     }
+    /* the routing status words start at zero (the fused combine's ticket
+     * counter relies on it and leaves it at zero after each forward) */
+    const int zeros[4] = {0, 0, 0, 0};
+    hipError_t e = hipMemcpy(w->device, zeros, sizeof zeros, hipMemcpyHostToDevice);
+    if (e != hipSuccess) {
+        free_workspace(w);
+        return device_failure(err, cap, "clearing the forward workspace", e);
+    }
     w->bytes = grown;
     *out = w;
     return MOEINT4_SUCCESS;
@@ -298,10 +306,16 @@ mi4_hip_tile_config choose_tile(int64_t slots, int num_experts)
     for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
         if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
             return (mi4_hip_tile_config)c;
+    /* Measured on the H200 (bench/results/hip-*.md): the register-streaming
+     * GEMV while experts see about two rows, then 16- and 64-row tiles, and
+     * the wgmma 128 x 256 tile (sm_90a builds; elsewhere its mma.sync
+     * stand-in) for prefill. */
     int64_t rows_per_expert = slots / (num_experts > 0 ? num_experts : 1);
-    if (rows_per_expert <= 4)
+    if (rows_per_expert <= 2)
         return MI4_TILE_GEMV;
-    return rows_per_expert <= 48 ? MI4_TILE_64 : MI4_TILE_128;
+    if (rows_per_expert <= 8)
+        return MI4_TILE_16;
+    return rows_per_expert <= 48 ? MI4_TILE_64 : MI4_TILE_WGMMA_256;
 }
 
 moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
@@ -354,6 +368,22 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.y = (float *)(base + at_y);
     g.use_mma = ctx->use_mma;
     g.stream = stream;
+    /* Decode: fewer launches (each costs several microseconds at M = 1). */
+    bool gemv = config == MI4_TILE_GEMV;
+    g.fuse_route = gemv && slots <= MI4_FUSED_ROUTE_SLOTS;
+    g.topk_ids = args->topk_ids;
+    g.num_slots = slots;
+    g.fuse_combine = gemv && (int64_t)(m * (int64_t)k) <= 16384;
+    g.combine.y = g.y;
+    g.combine.topk_ids = args->topk_ids;
+    g.combine.expert_map = w->expert_map;
+    g.combine.num_tokens = m;
+    g.combine.topk = args->topk;
+    g.combine.hidden = (int)k;
+    g.combine.out = args->output;
+    g.combine.dtype = args->dtype;
+    g.combine.status = routing.status;
+    g.combine.host_status = ws->host_status_device;
 
     ws->host_status[0] = 0;
     ws->host_status[1] = -1;
@@ -365,7 +395,7 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
                                    args->topk_weights, per_slot, (uint16_t *)(base + at_x),
                                    stream);
     }
-    if (e == hipSuccess) {
+    if (e == hipSuccess && !g.fuse_route) {
         step = "routing";
         e = mi4_hip_launch_route(args->topk_ids, slots, w, &routing, stream);
     }
@@ -377,10 +407,9 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
         step = "gemm2";
         e = mi4_hip_launch_gemm2(config, &g);
     }
-    if (e == hipSuccess) {
+    if (e == hipSuccess && !g.fuse_combine) {
         step = "combine";
-        e = mi4_hip_launch_combine(g.y, args->topk_ids, w, m, args->topk, args->output,
-                                   args->dtype, routing.status, ws->host_status_device, stream);
+        e = mi4_hip_launch_combine(&g.combine, stream);
     }
     if (e == hipSuccess) {
         step = "stream synchronize";

@@ -12,6 +12,7 @@
  *           epilogue and only act [rows][N] (bf16) is written.
  *   gemm2:  A = act rows, B = w2[e]; the epilogue scales by the router
  *           weight and writes f32 rows per slot for the combine. */
+#include <limits.h>
 #include <math.h>
 
 #include "hip_internal.h"
@@ -36,6 +37,13 @@ struct gemm_params {
     int weight_on_output;
     int activation;
     float limit, alpha, beta;
+    /* decode GEMV fusions */
+    const int32_t *topk_ids;
+    const int32_t *expert_map;
+    int num_slots, num_experts;
+    int *route_status, *route_sorted, *route_tile_expert;
+    int *done_counter;
+    mi4_combine_params combine;
 };
 
 __device__ float activate(int kind, float gate, float up, float limit, float alpha, float beta)
@@ -282,9 +290,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
  * of ROWS/2 outputs) and up to TOKENS token rows of one routed tile, sums
  * over the lanes in a fixed butterfly order, and runs the same epilogues. */
 constexpr int GEMV_TOKENS = 8; /* = the routing tile of MI4_TILE_GEMV */
-constexpr int GEMV_ROWS = 4;
+constexpr int GEMV_ROWS = 2;
 constexpr int GEMV_WARPS = 8;
-constexpr int GEMV_UNROLL = 2;
+constexpr int GEMV_UNROLL = 4;
 
 MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
 {
@@ -296,35 +304,15 @@ MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
     }
 }
 
+/* The streaming loop and epilogue of one warp over `tokens` rows of a tile. */
 template <bool GATED>
-__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, 2) decode_gemv(gemm_params p)
+__device__ __forceinline__ void gemv_rows(const gemm_params &p, int tile, int group, int expert,
+                                          const int *row_slot, const uint16_t *const *a_rows,
+                                          int tokens)
 {
     constexpr int OUTS = GATED ? GEMV_ROWS / 2 : GEMV_ROWS; /* outputs per warp */
     constexpr int CHUNK = MI4_WARP * 8;                     /* k per lane-wide load */
-    const int groups = (p.out_cols + GEMV_WARPS * OUTS - 1) / (GEMV_WARPS * OUTS);
-    const int tile = (int)(blockIdx.x / groups);
-    const int group = (int)(blockIdx.x % groups);
-    if (tile >= p.status[2])
-        return;
-    const int expert = p.tile_expert[tile];
-    __shared__ int row_slot[GEMV_TOKENS];
-    __shared__ const uint16_t *a_rows[GEMV_TOKENS];
-    __shared__ int valid_rows;
     const int tid = (int)threadIdx.x;
-    if (tid == 0)
-        valid_rows = 0;
-    __syncthreads();
-    if (tid < GEMV_TOKENS) {
-        int slot = p.sorted_slot[(size_t)tile * GEMV_TOKENS + tid];
-        row_slot[tid] = slot;
-        size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
-                             : (size_t)tile * GEMV_TOKENS + tid;
-        a_rows[tid] = slot >= 0 ? p.a + index * (size_t)p.inner : nullptr;
-        if (slot >= 0)
-            atomicAdd(&valid_rows, 1); /* valid rows come first in a tile */
-    }
-    __syncthreads();
-    const int tokens = valid_rows;
     const int warp = tid / MI4_WARP, lane = tid % MI4_WARP;
     const int out0 = (group * GEMV_WARPS + warp) * OUTS;
 
@@ -404,6 +392,147 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, 2) decode_gemv(gemm_para
     }
 }
 
+/* gemm13 of a small batch routes itself: every block reads the (at most
+ * MI4_FUSED_ROUTE_SLOTS) ids, orders the slots by local expert (slot order
+ * inside an expert, GEMV_TOKENS rows per tile) and finds its tile's rows;
+ * block 0 also publishes the routing (status, tiles, sorted slots) for gemm2
+ * and the combine. Returns the number of tiles (0 after a bad id). */
+__device__ int gemv_fused_route(const gemm_params &p, int tile, int *row_slot, int *expert)
+{
+    __shared__ int local_of[MI4_FUSED_ROUTE_SLOTS], count_of[MI4_FUSED_ROUTE_SLOTS];
+    __shared__ int first_of[MI4_FUSED_ROUTE_SLOTS];
+    __shared__ int first_bad, tiles, tile_expert;
+    const int tid = (int)threadIdx.x, slots = p.num_slots;
+    if (tid == 0) {
+        first_bad = INT_MAX;
+        tiles = 0;
+        tile_expert = -1;
+    }
+    if (tid < GEMV_TOKENS)
+        row_slot[tid] = -1;
+    __syncthreads();
+    int local = -1;
+    if (tid < slots) {
+        int id = p.topk_ids[tid];
+        if (id < 0 || id >= p.num_experts)
+            atomicMin(&first_bad, tid);
+        else
+            local = p.expert_map[id];
+        local_of[tid] = local;
+    }
+    __syncthreads();
+    if (first_bad != INT_MAX) {
+        if (blockIdx.x == 0 && tid == 0) {
+            p.route_status[0] = 1;
+            p.route_status[1] = first_bad;
+            p.route_status[2] = 0;
+        }
+        return 0;
+    }
+    int before = 0, count = 0;
+    if (local >= 0)
+        for (int s = 0; s < slots; s++)
+            if (local_of[s] == local) {
+                count++;
+                before += s < tid;
+            }
+    if (tid < slots) {
+        count_of[tid] = count;
+        first_of[tid] = local >= 0 && before == 0;
+    }
+    __syncthreads();
+    int my_tile = 0;
+    if (local >= 0) {
+        for (int s = 0; s < slots; s++)
+            if (first_of[s] && local_of[s] < local)
+                my_tile += (count_of[s] + GEMV_TOKENS - 1) / GEMV_TOKENS;
+        if (before == 0)
+            atomicAdd(&tiles, (count + GEMV_TOKENS - 1) / GEMV_TOKENS);
+        if (my_tile + before / GEMV_TOKENS == tile) {
+            row_slot[before % GEMV_TOKENS] = tid;
+            tile_expert = local;
+        }
+    }
+    __syncthreads();
+    if (blockIdx.x == 0) {
+        for (int i = tid; i < tiles * GEMV_TOKENS; i += (int)blockDim.x)
+            p.route_sorted[i] = -1;
+        __syncthreads();
+        if (local >= 0) {
+            p.route_sorted[(my_tile + before / GEMV_TOKENS) * GEMV_TOKENS + before % GEMV_TOKENS] =
+                tid;
+            if (before == 0)
+                for (int t = 0; t < (count + GEMV_TOKENS - 1) / GEMV_TOKENS; t++)
+                    p.route_tile_expert[my_tile + t] = local;
+        }
+        if (tid == 0) {
+            p.route_status[0] = 0;
+            p.route_status[1] = -1;
+            p.route_status[2] = tiles;
+        }
+    }
+    *expert = tile_expert;
+    return tiles;
+}
+
+/* Decode: FUSED routes inside gemm13 (gemv_fused_route) and, in gemm2, lets
+ * the last block to finish run the combine (a ticket counter, integer
+ * atomics only; the sums themselves keep their fixed order). */
+template <bool GATED, bool FUSED>
+__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, 2) decode_gemv(gemm_params p)
+{
+    constexpr int OUTS = GATED ? GEMV_ROWS / 2 : GEMV_ROWS;
+    const int groups = (p.out_cols + GEMV_WARPS * OUTS - 1) / (GEMV_WARPS * OUTS);
+    const int tile = (int)(blockIdx.x / groups);
+    const int group = (int)(blockIdx.x % groups);
+    const int tid = (int)threadIdx.x;
+    __shared__ int row_slot[GEMV_TOKENS];
+    __shared__ const uint16_t *a_rows[GEMV_TOKENS];
+    __shared__ int valid_rows;
+    int expert = -1;
+    bool active;
+    if (GATED && FUSED) {
+        active = tile < gemv_fused_route(p, tile, row_slot, &expert);
+    } else {
+        active = tile < p.status[2];
+        if (active) {
+            expert = p.tile_expert[tile];
+            if (tid < GEMV_TOKENS)
+                row_slot[tid] = p.sorted_slot[(size_t)tile * GEMV_TOKENS + tid];
+        }
+    }
+    if (active) {
+        if (tid == 0)
+            valid_rows = 0;
+        __syncthreads();
+        if (tid < GEMV_TOKENS) {
+            int slot = row_slot[tid];
+            size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
+                                 : (size_t)tile * GEMV_TOKENS + tid;
+            a_rows[tid] = slot >= 0 ? p.a + index * (size_t)p.inner : nullptr;
+            if (slot >= 0)
+                atomicAdd(&valid_rows, 1); /* valid rows come first in a tile */
+        }
+        __syncthreads();
+        gemv_rows<GATED>(p, tile, group, expert, row_slot, a_rows, valid_rows);
+    }
+    if (!GATED && FUSED) {
+        __shared__ int ticket;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+            ticket = atomicAdd(p.done_counter, 1);
+        __syncthreads();
+        if (ticket == (int)gridDim.x - 1) {
+            __threadfence();
+            if (mi4_combine_status(p.combine, tid == 0))
+                mi4_combine_quads(p.combine, tid, (int64_t)blockDim.x);
+            if (tid == 0)
+                *p.done_counter = 0; /* ready for the next forward on this workspace */
+        }
+    }
+}
+
 #if defined(MI4_PLATFORM_NVIDIA)
 /* Prefill on Hopper: 128 x BN tiles, two warpgroups of 64 rows issuing
  * wgmma from 128B-swizzled shared tiles (BK = 64, 4 stages of cp.async).
@@ -449,18 +578,21 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
+    /* Loads run WG_STAGES - 2 tiles ahead and one wgmma group stays in
+     * flight, so the stage being refilled was read two groups ago. */
+    constexpr int AHEAD = WG_STAGES - 2;
 #pragma unroll
-    for (int s = 0; s < WG_STAGES - 1; s++) {
+    for (int s = 0; s < AHEAD; s++) {
         if (s < k_tiles)
             load_stage(s, s);
         mi4_copy_commit();
     }
     const int warpgroup = tid / 128;
     for (int kt = 0; kt < k_tiles; kt++) {
-        mi4_copy_wait<WG_STAGES - 2>();
+        mi4_copy_wait<AHEAD - 1>();
         mi4_fence_proxy_async();
         __syncthreads();
-        int next = kt + WG_STAGES - 1;
+        int next = kt + AHEAD;
         if (next < k_tiles)
             load_stage(next % WG_STAGES, next);
         mi4_copy_commit();
@@ -477,9 +609,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
                 mi4_wgmma_m64n256k16(*(float(*)[128])acc, desc_a + 2 * kk, desc_b + 2 * kk);
         }
         mi4_wgmma_commit();
-        mi4_wgmma_wait_all();
-        mi4_fence_registers(acc);
+        mi4_wgmma_wait_one();
     }
+    mi4_wgmma_wait_all();
+    mi4_fence_registers(acc);
     mi4_copy_wait<0>();
 
     const int lane = tid % 32;
@@ -571,6 +704,15 @@ gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
     p.limit = a->limit;
     p.alpha = a->alpha;
     p.beta = a->beta;
+    p.topk_ids = a->topk_ids;
+    p.expert_map = w->expert_map;
+    p.num_slots = (int)a->num_slots;
+    p.num_experts = w->num_experts;
+    p.route_status = a->routing->status;
+    p.route_sorted = a->routing->sorted_slot;
+    p.route_tile_expert = a->routing->tile_expert;
+    p.done_counter = a->routing->status + 3;
+    p.combine = a->combine;
     return p;
 }
 
@@ -582,7 +724,11 @@ template <bool GATED> hipError_t launch_gemv(const mi4_hip_gemm_args *a)
     size_t blocks = (size_t)a->routing->max_tiles * (size_t)groups;
     if (blocks == 0)
         return hipSuccess;
-    decode_gemv<GATED><<<dim3((unsigned)blocks), dim3(GEMV_WARPS * MI4_WARP), 0, a->stream>>>(p);
+    dim3 grid((unsigned)blocks), block(GEMV_WARPS * MI4_WARP);
+    if (GATED ? a->fuse_route : a->fuse_combine)
+        decode_gemv<GATED, true><<<grid, block, 0, a->stream>>>(p);
+    else
+        decode_gemv<GATED, false><<<grid, block, 0, a->stream>>>(p);
     return hipGetLastError();
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "combine.h"
 #include "hip_platform.h"
 #include "moeint4.h"
 
@@ -87,7 +88,17 @@ typedef struct mi4_hip_gemm_args {
     float *y;                /* f32 [M * topk][K] */
     int use_mma;
     hipStream_t stream;
+    /* Decode GEMV only (MI4_TILE_GEMV): */
+    int fuse_route;          /* gemm13 routes itself (slots <= MI4_FUSED_ROUTE_SLOTS) */
+    const int32_t *topk_ids;
+    int64_t num_slots;
+    int fuse_combine;        /* gemm2's last block runs the combine */
+    mi4_combine_params combine;
 } mi4_hip_gemm_args;
+
+/* Routing fused into the decode gemm13 serves at most this many slots (one
+ * per thread of a block). */
+#define MI4_FUSED_ROUTE_SLOTS 64
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
@@ -105,10 +116,7 @@ hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t nu
                                   int hidden, int topk, const float *topk_weights, int per_slot,
                                   uint16_t *x_bf16, hipStream_t stream);
 /* out[m] = sum over local slots of y rows, in slot order; writes nothing when
- * the routing flagged a bad id; copies the status to host_status_device. */
-hipError_t mi4_hip_launch_combine(const float *y, const int32_t *topk_ids,
-                                  const mi4_hip_weights *w, int64_t num_tokens, int topk,
-                                  void *out, moeint4_dtype dtype, const int *status,
-                                  int *host_status_device, hipStream_t stream);
+ * the routing flagged a bad id; copies the status for the host. */
+hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream);
 
 #endif

@@ -150,6 +150,7 @@ MI4_DEVICE uint64_t mi4_wgmma_desc(const void *tile)
 MI4_DEVICE void mi4_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 MI4_DEVICE void mi4_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 MI4_DEVICE void mi4_wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+MI4_DEVICE void mi4_wgmma_wait_one() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 /* Shared memory written by ordinary (cp.async) stores, read next by wgmma. */
 MI4_DEVICE void mi4_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 /* Keeps the compiler from moving accumulator reads across the async MMA. */

@@ -10,6 +10,7 @@
  * is independent of its position, and the combine sums slots in index order. */
 #include <limits.h>
 
+#include "combine.h"
 #include "hip_internal.h"
 
 namespace {
@@ -131,47 +132,11 @@ __global__ void convert(const void *x, moeint4_dtype dtype, int64_t rows, int hi
     }
 }
 
-/* Four consecutive outputs per thread (K is a multiple of 8). */
-__global__ void combine(const float *y, const int32_t *topk_ids, const int32_t *expert_map,
-                        int64_t num_tokens, int topk, int hidden, void *out, moeint4_dtype dtype,
-                        const int *status, int *host_status)
+__global__ void combine(mi4_combine_params c)
 {
-    bool first = blockIdx.x == 0 && threadIdx.x == 0;
-    if (first) {
-        host_status[0] = status[0];
-        host_status[1] = status[1];
-    }
-    if (status[0])
-        return;
-    int quads = hidden / 4;
-    int64_t total = num_tokens * quads;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t m = i / quads;
-        int k = (int)(i % quads) * 4;
-        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int j = 0; j < topk; j++) {
-            int64_t slot = m * topk + j;
-            if (expert_map[topk_ids[slot]] < 0)
-                continue;
-            float4 v = *(const float4 *)(y + slot * hidden + k);
-            sum.x += v.x;
-            sum.y += v.y;
-            sum.z += v.z;
-            sum.w += v.w;
-        }
-        size_t at = (size_t)(m * hidden + k);
-        float s[4] = {sum.x, sum.y, sum.z, sum.w};
-        /* scalar stores: the caller's output needs no more than element alignment */
-        for (int q = 0; q < 4; q++) {
-            if (dtype == MOEINT4_DTYPE_F32)
-                ((float *)out)[at + q] = s[q];
-            else if (dtype == MOEINT4_DTYPE_F16)
-                ((uint16_t *)out)[at + q] = mi4_dev_f32_to_f16(s[q]);
-            else
-                ((uint16_t *)out)[at + q] = mi4_dev_f32_to_bf16(s[q]);
-        }
-    }
+    if (mi4_combine_status(c, blockIdx.x == 0 && threadIdx.x == 0))
+        mi4_combine_quads(c, (int64_t)blockIdx.x * blockDim.x + threadIdx.x,
+                          (int64_t)gridDim.x * blockDim.x);
 }
 
 unsigned grid_for(int64_t work, int threads)
@@ -205,13 +170,8 @@ hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t nu
     return hipGetLastError();
 }
 
-hipError_t mi4_hip_launch_combine(const float *y, const int32_t *topk_ids,
-                                  const mi4_hip_weights *w, int64_t num_tokens, int topk,
-                                  void *out, moeint4_dtype dtype, const int *status,
-                                  int *host_status_device, hipStream_t stream)
+hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream)
 {
-    combine<<<grid_for(num_tokens * (w->hidden_size / 4), 256), 256, 0, stream>>>(
-        y, topk_ids, w->expert_map, num_tokens, topk, w->hidden_size, out, dtype, status,
-        host_status_device);
+    combine<<<grid_for(c->num_tokens * (c->hidden / 4), 256), 256, 0, stream>>>(*c);
     return hipGetLastError();
 }

@@ -1,0 +1,67 @@
+/* The combine step as device code shared by the combine kernel and the
+ * decode GEMV's fused tail: out[m] = sum over the local slots of token m, in
+ * slot order, of the f32 rows y[slot] (deterministic: no atomics). */
+#ifndef MOEINT4_HIP_COMBINE_H
+#define MOEINT4_HIP_COMBINE_H
+
+#include "hip_platform.h"
+#include "moeint4.h"
+
+struct mi4_combine_params {
+    const float *y;             /* [M * topk][K] */
+    const int32_t *topk_ids;
+    const int32_t *expert_map;
+    int64_t num_tokens;
+    int topk, hidden;
+    void *out;
+    moeint4_dtype dtype;
+    const int *status;          /* routing status: [0] bad-id flag, [1] first bad slot */
+    int *host_status;           /* mapped host copy of status[0..1] */
+};
+
+/* Writes outputs [first, end) in quads of 4 (K is a multiple of 8), striding
+ * by `step` quads; the caller checked status[0] == 0. */
+MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, int64_t step)
+{
+    int quads = c.hidden / 4;
+    int64_t total = c.num_tokens * quads;
+    for (int64_t i = first; i < total; i += step) {
+        int64_t m = i / quads;
+        int k = (int)(i % quads) * 4;
+        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int j = 0; j < c.topk; j++) {
+            int64_t slot = m * c.topk + j;
+            if (c.expert_map[c.topk_ids[slot]] < 0)
+                continue;
+            float4 v = *(const float4 *)(c.y + slot * c.hidden + k);
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        size_t at = (size_t)(m * c.hidden + k);
+        float s[4] = {sum.x, sum.y, sum.z, sum.w};
+        /* scalar stores: the caller's output needs no more than element alignment */
+        for (int q = 0; q < 4; q++) {
+            if (c.dtype == MOEINT4_DTYPE_F32)
+                ((float *)c.out)[at + q] = s[q];
+            else if (c.dtype == MOEINT4_DTYPE_F16)
+                ((uint16_t *)c.out)[at + q] = mi4_dev_f32_to_f16(s[q]);
+            else
+                ((uint16_t *)c.out)[at + q] = mi4_dev_f32_to_bf16(s[q]);
+        }
+    }
+}
+
+/* Copies the routing status for the host (when `writer`); true when the
+ * output may be written. */
+MI4_DEVICE bool mi4_combine_status(const mi4_combine_params &c, bool writer)
+{
+    if (writer) {
+        c.host_status[0] = c.status[0];
+        c.host_status[1] = c.status[1];
+    }
+    return c.status[0] == 0;
+}
+
+#endif
