@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
+#include "core/alloc.h"
 #include "core/desc_views.h"
 #include "core/error.h"
 #include "layout/layout.h"
@@ -48,14 +49,14 @@ moeint4_status mi4_cpu_context_create_with(int num_threads, const mi4_cpu_kernel
         long online = sysconf(_SC_NPROCESSORS_ONLN);
         num_threads = online > 0 ? (int)online : 1;
     }
-    mi4_cpu_context *ctx = calloc(1, sizeof *ctx);
+    mi4_cpu_context *ctx = mi4_calloc(1, sizeof *ctx);
     if (!ctx)
         return MOEINT4_OUT_OF_MEMORY;
     ctx->kernels = kernels ? kernels : mi4_cpu_kernels_select();
     ctx->num_threads = num_threads;
     ctx->pool = mi4_cpu_pool_create(num_threads);
     if (!ctx->pool) {
-        free(ctx);
+        mi4_free(ctx);
         return MOEINT4_OUT_OF_MEMORY;
     }
     *out = ctx;
@@ -67,7 +68,7 @@ void mi4_cpu_context_destroy(mi4_cpu_context *ctx)
     if (!ctx)
         return;
     mi4_cpu_pool_destroy(ctx->pool);
-    free(ctx);
+    mi4_free(ctx);
 }
 
 static moeint4_status cpu_context_create(void *user_data, const moeint4_context_options *options,
@@ -127,9 +128,9 @@ static void prepare_worker(void *arg, int thread, int threads)
     size_t groups = (size_t)(w->geo13.num_groups > w->geo2.num_groups ? w->geo13.num_groups
                                                                       : w->geo2.num_groups);
     size_t cols = 2 * n > k ? 2 * n : k;
-    uint8_t *codes = malloc(2 * n * k);
-    uint8_t *zeros = malloc(groups * cols);
-    float *scales = malloc(sizeof(float) * groups * cols);
+    uint8_t *codes = mi4_malloc(2 * n * k);
+    uint8_t *zeros = mi4_malloc(groups * cols);
+    float *scales = mi4_malloc(sizeof(float) * groups * cols);
     if (!codes || !zeros || !scales) {
         atomic_store(&job->failed, 1);
     } else {
@@ -140,30 +141,30 @@ static void prepare_worker(void *arg, int thread, int threads)
             repack_expert(job->desc, job->w, e, codes, zeros, scales);
         }
     }
-    free(codes);
-    free(zeros);
-    free(scales);
+    mi4_free(codes);
+    mi4_free(zeros);
+    mi4_free(scales);
 }
 
 void mi4_cpu_weights_release(mi4_cpu_weights *w)
 {
     if (!w)
         return;
-    free(w->expert_map);
-    free(w->w13);
-    free(w->w2);
-    free(w);
+    mi4_free(w->expert_map);
+    mi4_free(w->w13);
+    mi4_free(w->w2);
+    mi4_free(w);
 }
 
 static void *aligned_bytes(size_t bytes)
 {
-    return aligned_alloc(MI4_CPU_TILE_ALIGN, bytes > 0 ? bytes : MI4_CPU_TILE_ALIGN);
+    return mi4_aligned_alloc(MI4_CPU_TILE_ALIGN, bytes > 0 ? bytes : MI4_CPU_TILE_ALIGN);
 }
 
 moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weights_desc *desc,
                                        mi4_cpu_weights **out, char *err, size_t err_cap)
 {
-    mi4_cpu_weights *w = calloc(1, sizeof *w);
+    mi4_cpu_weights *w = mi4_calloc(1, sizeof *w);
     if (!w)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY, "cpu: out of memory");
     w->num_experts = desc->num_experts;
@@ -177,7 +178,7 @@ moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weigh
                                          desc->group_size);
     w->w13_expert_bytes = 2 * mi4_cpu_pack_bytes(&w->geo13);
     w->w2_expert_bytes = mi4_cpu_pack_bytes(&w->geo2);
-    w->expert_map = malloc(sizeof(int32_t) * (size_t)desc->num_experts);
+    w->expert_map = mi4_malloc(sizeof(int32_t) * (size_t)desc->num_experts);
     w->w13 = aligned_bytes(w->w13_expert_bytes * (size_t)desc->num_local_experts);
     w->w2 = aligned_bytes(w->w2_expert_bytes * (size_t)desc->num_local_experts);
     if (!w->expert_map || !w->w13 || !w->w2) {
