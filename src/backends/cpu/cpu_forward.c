@@ -21,6 +21,7 @@
 #include "backends/cpu/cpu_activation.h"
 #include "backends/cpu/cpu_internal.h"
 #include "backends/cpu/cpu_scalar_io.h"
+#include "core/alloc.h"
 #include "core/error.h"
 
 /* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
@@ -325,10 +326,12 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.out_tiles_per_item = out_tiles;
     plan.num_out_items = (w->geo2.tiles + out_tiles - 1) / out_tiles;
-    /* y13 gate + up, or acc + y of phase 4: both sized for a whole chunk */
-    size_t phase2_floats = 2 * (size_t)chunk * MI4_CPU_TILE_ROWS;
+    /* y13 gate + up, or acc + y of phase 4: both sized for a whole chunk.
+     * One expert's rows (y) number up to max_pairs, not chunk: a token may
+     * list the same expert in several of its top-k slots. */
+    size_t phase2_floats = 2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     size_t phase4_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
-                           (size_t)chunk * MI4_CPU_TILE_ROWS;
+                           (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     plan.max_pairs = max_pairs;
     plan.thread_sum_floats = round_up_floats((size_t)max_pairs * w->geo2.num_groups);
     plan.thread_scratch_floats =
@@ -341,7 +344,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     arena sizing = {NULL, 0};
     plan_layout(&plan, &sizing, chunk, max_pairs, threads, &counts, &active, &starts, &pair_token,
                 &in_factor, &out_factor, &items, max_items);
-    arena block = {aligned_alloc(64, sizing.used), 0};
+    arena block = {mi4_aligned_alloc(64, sizing.used), 0};
     if (!block.base)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
                              "cpu forward: cannot allocate %zu bytes of scratch", sizing.used);
@@ -418,6 +421,6 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)
             forward_job(&plan, 0, 1);
     }
-    free(block.base);
+    mi4_free(block.base);
     return MOEINT4_SUCCESS;
 }
