@@ -211,6 +211,8 @@ int main(int argc, char **argv)
         return 0;
     }
     bench_gemv(kernels);
+    if (only && strcmp(only, "gemv") == 0)
+        return 0;
     bench_blocks(kernels);
     bench_sgemm();
     return 0;
