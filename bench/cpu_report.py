@@ -87,6 +87,8 @@ def main(argv):
         f"- dates (UTC): {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}",
         f"- machine: {cpu_model()}, {first.get('threads', '?')} threads used",
         f"- caches: {first.get('cache_policy', '?')}",
+        f"- OpenBLAS kernels (sgemm peak, baseline): "
+        f"{', '.join(sorted({str(r.get('openblas_core')) for r in records}))}",
         "- floor = max(bytes / read bandwidth, flops / sgemm peak), both measured in each run "
         "(see bench/README.md); baseline = weights dequantized to f32 at load + OpenBLAS sgemm "
         "per expert, same routing, same run",

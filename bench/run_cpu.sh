@@ -18,6 +18,18 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_BUILD
 ninja -C "$build" moeint4_cli >/dev/null
 cli="$build/bin/moeint4"
 
+# OpenBLAS falls back to its pre-AVX2 (Prescott) kernels on CPU models missing
+# from its table (this VM's Xeon is one): the sgemm peak and the baseline would
+# then be understated several times. Use the kernels the CPU's flags allow.
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  suggested=$("$cli" info | sed -n 's/.*suggested OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')
+  if [ -n "$suggested" ]; then
+    export OPENBLAS_CORETYPE=$suggested
+    echo "run_cpu.sh: OpenBLAS picked pre-AVX2 kernels here; using OPENBLAS_CORETYPE=$suggested" >&2
+  fi
+fi
+coretype_note=${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE }
+
 date=$(date -u +%Y-%m-%d)
 results="$root/bench/results"
 mkdir -p "$results"
@@ -59,7 +71,7 @@ for i in "${!runs[@]}"; do
   read -r -a args <<<"${runs[$i]}"
   extra=()
   if [ "$i" -eq 0 ]; then extra=(--plot "$results/cpu-$date-qwen3.png"); fi
-  command="moeint4 bench ${runs[$i]} --backend cpu --iters $iters ${threads_arg[*]:-}"
+  command="${coretype_note}moeint4 bench ${runs[$i]} --backend cpu --iters $iters ${threads_arg[*]:-}"
   echo "== $command" >&2
   wait_for_quiet
   if ! "$cli" bench "${args[@]}" --backend cpu --iters "$iters" "${threads_arg[@]}" \

@@ -1,7 +1,9 @@
 /* Bandwidth and compute floors, measured with plain code in the same run. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -13,6 +15,50 @@
 #define CLI_SGEMM_REPEATS 5
 #define CLI_SGEMM_SIZE 2048
 #define CLI_MAX_READ_THREADS 256
+
+const char *cli_openblas_core(void) {
+    const char *core = openblas_get_corename();
+    return core != NULL ? core : "unknown";
+}
+
+/* Whether /proc/cpuinfo's flags line lists `flag` (as a whole word). */
+static int cli_cpu_flag(const char *flags, const char *flag) {
+    size_t length = strlen(flag);
+    for (const char *at = strstr(flags, flag); at != NULL; at = strstr(at + 1, flag)) {
+        if ((at == flags || at[-1] == ' ') && (at[length] == ' ' || at[length] == '\n' ||
+                                               at[length] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+const char *cli_openblas_suggestion(void) {
+    static const char *const pre_avx2[] = {"prescott", "core2", "penryn", "dunnington",
+                                           "nehalem", "atom", "sandybridge", "barcelona",
+                                           "opteron", "bobcat", "generic", "katmai"};
+    const char *core = cli_openblas_core();
+    int generic = 0;
+    for (size_t i = 0; i < sizeof pre_avx2 / sizeof pre_avx2[0]; i++)
+        generic |= strncasecmp(core, pre_avx2[i], strlen(pre_avx2[i])) == 0;
+    if (!generic) return NULL;
+    FILE *cpuinfo = fopen("/proc/cpuinfo", "r");
+    if (cpuinfo == NULL) return NULL;
+    char line[8192];
+    const char *suggestion = NULL;
+    while (fgets(line, sizeof line, cpuinfo) != NULL) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        if (cli_cpu_flag(line, "avx512_bf16"))
+            suggestion = "Cooperlake";
+        else if (cli_cpu_flag(line, "avx512f") && cli_cpu_flag(line, "avx512vl") &&
+                 cli_cpu_flag(line, "avx512bw") && cli_cpu_flag(line, "avx512dq"))
+            suggestion = "SkylakeX";
+        else if (cli_cpu_flag(line, "avx2") && cli_cpu_flag(line, "fma"))
+            suggestion = "Haswell";
+        break;
+    }
+    fclose(cpuinfo);
+    return suggestion;
+}
 
 size_t cli_last_level_cache_bytes(void) {
     long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);

@@ -8,6 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kernel family OpenBLAS picked at load ("Haswell", "Prescott", ...). */
+const char *cli_openblas_core(void);
+/* When OpenBLAS fell back to pre-AVX2 kernels on a CPU that has AVX2 or
+ * AVX-512 (a model missing from its table, common in VMs), the
+ * OPENBLAS_CORETYPE value that fits the CPU's flags; NULL otherwise. The sgemm
+ * peak and the baseline are understated until it is set (at process start). */
+const char *cli_openblas_suggestion(void);
+
 /* Last-level cache bytes (sysconf), 32 MiB when the system does not say. */
 size_t cli_last_level_cache_bytes(void);
 

@@ -74,6 +74,7 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_number(file, "threads", run->threads, 0);
     cli_json_number(file, "device_pointers", run->device_pointers, 0);
     cli_json_string(file, "cache_policy", run->cache_policy);
+    cli_json_string(file, "openblas_core", run->openblas_core);
     cli_json_string(file, "date", run->date);
     fprintf(file, "    \"commit\": \"%s\"\n  }", cli_commit());
 }

@@ -32,6 +32,7 @@ typedef struct cli_bench_run {
     double bandwidth_gbps, peak_gflops;   /* NaN on device backends */
     double prepare_ms;
     double load_average;                  /* 1-minute load when the run began */
+    const char *openblas_core;            /* OpenBLAS's kernel family (floor, baseline) */
     char cache_policy[192];
     char date[32];                        /* UTC, ISO 8601 */
 } cli_bench_run;

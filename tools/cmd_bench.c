@@ -247,6 +247,15 @@ static void cli_print_header(const cli_bench *bench) {
     printf("load average when the run began: %.2f (other work on the machine skews every "
            "figure below)\n",
            bench->run.load_average);
+    if (bench->host) {
+        const char *suggestion = cli_openblas_suggestion();
+        printf("OpenBLAS kernels: %s%s%s%s\n", bench->run.openblas_core,
+               suggestion ? " -- WARNING: pre-AVX2 kernels on a CPU with wider vectors: the "
+                            "sgemm peak and the baseline are understated; rerun with "
+                            "OPENBLAS_CORETYPE="
+                          : "",
+               suggestion ? suggestion : "", suggestion ? " (bench/run_cpu.sh does)" : "");
+    }
     if (bench->host)
         printf("floor: read bandwidth %.2f GB/s (%d threads, %.0f MiB array), sgemm peak %.1f "
                "GFLOP/s (%d threads, n=%d)\n",
@@ -305,6 +314,7 @@ static int cli_bench_execute(cli_bench *bench) {
     bench->run.options = o;
     bench->run.threads = o->threads > 0 ? o->threads : cli_online_cores();
     bench->run.warmup = CLI_BENCH_WARMUP;
+    bench->run.openblas_core = cli_openblas_core();
     bench->run.bandwidth_gbps = bench->run.peak_gflops = NAN;
     cli_utc_date(bench->run.date, sizeof bench->run.date);
     /* other work on the machine skews the floor and the times: record it */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_floor.h"
 #include "cli.h"
 #include "cli_session.h"
 
@@ -98,6 +99,11 @@ int cli_info_main(int argc, char **argv) {
         printf("warning: the loaded library's version differs from the header's\n");
     printf("backend override: MOEINT4_BACKEND=%s\n",
            getenv("MOEINT4_BACKEND") ? getenv("MOEINT4_BACKEND") : "(unset)");
+    const char *suggestion = cli_openblas_suggestion();
+    printf("OpenBLAS kernels: %s", cli_openblas_core());
+    if (suggestion != NULL)
+        printf(" (pre-AVX2 fallback on this CPU: suggested OPENBLAS_CORETYPE=%s)", suggestion);
+    printf("\n");
     status = cli_print_backends();
     if (status != CLI_EXIT_OK) return status;
     return cli_print_oracle(&options);
