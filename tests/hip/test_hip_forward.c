@@ -96,11 +96,16 @@ static void test_expert_parallel(void **state)
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 32, 256, 128, 128, 1, 31);
     assert_true(layer.num_local_experts < layer.num_experts);
     int64_t sizes[] = {1, 7, 150};
-    for (int i = 0; i < 3; i++) {
-        hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 4, 300 + (uint64_t)i);
-        double e = hip_test_error(ctx, w, &layer, &c);
-        assert_true(e <= HIP_TOLERANCE);
+    for (int fused = 0; fused < 2; fused++) {
+        if (fused) /* the decode GEMV with routing and combine fused in */
+            setenv("MOEINT4_HIP_FUSE", "1", 1);
+        for (int i = 0; i < 3; i++) {
+            hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 4, 300 + (uint64_t)i);
+            double e = hip_test_error(ctx, w, &layer, &c);
+            assert_true(e <= HIP_TOLERANCE);
+        }
     }
+    unsetenv("MOEINT4_HIP_FUSE");
     /* Memory report: bf16 weights of the local experts plus the map. */
     size_t host_bytes = 0, device_bytes = 0;
     assert_int_equal(moeint4_weights_memory(w, &host_bytes, &device_bytes), MOEINT4_SUCCESS);
@@ -125,9 +130,13 @@ static void test_bad_ids(void **state)
     const int32_t bad_values[] = {16, -1, 1 << 30};
     /* 6 tokens take the decode GEMV (routing fused into it); tile 64 uses the
      * routing kernel */
-    for (int b = 0; b < 6; b++) {
+    for (int b = 0; b < 9; b++) {
         if (b == 3)
             setenv("MOEINT4_HIP_TILE", "64", 1);
+        if (b == 6) { /* the decode GEMV with routing and combine fused in */
+            unsetenv("MOEINT4_HIP_TILE");
+            setenv("MOEINT4_HIP_FUSE", "1", 1);
+        }
         int32_t ids[12];
         float router[12];
         uint16_t hidden[6 * 128], out[6 * 128], poison[6 * 128];
@@ -180,7 +189,7 @@ static void test_bad_ids(void **state)
         moeint4_memory_free(ctx, d_router);
         moeint4_memory_free(ctx, d_out);
     }
-    unsetenv("MOEINT4_HIP_TILE");
+    unsetenv("MOEINT4_HIP_FUSE");
     moeint4_weights_release(w);
     tk_layer_free(&layer);
     moeint4_context_destroy(ctx);
@@ -198,8 +207,10 @@ static void test_determinism(void **state)
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 256, 128, 128, 0, 61);
         /* 700 tokens: tiled GEMMs; 5 tokens: the decode GEMV with fused
          * routing and combine */
-        const int64_t sizes[] = {700, 5};
-        for (int i = 0; i < 2; i++) {
+        const int64_t sizes[] = {700, 5, 5};
+        for (int i = 0; i < 3; i++) {
+            if (i == 2) /* the decode GEMV with routing and combine fused in */
+                setenv("MOEINT4_HIP_FUSE", "1", 1);
             hip_test_case c = default_case(MOEINT4_DTYPE_F32, sizes[i], 4, 62);
             size_t bytes = (size_t)c.num_tokens * 256 * sizeof(float);
             void *first = malloc(bytes), *second = malloc(bytes);
@@ -211,6 +222,7 @@ static void test_determinism(void **state)
             free(first);
             free(second);
         }
+        unsetenv("MOEINT4_HIP_FUSE");
         moeint4_weights_release(w);
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);

@@ -368,8 +368,11 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.y = (float *)(base + at_y);
     g.use_mma = ctx->use_mma;
     g.stream = stream;
-    /* Decode: fewer launches (each costs several microseconds at M = 1). */
-    bool gemv = config == MI4_TILE_GEMV;
+    /* Decode: fewer launches. Off unless MOEINT4_HIP_FUSE=1: on the H200 the
+     * per-block routing and the ticket cost more than the two launches they
+     * save (bench/results/hip-*.md). */
+    const char *fuse = getenv("MOEINT4_HIP_FUSE");
+    bool gemv = config == MI4_TILE_GEMV && fuse != nullptr && strcmp(fuse, "1") == 0;
     g.fuse_route = gemv && slots <= MI4_FUSED_ROUTE_SLOTS;
     g.topk_ids = args->topk_ids;
     g.num_slots = slots;

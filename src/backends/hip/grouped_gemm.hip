@@ -290,9 +290,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
  * of ROWS/2 outputs) and up to TOKENS token rows of one routed tile, sums
  * over the lanes in a fixed butterfly order, and runs the same epilogues. */
 constexpr int GEMV_TOKENS = 8; /* = the routing tile of MI4_TILE_GEMV */
-constexpr int GEMV_ROWS = 2;
+constexpr int GEMV_ROWS = 4;
 constexpr int GEMV_WARPS = 8;
-constexpr int GEMV_UNROLL = 4;
+constexpr int GEMV_UNROLL = 2;
 
 MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
 {
