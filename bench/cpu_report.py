@@ -5,6 +5,7 @@ usage: cpu_report.py OUT.json OUT.md 'COMMAND' RUN1.json ['COMMAND' RUN2.json ..
 Standard library only (json); run by bench/run_cpu.sh.
 """
 import json
+import os
 import platform
 import sys
 
@@ -95,6 +96,9 @@ def main(argv):
         "- bound: which term sets the floor; load: the machine's 1-minute load average when "
         "that run began (2 cores: anything well above 0 means other work shared the machine "
         "and skews both the floor and the times)",
+    ]
+    md += [f"- {line}" for line in os.environ.get("REPORT_NOTES", "").splitlines() if line]
+    md += [
         "",
         "Commands (bench/run_cpu.sh):",
         "",

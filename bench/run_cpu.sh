@@ -82,6 +82,15 @@ for i in "${!runs[@]}"; do
   if [ -s "$scratch/$i.json" ]; then report_args+=("$command" "$scratch/$i.json"); fi
 done
 
+# Say whether the library measured is exactly the commit named in the records.
+dirty=$(git -C "$root" status --porcelain --untracked-files=normal -- src include 2>/dev/null | wc -l)
+if [ "$dirty" -eq 0 ]; then
+  tree_note="src/ and include/ identical to the commit measured"
+else
+  tree_note="$dirty uncommitted change(s) under src/ or include/ were built in (others' work in progress)"
+fi
+export REPORT_NOTES="source tree: $tree_note
+made by bench/run_cpu.sh (ITERS=$iters${OPENBLAS_CORETYPE:+, OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE})"
 /usr/bin/python3 "$root/bench/cpu_report.py" "$results/cpu-$date.json" "$results/cpu-$date.md" \
   "${report_args[@]}"
 echo "wrote $results/cpu-$date.json and .md" >&2
