@@ -35,7 +35,7 @@ if want build; then
 fi
 
 if want test; then
-  (cd "$BUILD" && ctest --output-on-failure --timeout 900 \
+  (cd "$BUILD" && ctest -V --timeout 900 \
      -R '^(test_hip_dequant|test_hip_forward|hip_conformance)$') > "$OUT/tests.log" 2>&1
   echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
 fi
