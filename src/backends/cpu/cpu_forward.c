@@ -26,6 +26,7 @@
 
 /* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
 #define MI4_CPU_TOKEN_CHUNK 2048
+#define MI4_CPU_ACTIVATION_FLOATS ((size_t)16 << 20)
 #define MI4_CPU_MAX_OUT_TILES 64
 #define MI4_CPU_SERIAL_INPUT_VALUES 65536
 
@@ -296,7 +297,13 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         return MOEINT4_SUCCESS;
     int threads = ctx->num_threads;
     int topk = args->topk;
-    int chunk = args->num_tokens < MI4_CPU_TOKEN_CHUNK ? (int)args->num_tokens : MI4_CPU_TOKEN_CHUNK;
+    /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
+     * activations of every pair stay under MI4_CPU_ACTIVATION_FLOATS */
+    size_t a_floats_per_token = (size_t)topk * w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS;
+    int chunk = clamp_int((int)(MI4_CPU_ACTIVATION_FLOATS / a_floats_per_token), 16,
+                          MI4_CPU_TOKEN_CHUNK);
+    if (args->num_tokens < chunk)
+        chunk = (int)args->num_tokens;
     int max_pairs = chunk * topk;
     int tiles13 = w->geo13.tiles;
     /* About 32 phase-2 items per thread when few experts are hit (M = 1:
