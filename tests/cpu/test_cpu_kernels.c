@@ -24,9 +24,10 @@ static void test_avx2_present_where_supported(void **state)
 {
     (void)state;
 #if defined(__x86_64__)
+    /* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
+     * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts) */
     __builtin_cpu_init();
-    int cpu_has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("f16c");
+    int cpu_has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const mi4_cpu_kernels *tables[4];
     int count = cpu_test_kernel_tables(tables, 4);
     assert_int_equal(count, cpu_has ? 2 : 1);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_scalar_io.h"
 
@@ -93,9 +94,7 @@ const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
     if (forced && strcmp(forced, "scalar") == 0)
         return mi4_cpu_kernels_scalar();
 #if defined(MOEINT4_HAVE_X86_KERNELS)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (mi4_cpu_has_avx2_fma_f16c())
         return mi4_cpu_kernels_avx2();
 #endif
     return mi4_cpu_kernels_scalar();

@@ -1,0 +1,33 @@
+/* Run-time check for the AVX2 kernels' instruction sets, from CPUID itself
+ * (clang's __builtin_cpu_supports knows no "f16c"), including the OS's
+ * support for the YMM register state. */
+#ifndef MOEINT4_BACKENDS_CPU_CPU_FEATURES_H
+#define MOEINT4_BACKENDS_CPU_CPU_FEATURES_H
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <stdint.h>
+
+static inline int mi4_cpu_has_avx2_fma_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    const unsigned fma = 1u << 12, osxsave = 1u << 27, avx = 1u << 28, f16c = 1u << 29;
+    if ((c & (fma | osxsave | avx | f16c)) != (fma | osxsave | avx | f16c))
+        return 0;
+    uint32_t xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    (void)xcr0_hi;
+    if ((xcr0_lo & 6u) != 6u) /* XMM and YMM state saved by the OS */
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) != 0; /* AVX2 */
+}
+#else
+static inline int mi4_cpu_has_avx2_fma_f16c(void) { return 0; }
+#endif
+
+#endif
