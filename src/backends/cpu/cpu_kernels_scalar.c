@@ -20,31 +20,38 @@ static float tile_scale(const uint8_t *tile, const mi4_cpu_pack_geometry *geo, i
     return bf16 ? mi4_bf16_to_f32(bits) : mi4_f16_to_f32(bits);
 }
 
+/* Rows innermost, so compilers vectorize the 8 rows of a tile with whatever
+ * the target has (SSE2, NEON); each row still sums its columns in order. */
 static void scalar_tile(const mi4_cpu_tile_job *job)
 {
     const mi4_cpu_pack_geometry *geo = job->geo;
     for (int t = 0; t < job->tokens; t++) {
         const float *x = job->x[t];
         const float *xsum = job->xsum[t];
-        for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
-            float y = 0.0f;
-            for (int g = 0; g < geo->num_groups; g++) {
-                float acc = 0.0f;
-                int b_end = (g + 1) * geo->group_blocks;
-                for (int b = g * geo->group_blocks; b < b_end; b++) {
-                    uint32_t word =
-                        load_u32_le(job->tile + (size_t)b * MI4_CPU_BLOCK_BYTES + 4 * (size_t)r);
-                    const float *xb = x + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
-                    for (int c = 0; c < MI4_CPU_BLOCK_COLUMNS; c++)
-                        acc += mi4_cpu_scaled_nibble(word, c) * xb[c];
-                }
-                float scale = tile_scale(job->tile, geo, job->scales_bf16, g, r);
-                float zero = (float)job->tile[geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS + r];
-                y += scale * acc;
-                y += -(zero * scale) * xsum[g];
+        float y[MI4_CPU_TILE_ROWS] = {0};
+        for (int g = 0; g < geo->num_groups; g++) {
+            float acc[MI4_CPU_TILE_ROWS] = {0};
+            int b_end = (g + 1) * geo->group_blocks;
+            for (int b = g * geo->group_blocks; b < b_end; b++) {
+                const uint8_t *block = job->tile + (size_t)b * MI4_CPU_BLOCK_BYTES;
+                uint32_t words[MI4_CPU_TILE_ROWS];
+                for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+                    words[r] = load_u32_le(block + 4 * (size_t)r);
+                const float *xb = x + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
+                for (int c = 0; c < MI4_CPU_BLOCK_COLUMNS; c++)
+                    for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+                        acc[r] += mi4_cpu_scaled_nibble(words[r], c) * xb[c];
             }
-            job->y[(size_t)t * MI4_CPU_TILE_ROWS + r] = y;
+            for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
+                float scale = tile_scale(job->tile, geo, job->scales_bf16, g, r);
+                float zero =
+                    (float)job->tile[geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS + r];
+                y[r] += scale * acc[r];
+                y[r] += -(zero * scale) * xsum[g];
+            }
         }
+        for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+            job->y[(size_t)t * MI4_CPU_TILE_ROWS + r] = y[r];
     }
 }
 
