@@ -18,7 +18,7 @@ else
 fi
 $cc $flags $blas_c bench/kernels/bench_cpu_kernels.c src/layout/cpu_repack.c \
   src/backends/cpu/cpu_kernels_scalar.c "$tmp/avx2.o" -o "$out/bench_cpu_kernels" $blas_l -lpthread -lm
-forward_sources=$(ls src/core/error.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx2)
+forward_sources=$(ls src/core/error.c src/core/alloc.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx2)
 $cc $flags -DMOEINT4_VECTORS_DIR=\"/nonexistent\" bench/kernels/bench_cpu_forward.c \
   $forward_sources "$tmp/avx2.o" -o "$out/bench_cpu_forward" -lpthread -lm
 if [ -n "$blas_l" ]; then

@@ -28,6 +28,7 @@ typedef struct forward_case {
     int topk;
     moeint4_activation activation;
     int on_input;
+    int repeat_ids; /* every token lists expert (m % 2) in all its top-k slots */
 } forward_case;
 
 /* Relative L2 bound: the output rounding of the dtype plus f32 accumulation
@@ -64,6 +65,9 @@ static void run_case(const forward_case *fc, uint64_t seed)
     assert_non_null(first);
     assert_non_null(want);
     tk_route_random(&rng, fc->tokens, fc->num_experts, fc->topk, ids, weights);
+    if (fc->repeat_ids)
+        for (int64_t s = 0; s < fc->tokens * fc->topk; s++)
+            ids[s] = (int32_t)((s / fc->topk) % 2);
     tk_fill_activations(&rng, fc->dtype, out_count, 1.0, hidden);
 
     moeint4_forward_args args;
@@ -137,7 +141,7 @@ static void test_every_format_and_group(void **state)
         for (int g = 0; g < 4; g++)
             for (int zo = 0; zo <= (formats[f] == MOEINT4_FORMAT_GPTQ_ASYM); zo++) {
                 forward_case fc = {formats[f], zo, 6, 256, 128, groups[g], MOEINT4_DTYPE_F16,
-                                   0, MOEINT4_DTYPE_F32, 5, 2, MOEINT4_ACTIVATION_SILU, 0};
+                                   0, MOEINT4_DTYPE_F32, 5, 2, MOEINT4_ACTIVATION_SILU, 0, 0};
                 run_case(&fc, seed++);
             }
 }
@@ -154,7 +158,7 @@ static void test_every_dtype_and_activation(void **state)
             for (int on_input = 0; on_input <= 1; on_input++) {
                 forward_case fc = {MOEINT4_FORMAT_GPTQ_ASYM, 0, 5, 128, 64, 64,
                                    d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, on_input,
-                                   dtypes[d], 7, 3, acts[a], on_input};
+                                   dtypes[d], 7, 3, acts[a], on_input, 0};
                 run_case(&fc, seed++);
             }
 }
@@ -171,11 +175,11 @@ static void test_odd_shapes(void **state)
         forward_case awq = {s % 2 ? MOEINT4_FORMAT_AWQ : MOEINT4_FORMAT_GPTQ_ASYM, 0, 9,
                             sizes[s][0], sizes[s][1], -1,
                             MOEINT4_DTYPE_F16, 0, MOEINT4_DTYPE_F32, 6, 2,
-                            MOEINT4_ACTIVATION_SILU, 0};
+                            MOEINT4_ACTIVATION_SILU, 0, 0};
         run_case(&awq, seed++);
     }
     forward_case gptq = {MOEINT4_FORMAT_GPTQ_SYM, 0, 3, 96, 64, 32, MOEINT4_DTYPE_BF16, 0,
-                         MOEINT4_DTYPE_BF16, 9, 2, MOEINT4_ACTIVATION_GELU, 0};
+                         MOEINT4_DTYPE_BF16, 9, 2, MOEINT4_ACTIVATION_GELU, 0, 0};
     run_case(&gptq, seed++);
 }
 
@@ -189,8 +193,21 @@ static void test_many_tokens(void **state)
     const int64_t tokens[] = {1, 2, 3, 17, 61, 200, 600, 2100};
     for (int i = 0; i < 8; i++) {
         forward_case fc = {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 128, 96, 32, MOEINT4_DTYPE_F16, 1,
-                           MOEINT4_DTYPE_BF16, tokens[i], 2, MOEINT4_ACTIVATION_SILU, 0};
+                           MOEINT4_DTYPE_BF16, tokens[i], 2, MOEINT4_ACTIVATION_SILU, 0, 0};
         run_case(&fc, seed++);
+    }
+}
+
+/* A token may list one expert in several top-k slots (the core allows it):
+ * an expert then has more pairs than there are tokens. */
+static void test_repeated_expert_ids(void **state)
+{
+    (void)state;
+    const int64_t tokens[] = {1, 5, 40};
+    for (int i = 0; i < 3; i++) {
+        forward_case fc = {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 64, 32, 32, MOEINT4_DTYPE_F16, 0,
+                           MOEINT4_DTYPE_F32, tokens[i], 4, MOEINT4_ACTIVATION_SILU, i == 1, 1};
+        run_case(&fc, 500 + (uint64_t)i);
     }
 }
 
@@ -201,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_every_dtype_and_activation),
         cmocka_unit_test(test_odd_shapes),
         cmocka_unit_test(test_many_tokens),
+        cmocka_unit_test(test_repeated_expert_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
