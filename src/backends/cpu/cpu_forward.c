@@ -1,19 +1,20 @@
 /* The CPU forward pass. Per chunk of tokens:
  *   plan    (caller)   route slots to local experts: pairs sorted by expert
- *   phase 1 (threads)  scaled input rows of every token (dtype converted once)
+ *   phase 1 (threads)  scaled input rows of every token (dtype converted once;
+ *                      by the caller alone when there are only a few)
  *   phase 2 (threads)  w13 tiles x the expert's tokens, gate and up tile t
  *                      together, activation fused: items = (expert, tiles);
  *                      a router weight on the input scales W13 x (linear)
- *   phase 4 (threads)  group sums of the activations (each thread its own
- *                      copy: cheaper than a wait), then w2 fused with the router weight and the top-k sum:
- *                      items = output column tiles over every expert, so
- *                      each output value is summed by one thread in a fixed
- *                      order (same bits for any thread count).
+ *   phase 3 (threads)  each thread sums the activation groups for itself
+ *                      (cheaper than another wait), then w2 fused with the
+ *                      router weight and the top-k sum: items = output column
+ *                      tiles over every expert, so each output value is
+ *                      summed by one thread in a fixed order (same bits for
+ *                      any thread count).
  * Work items are taken from atomic counters, so both cores stream weights
  * even at M = 1 with only topk experts, and a phase ends when its work is
  * done, whoever did it (cpu_pool.h: a worker that wakes late is not waited
- * for). For a few tokens the caller runs phase 1 alone before waking the
- * workers, leaving one wait per chunk. */
+ * for). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ typedef struct forward_plan {
     int num_items;
     int out_tiles_per_item;
     int num_out_items;
-    float *thread_scratch;        /* per thread: phase 2/4 buffers, then sums */
+    float *thread_scratch;        /* per thread: phase 2/3 buffers, then sums */
     size_t thread_scratch_floats;
     size_t thread_sum_floats;     /* the activation group sums at the end */
     const float **thread_sum_rows; /* [threads][max_pairs] */
@@ -177,7 +178,7 @@ static void activation_group_sums(forward_plan *plan, float *all_sums, const flo
     }
 }
 
-static void phase4_w2(forward_plan *plan, float *scratch, float *sums, const float **sum_rows)
+static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const float **sum_rows)
 {
     activation_group_sums(plan, sums, sum_rows);
     const mi4_cpu_weights *w = plan->w;
@@ -246,7 +247,7 @@ static void forward_job(void *arg, int thread, int threads)
     }
     phase2_w13(plan, scratch);
     mi4_cpu_wait_count(&plan->items_done, plan->num_items);
-    phase4_w2(plan, scratch, sums, sum_rows);
+    phase3_w2(plan, scratch, sums, sum_rows);
 }
 
 /* Bump allocation inside one aligned block. */
@@ -312,7 +313,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     int hit_bound = w->num_local_experts < max_pairs ? w->num_local_experts : max_pairs;
     int item_tiles = clamp_int(tiles13 * hit_bound / (32 * threads), 1, tiles13);
     int max_items = hit_bound * ((tiles13 + item_tiles - 1) / item_tiles);
-    /* Phase 4 items re-read every pair's activations: few wide items when
+    /* Phase 3 items re-read every pair's activations: few wide items when
      * there are many pairs (the activations outgrow the caches), many narrow
      * ones for decode. */
     int many_pairs = max_pairs >= 4 * hit_bound;
@@ -333,16 +334,16 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.out_tiles_per_item = out_tiles;
     plan.num_out_items = (w->geo2.tiles + out_tiles - 1) / out_tiles;
-    /* y13 gate + up, or acc + y of phase 4: both sized for a whole chunk.
+    /* y13 gate + up, or acc + y of phase 3: both sized for a whole chunk.
      * One expert's rows (y) number up to max_pairs, not chunk: a token may
      * list the same expert in several of its top-k slots. */
     size_t phase2_floats = 2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
-    size_t phase4_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
+    size_t phase3_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
                            (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     plan.max_pairs = max_pairs;
     plan.thread_sum_floats = round_up_floats((size_t)max_pairs * w->geo2.num_groups);
     plan.thread_scratch_floats =
-        round_up_floats(phase2_floats > phase4_floats ? phase2_floats : phase4_floats) +
+        round_up_floats(phase2_floats > phase3_floats ? phase2_floats : phase3_floats) +
         plan.thread_sum_floats;
 
     int *counts, *active, *starts, *pair_token;
