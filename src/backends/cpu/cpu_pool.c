@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/alloc.h"
+
 /* How long a thread spins before it sleeps (between jobs) or yields (while
  * waiting for work). Short: on a loaded machine a spinning thread takes the
  * core from the very thread it waits for (measured: 20000 pause-spins turned
@@ -137,7 +139,7 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
 {
     if (num_threads < 1)
         num_threads = 1;
-    mi4_cpu_pool *pool = calloc(1, sizeof *pool);
+    mi4_cpu_pool *pool = mi4_calloc(1, sizeof *pool);
     if (!pool)
         return NULL;
     pool->num_threads = num_threads;
@@ -149,12 +151,12 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
         if (end && *end == '\0' && ms >= 0 && ms <= 10000)
             pool->idle_ns = (int64_t)ms * 1000000;
     }
-    pool->threads = calloc((size_t)num_threads, sizeof *pool->threads);
-    pool->worker_args = calloc((size_t)num_threads, sizeof *pool->worker_args);
+    pool->threads = mi4_calloc((size_t)num_threads, sizeof *pool->threads);
+    pool->worker_args = mi4_calloc((size_t)num_threads, sizeof *pool->worker_args);
     if (!pool->threads || !pool->worker_args) {
-        free(pool->threads);
-        free(pool->worker_args);
-        free(pool);
+        mi4_free(pool->threads);
+        mi4_free(pool->worker_args);
+        mi4_free(pool);
         return NULL;
     }
     pthread_mutex_init(&pool->run_lock, NULL);
@@ -188,9 +190,9 @@ void mi4_cpu_pool_destroy(mi4_cpu_pool *pool)
     pthread_cond_destroy(&pool->done);
     pthread_mutex_destroy(&pool->lock);
     pthread_mutex_destroy(&pool->run_lock);
-    free(pool->threads);
-    free(pool->worker_args);
-    free(pool);
+    mi4_free(pool->threads);
+    mi4_free(pool->worker_args);
+    mi4_free(pool);
 }
 
 int mi4_cpu_pool_threads(const mi4_cpu_pool *pool) { return pool->num_threads; }
