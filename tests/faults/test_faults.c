@@ -142,11 +142,16 @@ static int check_failed_call(moeint4_status status, long live_before, const char
 static void fail_each_prepare_allocation(fixture *f)
 {
     moeint4_weights_desc desc = tk_layer_desc(&f->layer);
+    /* the first prepare also creates the context's CPU state (pool), which
+     * lives as long as the context: test_first_prepare_sites covers it */
+    assert_int_equal(moeint4_weights_prepare(f->ctx, &desc, &f->weights), MOEINT4_SUCCESS);
+    moeint4_weights_release(f->weights);
     mi4_alloc_fail_after(-1);
     long live_before = mi4_alloc_live();
     assert_int_equal(moeint4_weights_prepare(f->ctx, &desc, &f->weights), MOEINT4_SUCCESS);
     long sites = mi4_alloc_count();
     assert_true(sites > 0); /* prepare allocates: otherwise this test proves nothing */
+    printf("prepare: %ld allocations, each failed in turn\n", sites);
     assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
     memcpy(f->expected, f->out, f->out_bytes);
     moeint4_weights_release(f->weights);
@@ -181,6 +186,8 @@ static void fail_each_forward_allocation(fixture *f)
     assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
     long sites = mi4_alloc_count();
     assert_true(sites > 0);
+    printf("forward (M = %lld): %ld allocations, each failed in turn\n",
+           (long long)f->args.num_tokens, sites);
     memcpy(f->expected, f->out, f->out_bytes);
     for (long site = 0; site < sites; site++) {
         mi4_alloc_fail_after(site);
@@ -274,10 +281,52 @@ static void test_context_create_sites(void **state)
     }
 }
 
+/* The first prepare on a fresh context (its backend state is created
+ * lazily there): whatever fails, destroying the context frees everything. */
+static void test_first_prepare_sites(void **state)
+{
+    (void)state;
+    tk_rng rng;
+    tk_rng_seed(&rng, 11);
+    fixture f;
+    memset(&f, 0, sizeof f);
+    make_layer(&f, &layer_cases[0], &rng);
+    moeint4_weights_desc desc = tk_layer_desc(&f.layer);
+    for (int threads = 1; threads <= 2; threads++) {
+        mi4_alloc_fail_after(-1);
+        long live_before = mi4_alloc_live();
+        open_context(&f, threads);
+        long after_create = mi4_alloc_count();
+        assert_int_equal(moeint4_weights_prepare(f.ctx, &desc, &f.weights), MOEINT4_SUCCESS);
+        long sites = mi4_alloc_count() - after_create;
+        moeint4_context_destroy(f.ctx);
+        assert_int_equal(mi4_alloc_live(), live_before);
+        for (long site = 0; site < sites; site++) {
+            open_context(&f, threads);
+            moeint4_weights *weights = NULL;
+            mi4_alloc_fail_after(site);
+            moeint4_status status = moeint4_weights_prepare(f.ctx, &desc, &weights);
+            mi4_alloc_fail_after(-1);
+            if (status == MOEINT4_SUCCESS)
+                fallbacks++;
+            else if (status != MOEINT4_OUT_OF_MEMORY || moeint4_last_error()[0] == '\0')
+                fail_msg("first prepare, allocation %ld failing: %s (%s)", site,
+                         moeint4_status_string(status), moeint4_last_error());
+            /* still works on the same context */
+            moeint4_weights *again = NULL;
+            assert_int_equal(moeint4_weights_prepare(f.ctx, &desc, &again), MOEINT4_SUCCESS);
+            moeint4_context_destroy(f.ctx); /* releases what is left */
+            assert_int_equal(mi4_alloc_live(), live_before);
+        }
+    }
+    tk_layer_free(&f.layer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_create_sites),
+        cmocka_unit_test(test_first_prepare_sites),
         cmocka_unit_test(test_prepare_and_forward_sites),
         cmocka_unit_test(test_sites_with_two_workers),
     };
