@@ -1,0 +1,159 @@
+/* What the GEMM kernels share (grouped_gemm.hip: tiled mma.sync / MFMA /
+ * FMA; decode_gemv.hip: register-streaming GEMV; wgmma_gemm.hip: Hopper
+ * wgmma): the kernel parameters, the activation, the per-tile row setup and
+ * the 16-byte tile loads. */
+#ifndef MOEINT4_HIP_GEMM_COMMON_H
+#define MOEINT4_HIP_GEMM_COMMON_H
+
+#include <limits.h>
+#include <math.h>
+
+#include "hip_internal.h"
+#include "matrix_core.h"
+
+namespace mi4_gemm {
+
+/* Token rows per routed tile of the decode GEMV (MI4_TILE_GEMV). */
+constexpr int GEMV_TOKENS = 8;
+
+struct gemm_params {
+    const uint16_t *a;
+    int a_by_slot;          /* gemm13: 1 = a row per slot, 0 = per token (slot / topk) */
+    const uint16_t *b;      /* [E_l][b_rows][inner] */
+    int b_rows;
+    int inner;              /* reduction length (K for gemm13, N for gemm2) */
+    int out_cols;           /* N for gemm13 (activated outputs), K for gemm2 */
+    int topk;
+    const int *sorted_slot;
+    const int *tile_expert;
+    const int *status;      /* [2] = number of row tiles */
+    uint16_t *act;
+    float *y;
+    const float *topk_weights;
+    int weight_on_output;
+    int activation;
+    float limit, alpha, beta;
+    /* decode GEMV fusions */
+    const int32_t *topk_ids;
+    const int32_t *expert_map;
+    int num_slots, num_experts;
+    int *route_status, *route_sorted, *route_tile_expert;
+    int *done_counter;
+    mi4_combine_params combine;
+};
+
+inline __device__ float activate(int kind, float gate, float up, float limit, float alpha, float beta)
+{
+    if (kind == MOEINT4_ACTIVATION_GELU)
+        return 0.5f * gate * (1.0f + erff(gate * 0.70710678118654752f)) * up;
+    if (kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP) {
+        float g = fminf(gate, limit);
+        float u = fminf(fmaxf(up, -limit), limit);
+        return (u + beta) * g / (1.0f + expf(-alpha * g));
+    }
+    return gate / (1.0f + expf(-gate)) * up;
+}
+
+/* Row pointers of one output tile: A rows from the routed slots (NULL for
+ * padding), B rows from the expert's weights. gemm13 columns come in groups
+ * of WN: WN/2 gate rows, then the WN/2 up rows of the same outputs. */
+template <int BM, int BN, int WN, int THREADS, bool GATED>
+__device__ __forceinline__ void setup_rows(const gemm_params &p, int tile, int out_tile,
+                                           int expert, const uint16_t **a_rows,
+                                           const uint16_t **b_rows, int *row_slot)
+{
+    const int tid = (int)threadIdx.x;
+    for (int r = tid; r < BM; r += THREADS) {
+        int slot = p.sorted_slot[(size_t)tile * BM + r];
+        row_slot[r] = slot;
+        const uint16_t *row = nullptr;
+        if (slot >= 0) {
+            size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
+                                 : (size_t)tile * BM + r;
+            row = p.a + index * (size_t)p.inner;
+        }
+        a_rows[r] = row;
+    }
+    for (int c = tid; c < BN; c += THREADS) {
+        int out_col, b_row;
+        if (GATED) {
+            int warp_col = c / WN, within = c % WN;
+            out_col = out_tile * (BN / 2) + warp_col * (WN / 2) + within % (WN / 2);
+            b_row = within < WN / 2 ? out_col : p.out_cols + out_col;
+        } else {
+            out_col = out_tile * BN + c;
+            b_row = out_col;
+        }
+        b_rows[c] = out_col < p.out_cols
+                        ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
+                        : nullptr;
+    }
+}
+
+/* Copies k [k0, k0 + BK) of ROWS rows into shared memory, 16 bytes per copy,
+ * zero-filling padding rows and k past `inner`. Plain layout: row stride ld
+ * elements. SWIZZLE_128B (BK = 64, ld ignored): 128-byte rows whose 16-byte
+ * chunk c of row r sits at chunk c ^ (r % 8), the layout wgmma reads. */
+template <int ROWS, int BK, int THREADS, bool SWIZZLE_128B>
+__device__ __forceinline__ void load_rows(uint16_t *dst, int ld, const uint16_t *const *rows,
+                                          int k0, int inner, const uint16_t *fallback)
+{
+    constexpr int CHUNKS_PER_ROW = BK / 8;
+    const int tid = (int)threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < (ROWS * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+        int chunk = tid + i * THREADS;
+        if (chunk < ROWS * CHUNKS_PER_ROW) {
+            int r = chunk / CHUNKS_PER_ROW, c = chunk % CHUNKS_PER_ROW, k = k0 + c * 8;
+            const uint16_t *src = rows[r];
+            bool valid = src != nullptr && k < inner;
+            uint16_t *to = SWIZZLE_128B ? dst + r * 64 + ((c ^ (r & 7)) * 8) : dst + r * ld + c * 8;
+            mi4_copy16(to, valid ? src + k : fallback, valid);
+        }
+    }
+}
+
+inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
+{
+    const mi4_hip_weights *w = a->weights;
+    gemm_params p;
+    p.a = gated ? a->x_bf16 : a->act;
+    p.a_by_slot = a->x_per_slot;
+    p.b = gated ? w->w13 : w->w2;
+    p.b_rows = gated ? 2 * w->intermediate_size : w->hidden_size;
+    p.inner = gated ? w->hidden_size : w->intermediate_size;
+    p.out_cols = gated ? w->intermediate_size : w->hidden_size;
+    p.topk = a->topk;
+    p.sorted_slot = a->routing->sorted_slot;
+    p.tile_expert = a->routing->tile_expert;
+    p.status = a->routing->status;
+    p.act = a->act;
+    p.y = a->y;
+    p.topk_weights = a->topk_weights;
+    p.weight_on_output = a->weight_on_output;
+    p.activation = a->activation;
+    p.limit = a->limit;
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    p.topk_ids = a->topk_ids;
+    p.expert_map = w->expert_map;
+    p.num_slots = (int)a->num_slots;
+    p.num_experts = w->num_experts;
+    p.route_status = a->routing->status;
+    p.route_sorted = a->routing->sorted_slot;
+    p.route_tile_expert = a->routing->tile_expert;
+    p.done_counter = a->routing->status + 3;
+    p.combine = a->combine;
+    return p;
+}
+
+} // namespace mi4_gemm
+
+/* decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2. */
+hipError_t mi4_hip_launch_gemv(bool gated, const mi4_hip_gemm_args *a);
+/* wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
+int mi4_hip_wgmma_built(void);
+/* wgmma_gemm.hip: launch (or, with init, set up) the 128 x bn kernel. */
+hipError_t mi4_hip_launch_wgmma(int bn, bool gated, const mi4_hip_gemm_args *a, bool init);
+
+#endif
