@@ -12,6 +12,8 @@ int cpu_test_kernel_tables(const mi4_cpu_kernels **tables, int capacity)
 #if defined(MOEINT4_HAVE_X86_KERNELS)
     if (count < capacity && mi4_cpu_has_avx2_fma_f16c())
         tables[count++] = mi4_cpu_kernels_avx2();
+    if (count < capacity && mi4_cpu_has_avx512())
+        tables[count++] = mi4_cpu_kernels_avx512();
 #endif
     return count;
 }

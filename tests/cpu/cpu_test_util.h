@@ -6,7 +6,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 
-/* Every kernel table this build and machine can run: scalar first. */
+/* Every kernel table this build and machine can run: scalar, avx2, avx512. */
 int cpu_test_kernel_tables(const mi4_cpu_kernels **tables, int capacity);
 
 /* 1 when the two buffers hold the same bits. */

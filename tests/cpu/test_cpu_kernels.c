@@ -1,4 +1,5 @@
-/* Every kernel table (scalar, AVX2 where the CPU has it) against a plain
+/* Every kernel table (scalar, AVX2 and AVX-512 where the CPU has them; tile
+ * and tile_pair, which must agree bit for bit) against a plain
  * double loop over the natural-order codes: shapes with column tails
  * (per-channel rows of any length), every group size, 1..20 tokens (every
  * register block and remainder), f16 and bf16 scales; the input scaling and
@@ -20,25 +21,49 @@
 
 #define MAX_TOKENS 20
 
+/* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
+ * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts). */
+static int builtin_has(int avx512)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (avx512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    (void)avx512;
+    return 0;
+#endif
+}
+
 static void test_avx2_present_where_supported(void **state)
 {
     (void)state;
-#if defined(__x86_64__)
-    /* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
-     * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts) */
-    __builtin_cpu_init();
-    int cpu_has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!builtin_has(0))
+        skip();
     const mi4_cpu_kernels *tables[4];
     int count = cpu_test_kernel_tables(tables, 4);
-    assert_int_equal(count, cpu_has ? 2 : 1);
-    if (cpu_has)
-        assert_string_equal(mi4_cpu_kernels_select()->name, getenv("MOEINT4_CPU_KERNEL") &&
-                                                                    strcmp(getenv("MOEINT4_CPU_KERNEL"), "scalar") == 0
-                                                                ? "scalar"
-                                                                : "avx2");
-#else
-    skip();
-#endif
+    assert_int_equal(count, builtin_has(1) ? 3 : 2);
+    assert_string_equal(tables[1]->name, "avx2");
+    const char *forced = getenv("MOEINT4_CPU_KERNEL");
+    const char *want = forced && strcmp(forced, "scalar") == 0 ? "scalar"
+                       : builtin_has(1) && !(forced && strcmp(forced, "avx2") == 0) ? "avx512"
+                                                                                       : "avx2";
+    assert_string_equal(mi4_cpu_kernels_select()->name, want);
+}
+
+/* Skipped, not passed, where the CPU (or the OS) has no AVX-512. */
+static void test_avx512_present_where_supported(void **state)
+{
+    (void)state;
+    if (!builtin_has(1))
+        skip();
+    const mi4_cpu_kernels *tables[4];
+    int count = cpu_test_kernel_tables(tables, 4);
+    assert_int_equal(count, 3);
+    assert_string_equal(tables[2]->name, "avx512");
+    assert_non_null(tables[2]->tile_pair);
 }
 
 static float scale_value(moeint4_dtype dtype, uint16_t bits)
@@ -46,15 +71,53 @@ static float scale_value(moeint4_dtype dtype, uint16_t bits)
     return dtype == MOEINT4_DTYPE_BF16 ? tk_bf16_to_f32(bits) : tk_f16_to_f32(bits);
 }
 
+/* The y of `tokens` rows through tile `which` (0, 1) of a 16-row pack, as
+ * a plain double loop, within the f32 bound. */
+static void check_tile_rows(const char *name, const float *y, int which, int tokens, int in,
+                            int group_size, const uint8_t *codes, const uint8_t *zeros,
+                            const float *scales, float raw[][1024])
+{
+    const int rows = 16;
+    int group_columns = group_size == -1 ? in : group_size;
+    for (int t = 0; t < tokens; t++)
+        for (int r = 0; r < 8; r++) {
+            int row = which * 8 + r;
+            double want = 0.0, magnitude = 0.0;
+            for (int k = 0; k < in; k++) {
+                int g = k / group_columns;
+                double s = scales[g * rows + row];
+                double q = codes[row * in + k], z = zeros[g * rows + row];
+                want += (q - z) * s * raw[tokens - 1 - t][k];
+                magnitude += (q + z) * s * fabs(raw[tokens - 1 - t][k]);
+            }
+            /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2 margin */
+            double bound = 2.0 * (in + 4) * 0x1p-24 * magnitude;
+            double got = y[t * 8 + r];
+            if (!(fabs(got - want) <= bound))
+                fail_msg("%s tile %d in %d group %d tokens %d: y[%d][%d] = %.9g, want %.9g "
+                         "(bound %g)",
+                         name, which, in, group_size, tokens, t, r, got, want, bound);
+        }
+}
+
+static void poison(float *y, int count)
+{
+    for (int i = 0; i < count; i++)
+        y[i] = NAN;
+}
+
+/* Two tiles (16 rows) through tile() each, against the double loop, then
+ * through tile_pair(): the same bits. */
 static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_size,
                              moeint4_dtype scales_dtype, tk_rng *rng)
 {
-    const int rows = 8;
+    const int rows = 16;
     int groups = group_size == -1 ? 1 : in / group_size;
     int group_columns = group_size == -1 ? in : group_size;
-    uint8_t codes[8 * 1024], zeros[8 * 32];
-    uint16_t scale_bits[8 * 32];
-    float scales[8 * 32];
+    static uint8_t codes[16 * 1024];
+    uint8_t zeros[16 * 32];
+    uint16_t scale_bits[16 * 32];
+    float scales[16 * 32];
     assert_true(in <= 1024 && groups <= 32);
     for (int i = 0; i < rows * in; i++)
         codes[i] = (uint8_t)tk_rng_below(rng, 16);
@@ -65,14 +128,14 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
         scales[i] = scale_value(scales_dtype, scale_bits[i]);
     }
     mi4_cpu_pack_geometry geo = mi4_cpu_pack_geometry_make(in, rows, group_size);
-    uint8_t *tile = aligned_alloc(64, geo.tile_bytes);
-    assert_non_null(tile);
-    mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, scales_dtype, tile);
+    uint8_t *pack = aligned_alloc(64, mi4_cpu_pack_bytes(&geo));
+    assert_non_null(pack);
+    mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, scales_dtype, pack);
 
     size_t stride = (size_t)geo.in_blocks * 8 + 8; /* a stride wider than the row */
     float *x = aligned_alloc(64, sizeof(float) * stride * MAX_TOKENS);
     float *xsum = malloc(sizeof(float) * (size_t)groups * MAX_TOKENS);
-    float raw[MAX_TOKENS][1024];
+    static float raw[MAX_TOKENS][1024];
     assert_non_null(x);
     assert_non_null(xsum);
     for (int t = 0; t < MAX_TOKENS; t++) {
@@ -86,40 +149,39 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
         for (size_t k = (size_t)geo.in_blocks * 8; k < stride; k++)
             x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
     }
+    enum { Y = MAX_TOKENS * 8 };
     for (int tokens = 1; tokens <= MAX_TOKENS; tokens++) {
-        float y[MAX_TOKENS * 8];
-        for (int i = 0; i < MAX_TOKENS * 8; i++)
-            y[i] = NAN;
+        float y[2][Y], y_pair[2][Y];
         /* rows in reverse order, so a kernel that assumed one stride fails */
         const float *row_ptrs[MAX_TOKENS], *sum_ptrs[MAX_TOKENS];
         for (int t = 0; t < tokens; t++) {
             row_ptrs[t] = x + (size_t)(tokens - 1 - t) * stride;
             sum_ptrs[t] = xsum + (size_t)(tokens - 1 - t) * groups;
         }
-        mi4_cpu_tile_job job = {tile, &geo, scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs,
-                                sum_ptrs, tokens, y};
-        kernels->tile(&job);
-        for (int t = 0; t < tokens; t++)
-            for (int r = 0; r < rows; r++) {
-                double want = 0.0, magnitude = 0.0;
-                for (int k = 0; k < in; k++) {
-                    int g = k / group_columns;
-                    double s = scales[g * rows + r];
-                    double q = codes[r * in + k], z = zeros[g * rows + r];
-                    want += (q - z) * s * raw[tokens - 1 - t][k];
-                    magnitude += (q + z) * s * fabs(raw[tokens - 1 - t][k]);
-                }
-                /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2 margin */
-                double bound = 2.0 * (in + 4) * 0x1p-24 * magnitude;
-                double got = y[t * 8 + r];
-                if (!(fabs(got - want) <= bound))
-                    fail_msg("%s in %d group %d tokens %d: y[%d][%d] = %.9g, want %.9g (bound %g)",
-                             kernels->name, in, group_size, tokens, t, r, got, want, bound);
-            }
-        for (int i = tokens * 8; i < MAX_TOKENS * 8; i++)
-            assert_true(isnan(y[i])); /* nothing written past the job's tokens */
+        mi4_cpu_tile_job jobs[2], pair[2];
+        for (int which = 0; which < 2; which++) {
+            poison(y[which], Y);
+            poison(y_pair[which], Y);
+            mi4_cpu_tile_job job = {pack + (size_t)which * geo.tile_bytes, &geo,
+                                    scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs, sum_ptrs,
+                                    tokens, y[which]};
+            jobs[which] = job;
+            pair[which] = job;
+            pair[which].y = y_pair[which];
+            kernels->tile(&jobs[which]);
+            check_tile_rows(kernels->name, y[which], which, tokens, in, group_size, codes, zeros,
+                            scales, raw);
+        }
+        mi4_cpu_run_tile_pair(kernels, &pair[0], &pair[1]);
+        for (int which = 0; which < 2; which++) {
+            if (memcmp(y[which], y_pair[which], sizeof(float) * (size_t)tokens * 8) != 0)
+                fail_msg("%s in %d group %d tokens %d: tile_pair's tile %d differs from tile()",
+                         kernels->name, in, group_size, tokens, which);
+            for (int i = tokens * 8; i < Y; i++) /* nothing written past the job's tokens */
+                assert_true(isnan(y[which][i]) && isnan(y_pair[which][i]));
+        }
     }
-    free(tile);
+    free(pack);
     free(x);
     free(xsum);
 }
@@ -275,6 +337,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avx2_present_where_supported),
+        cmocka_unit_test(test_avx512_present_where_supported),
         cmocka_unit_test(test_tile_kernels),
         cmocka_unit_test(test_scale_row),
         cmocka_unit_test(test_store_row),

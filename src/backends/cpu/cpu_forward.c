@@ -111,20 +111,20 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
     int first = plan->active_start[item->active];
     int tokens = plan->active_start[item->active + 1] - first;
     const uint8_t *expert_w13 = w->w13 + (size_t)expert * w->w13_expert_bytes;
-    mi4_cpu_tile_job job = {
+    mi4_cpu_tile_job gate = {
         .geo = geo,
         .scales_bf16 = w->scales_bf16,
         .x = plan->pair_x + first,
         .xsum = plan->pair_xsum + first,
         .tokens = tokens,
+        .y = y_gate,
     };
+    mi4_cpu_tile_job up = gate;
+    up.y = y_up;
     for (int t = item->tile_begin; t < item->tile_end; t++) {
-        job.tile = expert_w13 + (size_t)t * geo->tile_bytes;
-        job.y = y_gate;
-        plan->kernels->tile(&job);
-        job.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
-        job.y = y_up;
-        plan->kernels->tile(&job);
+        gate.tile = expert_w13 + (size_t)t * geo->tile_bytes;
+        up.tile = expert_w13 + (size_t)(geo->tiles + t) * geo->tile_bytes;
+        mi4_cpu_run_tile_pair(plan->kernels, &gate, &up);
         if (plan->on_input)
             for (int i = 0; i < tokens; i++) {
                 float factor = plan->pair_in_factor[first + i];
@@ -178,6 +178,19 @@ static void activation_group_sums(forward_plan *plan, float *all_sums, const flo
     }
 }
 
+/* acc[token][column - column0] += router weight x the y rows of tile t. */
+static void phase3_accumulate(const forward_plan *plan, int first, int tokens, const float *y,
+                              float *acc, int columns, int tile_offset)
+{
+    for (int i = 0; i < tokens; i++) {
+        float factor = plan->pair_out_factor[first + i];
+        float *dst = acc + (size_t)plan->pair_token[first + i] * columns +
+                     (size_t)tile_offset * MI4_CPU_TILE_ROWS;
+        for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+            dst[r] += factor * y[i * MI4_CPU_TILE_ROWS + r];
+    }
+}
+
 static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const float **sum_rows)
 {
     activation_group_sums(plan, sums, sum_rows);
@@ -188,6 +201,7 @@ static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const flo
     int columns = plan->out_tiles_per_item * MI4_CPU_TILE_ROWS;
     float *acc = scratch;
     float *y = scratch + (size_t)plan->token_count * columns;
+    float *y_next = y + (size_t)plan->max_pairs * MI4_CPU_TILE_ROWS;
     for (;;) {
         int index = atomic_fetch_add_explicit(&plan->next_out_item, 1, memory_order_relaxed);
         if (index >= plan->num_out_items)
@@ -210,16 +224,20 @@ static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const flo
                 .tokens = tokens,
                 .y = y,
             };
-            for (int t = tile_begin; t < tile_end; t++) {
+            mi4_cpu_tile_job next = job;
+            next.y = y_next;
+            int t = tile_begin;
+            for (; t + 1 < tile_end; t += 2) { /* tiles in pairs (tile_pair) */
+                job.tile = expert_w2 + (size_t)t * geo->tile_bytes;
+                next.tile = job.tile + geo->tile_bytes;
+                mi4_cpu_run_tile_pair(plan->kernels, &job, &next);
+                phase3_accumulate(plan, first, tokens, y, acc, columns, t - tile_begin);
+                phase3_accumulate(plan, first, tokens, y_next, acc, columns, t + 1 - tile_begin);
+            }
+            if (t < tile_end) {
                 job.tile = expert_w2 + (size_t)t * geo->tile_bytes;
                 plan->kernels->tile(&job);
-                for (int i = 0; i < tokens; i++) {
-                    float factor = plan->pair_out_factor[first + i];
-                    float *dst = acc + (size_t)plan->pair_token[first + i] * columns +
-                                 (size_t)(t - tile_begin) * MI4_CPU_TILE_ROWS;
-                    for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
-                        dst[r] += factor * y[i * MI4_CPU_TILE_ROWS + r];
-                }
+                phase3_accumulate(plan, first, tokens, y, acc, columns, t - tile_begin);
             }
         }
         int column0 = tile_begin * MI4_CPU_TILE_ROWS;
@@ -334,12 +352,12 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.out_tiles_per_item = out_tiles;
     plan.num_out_items = (w->geo2.tiles + out_tiles - 1) / out_tiles;
-    /* y13 gate + up, or acc + y of phase 3: both sized for a whole chunk.
+    /* y13 gate + up, or acc + y of two tiles in phase 3: sized for a whole chunk.
      * One expert's rows (y) number up to max_pairs, not chunk: a token may
      * list the same expert in several of its top-k slots. */
     size_t phase2_floats = 2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     size_t phase3_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
-                           (size_t)max_pairs * MI4_CPU_TILE_ROWS;
+                           2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     plan.max_pairs = max_pairs;
     plan.thread_sum_floats = round_up_floats((size_t)max_pairs * w->geo2.num_groups);
     plan.thread_scratch_floats =

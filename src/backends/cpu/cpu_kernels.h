@@ -31,8 +31,12 @@ typedef struct mi4_cpu_tile_job {
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
-    const char *name;              /* "scalar", "avx2" */
+    const char *name;              /* "scalar", "avx2", "avx512" */
     void (*tile)(const mi4_cpu_tile_job *job);
+    /* Two jobs that differ only in tile and y (same geo, rows, tokens), each
+     * written bit for bit as tile() writes it; NULL: call tile() twice. The
+     * AVX-512 table runs the two tiles' 8 rows in one 16-lane register. */
+    void (*tile_pair)(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b);
     /* src (count values of dtype) * factor -> scaled row dst (count values,
      * zero padded to a multiple of 8); the group sums of the unscaled
      * products go to sums[num_groups] (groups of group_columns values). */
@@ -47,9 +51,22 @@ typedef struct mi4_cpu_kernels {
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
 #if defined(MOEINT4_HAVE_X86_KERNELS)
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
+const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
 #endif
 
-/* The best table for this CPU, unless env MOEINT4_CPU_KERNEL=scalar. */
+/* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512
+ * caps it (the best this CPU runs at or below the named one). */
 const mi4_cpu_kernels *mi4_cpu_kernels_select(void);
+
+static inline void mi4_cpu_run_tile_pair(const mi4_cpu_kernels *kernels,
+                                         const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
+{
+    if (kernels->tile_pair) {
+        kernels->tile_pair(a, b);
+    } else {
+        kernels->tile(a);
+        kernels->tile(b);
+    }
+}
 
 #endif

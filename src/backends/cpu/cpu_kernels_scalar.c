@@ -101,6 +101,9 @@ const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
     if (forced && strcmp(forced, "scalar") == 0)
         return mi4_cpu_kernels_scalar();
 #if defined(MOEINT4_HAVE_X86_KERNELS)
+    int allow_avx512 = !forced || strcmp(forced, "avx2") != 0;
+    if (allow_avx512 && mi4_cpu_has_avx512())
+        return mi4_cpu_kernels_avx512();
     if (mi4_cpu_has_avx2_fma_f16c())
         return mi4_cpu_kernels_avx2();
 #endif

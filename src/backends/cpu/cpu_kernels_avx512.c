@@ -1,0 +1,171 @@
+/* AVX-512 kernels (compiled with -mavx512f/bw/dq/vl -mfma -mf16c, called only
+ * after a run-time feature check). The tile layout is the AVX2 one
+ * (cpu_repack.h); a 16-lane register holds rows 0-7 of one tile in its low
+ * half and rows 0-7 of a second tile in its high half, 8 columns each, so the
+ * scaled input value of a column is a single broadcast for all 16 lanes.
+ * Per 16 weights that is one AND, one int->float and one FMA, against the
+ * same three per 8 weights in the AVX2 kernel (Intel's ports 0 and 5 both
+ * take 512-bit FMAs). The pair is gate and up tile t in phase 2 of the
+ * forward, tiles t and t + 1 in phase 3.
+ *
+ * Every lane does the same operations whichever tile shares its register,
+ * so a lone tile (run as a pair with itself) gets the same bits as in a
+ * pair. The row scaling, output rounding and activation are the AVX2 ones. */
+#include <immintrin.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+/* As in the AVX2 kernel: ~2 KB ahead of each of the two tile streams. */
+#ifndef MI4_CPU_PREFETCH_BYTES
+#define MI4_CPU_PREFETCH_BYTES 2048
+#endif
+/* Tokens per register block: 12 accumulators + 12 sums of 32 registers. */
+#define MAX_BLOCK_TOKENS 12
+
+static ALWAYS_INLINE __m512 nibble_as_float(__m512i word, int c)
+{
+    __m512i q = c == 7 ? _mm512_srli_epi32(word, 28)
+                       : _mm512_and_si512(word, _mm512_set1_epi32((int)(15u << (4 * c))));
+    return _mm512_cvtepi32_ps(q);
+}
+
+static ALWAYS_INLINE __m512 load_scales(const uint8_t *a, const uint8_t *b, int bf16)
+{
+    __m256i bits = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+        _mm_loadu_si128((const __m128i *)b), 1);
+    if (bf16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    return _mm512_cvtph_ps(bits);
+}
+
+static ALWAYS_INLINE __m512 load_zeros(const uint8_t *a, const uint8_t *b)
+{
+    __m128i bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a),
+                                       _mm_loadl_epi64((const __m128i *)b));
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+}
+
+/* Tokens [t_first, t_first + TB) of jobs a and b (b may be a); S
+ * accumulator sets per token keep >= 8 FMA chains in flight. */
+static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
+                                      int t_first, const int TB, const int S)
+{
+    const mi4_cpu_pack_geometry *geo = a->geo;
+    const float *rows[MAX_BLOCK_TOKENS];
+    const float *sums[MAX_BLOCK_TOKENS];
+    for (int t = 0; t < TB; t++) {
+        rows[t] = a->x[t_first + t];
+        sums[t] = a->xsum[t_first + t];
+    }
+    __m512 y[MAX_BLOCK_TOKENS];
+    for (int t = 0; t < TB; t++)
+        y[t] = _mm512_setzero_ps();
+    const size_t group_bytes = (size_t)geo->group_blocks * MI4_CPU_BLOCK_BYTES;
+    for (int g = 0; g < geo->num_groups; g++) {
+        __m512 acc[8][MAX_BLOCK_TOKENS];
+        for (int s = 0; s < S; s++)
+            for (int t = 0; t < TB; t++)
+                acc[s][t] = _mm512_setzero_ps();
+        const uint8_t *block_a = a->tile + (size_t)g * group_bytes;
+        const uint8_t *block_b = b->tile + (size_t)g * group_bytes;
+        const size_t column0 = (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
+        for (int k = 0; k < geo->group_blocks; k++) {
+            const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
+            if (TB <= 2 && (k & 1) == 0) { /* memory bound: one line per 2 blocks */
+                _mm_prefetch((const char *)(block_a + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+                _mm_prefetch((const char *)(block_b + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+            }
+            __m512i word = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
+                _mm256_load_si256((const __m256i *)(block_b + at)), 1);
+            const size_t column = column0 + (size_t)k * MI4_CPU_BLOCK_COLUMNS;
+            for (int c = 0; c < 8; c++) {
+                __m512 q = nibble_as_float(word, c);
+                for (int t = 0; t < TB; t++)
+                    acc[c % S][t] =
+                        _mm512_fmadd_ps(q, _mm512_set1_ps(rows[t][column + c]), acc[c % S][t]);
+            }
+        }
+        const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
+        const size_t zero_at = geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS;
+        __m512 scale = load_scales(a->tile + scale_at, b->tile + scale_at, a->scales_bf16);
+        __m512 zero_scale = _mm512_mul_ps(load_zeros(a->tile + zero_at, b->tile + zero_at), scale);
+        for (int t = 0; t < TB; t++) {
+            __m512 v = acc[0][t];
+            for (int s = 1; s < S; s++)
+                v = _mm512_add_ps(v, acc[s][t]);
+            y[t] = _mm512_fmadd_ps(v, scale, y[t]);
+            y[t] = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sums[t][g]), y[t]);
+        }
+    }
+    for (int t = 0; t < TB; t++) {
+        size_t at = (size_t)(t_first + t) * MI4_CPU_TILE_ROWS;
+        _mm256_storeu_ps(a->y + at, _mm512_castps512_ps256(y[t]));
+        if (b != a)
+            _mm256_storeu_ps(b->y + at, _mm512_extractf32x8_ps(y[t], 1));
+    }
+}
+
+typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int);
+#define BLOCK(TB, S)                                                                        \
+    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)     \
+    {                                                                                       \
+        pair_tokens(a, b, t, TB, S);                                                        \
+    }
+BLOCK(1, 8)
+BLOCK(2, 4)
+BLOCK(3, 3)
+BLOCK(4, 2)
+BLOCK(5, 2)
+BLOCK(6, 2)
+BLOCK(7, 2)
+BLOCK(8, 1)
+BLOCK(9, 1)
+BLOCK(10, 1)
+BLOCK(11, 1)
+BLOCK(12, 1)
+
+static void avx512_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
+{
+    static const block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
+        NULL,    block_1, block_2, block_3,  block_4,  block_5,  block_6,
+        block_7, block_8, block_9, block_10, block_11, block_12};
+    int t = 0;
+    for (; t + MAX_BLOCK_TOKENS <= a->tokens; t += MAX_BLOCK_TOKENS)
+        block_12(a, b, t);
+    if (t < a->tokens)
+        by_count[a->tokens - t](a, b, t);
+}
+
+static void avx512_tile(const mi4_cpu_tile_job *job) { avx512_tile_pair(job, job); }
+
+/* Conversions and the activation are memory or latency bound at these
+ * sizes: the AVX2 table's. */
+static void avx512_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+                             int group_columns, float *dst, float *sums)
+{
+    mi4_cpu_kernels_avx2()->scale_row(dtype, src, count, factor, group_columns, dst, sums);
+}
+
+static void avx512_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
+{
+    mi4_cpu_kernels_avx2()->store_row(dtype, src, count, dst);
+}
+
+static void avx512_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
+{
+    mi4_cpu_kernels_avx2()->activate(act, gate, up, count);
+}
+
+static const mi4_cpu_kernels avx512_kernels = {
+    .name = "avx512",
+    .tile = avx512_tile,
+    .tile_pair = avx512_tile_pair,
+    .scale_row = avx512_scale_row,
+    .store_row = avx512_store_row,
+    .activate = avx512_activate,
+};
+
+const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void) { return &avx512_kernels; }
