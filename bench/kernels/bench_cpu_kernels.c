@@ -6,7 +6,8 @@
  *   block  T tokens per tile (the many-tokens path), GFLOP/s;
  *   sgemm  the alternative for many tokens: OpenBLAS sgemm on f32 weights
  *          dequantized once, GFLOP/s (the dequantization not counted).
- * Usage: bench_cpu_kernels [scalar|avx2] (default: the selected table). */
+ * Usage: bench_cpu_kernels [scalar] (default: the selected table; env
+ * MOEINT4_CPU_KERNEL=avx2|avx512 caps it). */
 #if !defined(MI4_BENCH_NO_BLAS)
 #include <cblas.h>
 #endif
@@ -72,6 +73,7 @@ static void make_setup(bench_setup *s, const mi4_cpu_kernels *kernels, int in, i
         }
     }
     s->tokens = tokens;
+    s->x_stride = (size_t)in;
     s->x = aligned_alloc(64, sizeof(float) * (size_t)in * tokens);
     s->xsum = malloc(sizeof(float) * (size_t)s->geo.num_groups * tokens);
     for (int i = 0; i < in * tokens; i++)
@@ -85,7 +87,7 @@ static void *run_tiles(void *opaque)
 {
     thread_arg *a = opaque;
     const bench_setup *s = a->setup;
-    float *y = malloc(sizeof(float) * MI4_CPU_TILE_ROWS * (size_t)s->tokens);
+    float *y = malloc(sizeof(float) * MI4_CPU_TILE_ROWS * 2 * (size_t)s->tokens);
     const float **rows = malloc(sizeof(float *) * 2 * (size_t)s->tokens);
     for (int t = 0; t < s->tokens; t++) {
         rows[t] = s->x + (size_t)t * s->x_stride;
@@ -93,11 +95,20 @@ static void *run_tiles(void *opaque)
     }
     mi4_cpu_tile_job job = {.geo = &s->geo, .x = rows, .xsum = rows + s->tokens,
                             .tokens = s->tokens, .y = y};
-    for (int r = 0; r < a->repeats; r++)
-        for (int t = a->tile_begin; t < a->tile_end; t++) {
+    mi4_cpu_tile_job next = job;
+    next.y = y + MI4_CPU_TILE_ROWS * (size_t)s->tokens;
+    for (int r = 0; r < a->repeats; r++) { /* in pairs, as the forward pass runs them */
+        int t = a->tile_begin;
+        for (; t + 1 < a->tile_end; t += 2) {
+            job.tile = s->tiles + (size_t)t * s->geo.tile_bytes;
+            next.tile = job.tile + s->geo.tile_bytes;
+            mi4_cpu_run_tile_pair(s->kernels, &job, &next);
+        }
+        if (t < a->tile_end) {
             job.tile = s->tiles + (size_t)t * s->geo.tile_bytes;
             s->kernels->tile(&job);
         }
+    }
     free(y);
     free(rows);
     return NULL;
@@ -146,8 +157,8 @@ static void bench_gemv(const mi4_cpu_kernels *kernels)
 static void bench_blocks(const mi4_cpu_kernels *kernels)
 {
     const int in = 2048;
-    const int token_counts[] = {2, 4, 8, 16, 32, 64};
-    for (int i = 0; i < 6; i++) {
+    const int token_counts[] = {2, 4, 8, 12, 16, 32, 64};
+    for (int i = 0; i < 7; i++) {
         bench_setup s;
         make_setup(&s, kernels, in, 96, token_counts[i]);
         int repeats = 4096 / token_counts[i];
