@@ -9,6 +9,7 @@
  *    header corrupted, loaded in a child process (the dynamic loader's
  *    state cannot be reset in-process); the child must not die. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +171,11 @@ static void check_damaged_file(fz_input *in, const plugin_world *w)
         _exit(loaded || reason[0] == '\0' ? 3 : 0);
     }
     int status = 0;
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    pid_t waited;
+    do /* libFuzzer's timeout alarm interrupts the wait */
+        waited = waitpid(child, &status, 0);
+    while (waited < 0 && errno == EINTR);
+    if (waited != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "loading a damaged plugin (%zu of %zu bytes, mode %d) %s %d\n", length,
                 w->file_size, mode, WIFSIGNALED(status) ? "killed the process with signal"
                                                         : "gave the exit code",
