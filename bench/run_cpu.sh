@@ -3,6 +3,7 @@
 # .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
 # 512; Mixtral-8x7B at M = 1; every format at M = 1. A few minutes.
 # Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all),
+# RESULTS_DIR (default bench/results),
 # QUIET_WAIT (seconds to wait, before each run, for the CPUs to be less than
 # 10% busy with other work; default 300; the run starts anyway after that).
 set -euo pipefail
@@ -31,7 +32,7 @@ fi
 coretype_note=${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE }
 
 date=$(date -u +%Y-%m-%d)
-results="$root/bench/results"
+results=${RESULTS_DIR:-$root/bench/results}
 mkdir -p "$results"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
