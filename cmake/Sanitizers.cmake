@@ -22,8 +22,6 @@ if(MOEINT4_FUZZ)
   endif()
   # Coverage feedback for the library too; the harnesses add -fsanitize=fuzzer.
   add_compile_options(-fsanitize=fuzzer-no-link)
-  # clang lacks __builtin_cpu_supports("f16c"), used by the CPU dispatch.
-  add_compile_options(-include ${CMAKE_CURRENT_LIST_DIR}/sanitizers/clang_cpu_supports.h)
 endif()
 
 if(MOEINT4_FAULT_INJECTION)
