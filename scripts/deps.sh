@@ -13,6 +13,7 @@ packages=(
   clang-15 llvm-spirv-15 spirv-tools                   # XPU: OpenCL C -> SPIR-V, validated
   libdnnl-dev              # XPU: oneDNN matmul for experts with many tokens
   hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)
+  valgrind libclang-common-15-dev                      # reliability: memcheck; libFuzzer + sanitizer runtimes for clang-15
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -21,5 +22,5 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt-get install -y -q "${missing[@]}"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything CI builds (core, CPU backend, XPU plugin, the HIP plugin
-# for AMD targets as a compile check) from scratch and runs every test.
+# for AMD targets as a compile check) from scratch and runs every test, then
+# the reliability runs (ASan+UBSan, valgrind, libFuzzer, TSan; issue 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -10,3 +11,4 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_WERROR=
   -DMOEINT4_XPU=ON -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=amd
 cmake --build "$build_dir"
 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 1500
+bash scripts/reliability.sh
