@@ -8,7 +8,7 @@ Run from the repository root after building the library:
 
     MOEINT4_LIBRARY=build/lib/libmoeint4.so /usr/bin/python3 examples/python/moe_layer.py
 
-(with the package installed, `pip install --no-build-isolation ./python`, MOEINT4_LIBRARY may be
+(with the package installed, `pip install ./python`, MOEINT4_LIBRARY may be
 left out once the library is on the loader path.)
 """
 import argparse

@@ -1,5 +1,6 @@
-"""`pip install ./python` offline (Debian's setuptools as build backend), then
-the example runs from the installed package."""
+"""`pip install ./python` offline, with pip's default isolated build (the
+package's own standard-library build backend needs nothing from an index),
+then the example runs from the installed package."""
 import importlib.util
 import os
 import shutil
@@ -12,14 +13,13 @@ from helpers import REPO
 
 
 def test_pip_install_then_example_runs(tmp_path):
-    missing = [m for m in ("pip", "setuptools") if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"python3-pip / python3-setuptools missing: {missing}")
+    if importlib.util.find_spec("pip") is None:
+        pytest.skip("python3-pip missing")
     source = tmp_path / "src"  # a copy: the build writes build/ and *.egg-info
     shutil.copytree(REPO / "python", source,
                     ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
                     "--no-index", "--quiet", "--target", str(target), str(source)],
                    check=True, capture_output=True, text=True)
     assert (target / "moeint4" / "py.typed").exists()
