@@ -33,7 +33,8 @@ static int cli_print_backends(void) {
         }
         printf("  %-3d %-10s %-9s %-10s %-8s %s\n", (int)info.id, info.name,
                info.compiled ? "yes" : "no", info.available ? "yes" : "no",
-               info.device_pointers ? "device" : "host", info.reason[0] ? info.reason : "-");
+               !info.compiled ? "-" : info.device_pointers ? "device" : "host",
+               info.reason[0] ? info.reason : "-");
     }
     return CLI_EXIT_OK;
 }
