@@ -132,21 +132,9 @@ void cli_buffer_destroy(cli_session *session, cli_buffer *buffer) {
 
 int cli_forward(cli_session *session, int64_t num_tokens, const cli_buffer *hidden,
                 const cli_buffer *ids, const cli_buffer *router_weights, cli_buffer *output) {
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = session->options->dtype;
-    args.num_tokens = num_tokens;
-    args.topk = session->options->preset->topk;
-    args.hidden_states = hidden->memory;
-    args.topk_ids = ids->memory;
-    args.topk_weights = router_weights->memory;
-    args.output = output->memory;
-    args.activation = session->activation.kind;
-    args.swiglu_limit = (float)session->activation.limit;
-    args.swiglu_alpha = (float)session->activation.alpha;
-    args.swiglu_beta = (float)session->activation.beta;
-    args.apply_router_weight_on_input = session->activation.apply_router_weight_on_input;
+    moeint4_forward_args args = tk_forward_args(
+        session->options->dtype, num_tokens, session->options->preset->topk, hidden->memory,
+        ids->memory, router_weights->memory, output->memory, &session->activation);
     moeint4_status status = moeint4_forward(session->ctx, session->weights, &args);
     if (status != MOEINT4_SUCCESS) {
         cli_print_failure("moeint4_forward", status);

@@ -142,6 +142,12 @@ void tk_reference_moe(const tk_layer *layer, moeint4_dtype dtype, const void *hi
                       const tk_activation *act, const int64_t *row_list, int64_t num_rows,
                       double *out);
 
+/* Forward arguments with struct_size set; act NULL = SiLU with the router
+ * weight on the output. */
+moeint4_forward_args tk_forward_args(moeint4_dtype dtype, int64_t num_tokens, int topk,
+                                     const void *hidden, const int32_t *ids, const float *weights,
+                                     void *output, const tk_activation *act);
+
 /* Relative L2 error ||got - want|| / ||want|| of `count` values, got stored in dtype. */
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count);
 

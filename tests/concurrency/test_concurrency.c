@@ -56,22 +56,8 @@ typedef struct worker {
 
 static moeint4_forward_args case_args(const forward_case *c, void *output)
 {
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = c->dtype;
-    args.num_tokens = TOKENS;
-    args.topk = TOPK;
-    args.hidden_states = c->hidden;
-    args.topk_ids = c->ids;
-    args.topk_weights = c->router;
-    args.output = output;
-    args.activation = c->activation;
-    args.swiglu_limit = 7.0f;
-    args.swiglu_alpha = 1.702f;
-    args.swiglu_beta = 1.0f;
-    args.apply_router_weight_on_input = c->on_input;
-    return args;
+    tk_activation act = {c->activation, 7.0, 1.702, 1.0, c->on_input};
+    return tk_forward_args(c->dtype, TOKENS, TOPK, c->hidden, c->ids, c->router, output, &act);
 }
 
 static void make_cases(shared_state *s, tk_rng *rng)

@@ -210,20 +210,7 @@ static case_outcome run_case(moeint4_context *ctx, layer_slot *slot, const conf_
                          c->apply_router_weight_on_input};
     tk_reference_moe(&slot->layer, c->dtype, hidden, m, topk, ids, router, &act, NULL, 0, want);
 
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = c->dtype;
-    args.num_tokens = m;
-    args.topk = topk;
-    args.hidden_states = hidden;
-    args.topk_ids = ids;
-    args.topk_weights = router;
-    args.activation = c->activation;
-    args.swiglu_limit = c->limit;
-    args.swiglu_alpha = c->alpha;
-    args.swiglu_beta = c->beta;
-    args.apply_router_weight_on_input = c->apply_router_weight_on_input;
+    moeint4_forward_args args = tk_forward_args(c->dtype, m, topk, hidden, ids, router, NULL, &act);
     const char *what = "";
     moeint4_status status =
         conf_forward_through_device(ctx, slot->weights, args, hidden_bytes, slots, got, &what);

@@ -35,16 +35,9 @@ static int run_vector_case(moeint4_context *ctx, const char *backend_name,
         printf("FAIL %s %s: moeint4_weights_prepare: %s: %s\n", backend_name, p->name,
                moeint4_status_string(status), moeint4_last_error());
     } else {
-        moeint4_forward_args args;
-        memset(&args, 0, sizeof args);
-        args.struct_size = sizeof args;
-        args.dtype = MOEINT4_DTYPE_BF16;
-        args.num_tokens = p->num_tokens;
-        args.topk = p->topk;
-        args.hidden_states = c.hidden;
-        args.topk_ids = c.topk_ids;
-        args.topk_weights = c.topk_weights;
-        args.activation = MOEINT4_ACTIVATION_SILU;
+        moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, p->num_tokens, p->topk,
+                                                    c.hidden, c.topk_ids, c.topk_weights, NULL,
+                                                    NULL);
         const char *what = "";
         status = conf_forward_through_device(ctx, weights, args, count * sizeof *got,
                                              (size_t)p->num_tokens * (size_t)p->topk, got, &what);

@@ -37,17 +37,7 @@ void util_random_batch(uint64_t seed, moeint4_dtype dtype, int64_t m, int topk, 
 moeint4_forward_args util_args(moeint4_dtype dtype, int64_t m, int topk, const void *hidden,
                                const int32_t *ids, const float *router, void *output)
 {
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = dtype;
-    args.num_tokens = m;
-    args.topk = topk;
-    args.hidden_states = hidden;
-    args.topk_ids = ids;
-    args.topk_weights = router;
-    args.output = output;
-    return args;
+    return tk_forward_args(dtype, m, topk, hidden, ids, router, output, NULL);
 }
 
 moeint4_context *util_context(moeint4_backend backend)

@@ -70,26 +70,12 @@ static void run_case(const forward_case *fc, uint64_t seed)
             ids[s] = (int32_t)((s / fc->topk) % 2);
     tk_fill_activations(&rng, fc->dtype, out_count, 1.0, hidden);
 
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = fc->dtype;
-    args.num_tokens = fc->tokens;
-    args.topk = fc->topk;
-    args.hidden_states = hidden;
-    args.topk_ids = ids;
-    args.topk_weights = weights;
-    args.output = out;
-    args.activation = fc->activation;
-    args.swiglu_limit = 1.25f;
-    args.swiglu_alpha = 1.702f;
-    args.swiglu_beta = 0.5f;
-    args.apply_router_weight_on_input = fc->on_input;
-
     tk_activation act = {fc->activation, 1.25, 1.702, 0.5, fc->on_input};
     /* the reference reads the f32-rounded SwiGLU parameters */
     act.limit = 1.25f;
     act.alpha = 1.702f;
+    moeint4_forward_args args = tk_forward_args(fc->dtype, fc->tokens, fc->topk, hidden, ids,
+                                                weights, out, &act);
     act.beta = 0.5f;
     tk_reference_moe(&layer, fc->dtype, hidden, fc->tokens, fc->topk, ids, weights, &act, NULL,
                      0, want);

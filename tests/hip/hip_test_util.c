@@ -109,21 +109,9 @@ moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *wei
     tk_poison(got, bytes);
     void *d_out = upload(ctx, got, bytes ? bytes : 1);
 
-    moeint4_forward_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.dtype = c->dtype;
-    args.num_tokens = m;
-    args.topk = c->topk;
-    args.hidden_states = d_hidden + shift;
-    args.topk_ids = d_ids;
-    args.topk_weights = d_router;
-    args.output = d_out;
-    args.activation = c->activation;
-    args.swiglu_limit = c->limit;
-    args.swiglu_alpha = c->alpha;
-    args.swiglu_beta = c->beta;
-    args.apply_router_weight_on_input = c->on_input;
+    tk_activation act = {c->activation, c->limit, c->alpha, c->beta, c->on_input};
+    moeint4_forward_args args =
+        tk_forward_args(c->dtype, m, c->topk, d_hidden + shift, d_ids, d_router, d_out, &act);
     moeint4_status status = moeint4_forward(ctx, weights, &args);
     /* Downloaded even on failure: a failing forward must leave it as it was. */
     assert_int_equal(moeint4_memory_copy(ctx, got, d_out, bytes, MOEINT4_COPY_DEVICE_TO_HOST),

@@ -157,16 +157,8 @@ static void test_bad_ids(void **state)
         moeint4_memory_copy(ctx, d_ids, ids, sizeof ids, MOEINT4_COPY_HOST_TO_DEVICE);
         moeint4_memory_copy(ctx, d_router, router, sizeof router, MOEINT4_COPY_HOST_TO_DEVICE);
         moeint4_memory_copy(ctx, d_out, poison, sizeof poison, MOEINT4_COPY_HOST_TO_DEVICE);
-        moeint4_forward_args args;
-        memset(&args, 0, sizeof args);
-        args.struct_size = sizeof args;
-        args.dtype = MOEINT4_DTYPE_BF16;
-        args.num_tokens = m;
-        args.topk = topk;
-        args.hidden_states = d_hidden;
-        args.topk_ids = d_ids;
-        args.topk_weights = d_router;
-        args.output = d_out;
+        moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, d_hidden, d_ids,
+                                                    d_router, d_out, NULL);
         moeint4_status status = moeint4_forward(ctx, w, &args);
         print_message("bad id %d: %s: %s\n", bad, moeint4_status_string(status),
                       moeint4_last_error());

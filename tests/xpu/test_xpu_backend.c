@@ -86,17 +86,7 @@ static void io_free(moeint4_context *ctx, device_io *io)
 
 static moeint4_forward_args make_args(const device_io *io, moeint4_dtype dtype)
 {
-    moeint4_forward_args args = {0};
-    args.struct_size = sizeof args;
-    args.dtype = dtype;
-    args.num_tokens = M;
-    args.topk = TOPK;
-    args.hidden_states = io->hidden;
-    args.topk_ids = io->ids;
-    args.topk_weights = io->weights;
-    args.output = io->output;
-    args.activation = MOEINT4_ACTIVATION_SILU;
-    return args;
+    return tk_forward_args(dtype, M, TOPK, io->hidden, io->ids, io->weights, io->output, NULL);
 }
 
 /* A small random layer (E=8, K=64, N=32, group 32); rng continues from it. */
