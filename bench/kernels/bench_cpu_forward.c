@@ -78,16 +78,8 @@ int main(int argc, char **argv)
             int32_t *ids = malloc(sizeof(int32_t) * (size_t)m * topk);
             float *wts = malloc(sizeof(float) * (size_t)m * topk);
             tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, (size_t)m * k, 1.0, x);
-            moeint4_forward_args a;
-            memset(&a, 0, sizeof a);
-            a.struct_size = sizeof a;
-            a.dtype = MOEINT4_DTYPE_BF16;
-            a.num_tokens = m;
-            a.topk = topk;
-            a.hidden_states = x;
-            a.topk_ids = ids;
-            a.topk_weights = wts;
-            a.output = out;
+            moeint4_forward_args a =
+                tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, x, ids, wts, out, NULL);
             double times[64], cpu[64], bytes = 0;
             for (int it = -1; it < iters && it < 64; it++) {
                 tk_route_random(&rng, m, e, topk, ids, wts);
