@@ -5,7 +5,8 @@
 # (nothing can be installed there): cmocka, OpenBLAS and pkg-config travel as
 # build-hipdeps/deps.tar.xz and ../shared/vectors as build-hipdeps/shared
 # (bench/hip/README.md says how to make them).
-#   OUT=/tmp/out COMMIT=abc1234 bench/hip/h200_run.sh [build|test|bench|all ...]
+#   OUT=/tmp/out COMMIT=abc1234 bench/hip/h200_run.sh [build|test|bench|cli|profile|all ...]
+# (all = build test bench cli; profile: per-kernel device times, hip_profile.py)
 set -u
 steps=${*:-all}
 OUT=${OUT:-$PWD/out-h200}
@@ -13,7 +14,7 @@ COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 BUILD=${BUILD:-build-h200}
 DEPS=${DEPS:-build-hipdeps}
 mkdir -p "$OUT"
-want() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
+want() { [[ ( " $steps " == *" all "* && $1 != profile ) || " $steps " == *" $1 "* ]]; }
 
 if [ -f "$DEPS/deps.tar.xz" ]; then
   mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
@@ -26,21 +27,37 @@ SHARED=$PWD/../shared
 if want build; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     nvcc --version | tail -1; cmake --version | head -1
-    python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/env.txt" 2>&1
+    python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
   { cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
       -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_SHARED_DIR="$SHARED" \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
-    ninja -C "$BUILD" -k 0; } > "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
+    ninja -C "$BUILD" -k 0; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
 fi
 
 if want test; then
   (cd "$BUILD" && ctest -V --timeout 900 \
-     -R '^(test_hip_dequant|test_hip_forward|hip_conformance)$') > "$OUT/tests.log" 2>&1
+     -R '^(test_hip_.*|hip_conformance)$') > "$OUT/tests.log" 2>&1
   echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
 fi
 
 if want bench; then
   PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$BUILD/lib/libmoeint4.so" \
     --json "$OUT/hip-bench.json" --commit "$COMMIT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+fi
+
+# Our side timed by the moeint4 command itself (host wall clock around each
+# synchronous forward; its own routing), next to hip_bench.py's event times.
+if want cli; then
+  for preset in qwen3-30b-a3b mixtral-8x7b; do
+    "$BUILD/bin/moeint4" bench --backend hip --preset $preset --tokens 1,8,64,512,4096 \
+      --iters 20 --json "$OUT/cli-$preset.json"
+    "$BUILD/bin/moeint4" run --backend hip --preset $preset --tokens 3
+  done > "$OUT/cli.log" 2>&1
+  echo "cli: exit $?"; grep -E "^ +[0-9]+ |max_rel|error" "$OUT/cli.log" | head -20
+fi
+
+if want profile; then
+  PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "$BUILD/lib/libmoeint4.so" ${PROFILE_POINTS:-qwen3-30b-a3b:1 qwen3-30b-a3b:8 qwen3-30b-a3b:4096 mixtral-8x7b:1 mixtral-8x7b:512 mixtral-8x7b:4096} \
+    2>&1 | tee "$OUT/profile.log"
 fi

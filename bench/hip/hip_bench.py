@@ -207,7 +207,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
         iters = 50 if M <= 512 else 20
         t_ours = time_events(ours, iters)
         if sweep:
-            for tile in ("8v", "16", "64", "128", "w128", "w256"):
+            for tile in ("direct", "8v", "16", "64", "128", "w128", "w256"):
                 os.environ["MOEINT4_HIP_TILE"] = tile
                 t = statistics.median(time_events(ours, 10))
                 log(f"    M={M} tile {tile}: {t:.3f} ms")

@@ -38,13 +38,13 @@ static void test_variants_and_tiles(void **state)
 {
     (void)state;
     const char *variants[] = {"mma", "fma"};
-    const char *tiles[] = {"16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256"};
+    const char *tiles[] = {"16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct"};
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_ASYM, 8, 200, 72, -1, 0, 11);
-        for (int t = 0; t < 9; t++) {
+        for (int t = 0; t < 10; t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
             print_message("gemm %s, tile %s\n", variants[v], tiles[t]);
             hip_test_case c = default_case(MOEINT4_DTYPE_BF16, 203, 3, 100 + (uint64_t)t);
@@ -96,16 +96,16 @@ static void test_expert_parallel(void **state)
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 32, 256, 128, 128, 1, 31);
     assert_true(layer.num_local_experts < layer.num_experts);
     int64_t sizes[] = {1, 7, 150};
-    for (int fused = 0; fused < 2; fused++) {
-        if (fused) /* the decode GEMV with routing and combine fused in */
-            setenv("MOEINT4_HIP_FUSE", "1", 1);
+    for (int forced = 0; forced < 2; forced++) {
+        if (forced) /* the direct decode GEMVs (auto: only at M = 1) at every size */
+            setenv("MOEINT4_HIP_TILE", "direct", 1);
         for (int i = 0; i < 3; i++) {
             hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 4, 300 + (uint64_t)i);
             double e = hip_test_error(ctx, w, &layer, &c);
             assert_true(e <= HIP_TOLERANCE);
         }
     }
-    unsetenv("MOEINT4_HIP_FUSE");
+    unsetenv("MOEINT4_HIP_TILE");
     /* Memory report: bf16 weights of the local experts plus the map. */
     size_t host_bytes = 0, device_bytes = 0;
     assert_int_equal(moeint4_weights_memory(w, &host_bytes, &device_bytes), MOEINT4_SUCCESS);
@@ -128,15 +128,13 @@ static void test_bad_ids(void **state)
     const int64_t m = 6;
     const int topk = 2, k = 128;
     const int32_t bad_values[] = {16, -1, 1 << 30};
-    /* 6 tokens take the decode GEMV (routing fused into it); tile 64 uses the
-     * routing kernel */
+    /* 6 tokens take the routed decode GEMV, then tile 64, then the direct
+     * GEMVs (no routing kernel: gemm2 checks the ids) */
     for (int b = 0; b < 9; b++) {
         if (b == 3)
             setenv("MOEINT4_HIP_TILE", "64", 1);
-        if (b == 6) { /* the decode GEMV with routing and combine fused in */
-            unsetenv("MOEINT4_HIP_TILE");
-            setenv("MOEINT4_HIP_FUSE", "1", 1);
-        }
+        if (b == 6)
+            setenv("MOEINT4_HIP_TILE", "direct", 1);
         int32_t ids[12];
         float router[12];
         uint16_t hidden[6 * 128], out[6 * 128], poison[6 * 128];
@@ -181,7 +179,7 @@ static void test_bad_ids(void **state)
         moeint4_memory_free(ctx, d_router);
         moeint4_memory_free(ctx, d_out);
     }
-    unsetenv("MOEINT4_HIP_FUSE");
+    unsetenv("MOEINT4_HIP_TILE");
     moeint4_weights_release(w);
     tk_layer_free(&layer);
     moeint4_context_destroy(ctx);
@@ -197,12 +195,12 @@ static void test_determinism(void **state)
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 256, 128, 128, 0, 61);
-        /* 700 tokens: tiled GEMMs; 5 tokens: the decode GEMV with fused
-         * routing and combine */
+        /* 700 tokens: tiled GEMMs; 5 tokens: the routed decode GEMV, then
+         * the direct GEMVs (which sum a token's slots themselves) */
         const int64_t sizes[] = {700, 5, 5};
         for (int i = 0; i < 3; i++) {
-            if (i == 2) /* the decode GEMV with routing and combine fused in */
-                setenv("MOEINT4_HIP_FUSE", "1", 1);
+            if (i == 2)
+                setenv("MOEINT4_HIP_TILE", "direct", 1);
             hip_test_case c = default_case(MOEINT4_DTYPE_F32, sizes[i], 4, 62);
             size_t bytes = (size_t)c.num_tokens * 256 * sizeof(float);
             void *first = malloc(bytes), *second = malloc(bytes);
@@ -214,7 +212,7 @@ static void test_determinism(void **state)
             free(first);
             free(second);
         }
-        unsetenv("MOEINT4_HIP_FUSE");
+        unsetenv("MOEINT4_HIP_TILE");
         moeint4_weights_release(w);
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);

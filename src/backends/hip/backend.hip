@@ -117,12 +117,17 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     hipError_t e = mi4_hip_gemm_init();
     if (e != hipSuccess)
         return device_failure(err, err_cap, "setting the GEMM kernels' shared memory", e);
+    int multiprocessors = 0;
+    e = hipDeviceGetAttribute(&multiprocessors, hipDeviceAttributeMultiprocessorCount, device);
+    if (e != hipSuccess)
+        return device_failure(err, err_cap, "querying the multiprocessor count", e);
     mi4_hip_context *ctx = (mi4_hip_context *)calloc(1, sizeof *ctx);
     if (ctx == nullptr) {
         snprintf(err, err_cap, "hip: out of host memory for a context");
         return MOEINT4_OUT_OF_MEMORY;
     }
     ctx->device = device;
+    ctx->multiprocessors = multiprocessors;
     ctx->use_mma = use_mma;
     pthread_mutex_init(&ctx->pool_lock, nullptr);
     *backend_context = ctx;
@@ -277,8 +282,7 @@ moeint4_status acquire_workspace(mi4_hip_context *ctx, size_t bytes, mi4_hip_wor
         free_workspace(w);
         return st;
     }
-    /* the routing status words start at zero (the fused combine's ticket
-     * counter relies on it and leaves it at zero after each forward) */
+    /* the routing status words start at zero */
     const int zeros[4] = {0, 0, 0, 0};
     hipError_t e = hipMemcpy(w->device, zeros, sizeof zeros, hipMemcpyHostToDevice);
     if (e != hipSuccess) {
@@ -300,17 +304,21 @@ void return_workspace(mi4_hip_context *ctx, mi4_hip_workspace *w)
 
 /* Rows per expert decide the row tile; MOEINT4_HIP_TILE (a mi4_hip_tile_name)
  * forces one, for tuning. */
-mi4_hip_tile_config choose_tile(int64_t slots, int num_experts)
+mi4_hip_tile_config choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w)
 {
     const char *forced = getenv("MOEINT4_HIP_TILE");
     for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
         if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
             return (mi4_hip_tile_config)c;
-    /* Measured on the H200 (bench/results/hip-*.md): the register-streaming
-     * GEMV while experts see about two rows, then 16- and 64-row tiles, and
-     * the wgmma 128 x 256 tile (sm_90a builds; elsewhere its mma.sync
-     * stand-in) for prefill. */
-    int64_t rows_per_expert = slots / (num_experts > 0 ? num_experts : 1);
+    /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
+     * routing, no combine) while slots rarely share an expert (one token, or
+     * far fewer slots than experts), the routed register-streaming GEMV
+     * while experts see about two rows, then 16- and 64-row tiles, and the
+     * wgmma 128 x 256 tile (sm_90a builds; elsewhere its mma.sync stand-in)
+     * for prefill. */
+    if (slots <= 64 && (tokens == 1 || slots * 8 <= w->num_local_experts))
+        return MI4_TILE_DIRECT;
+    int64_t rows_per_expert = slots / (w->num_experts > 0 ? w->num_experts : 1);
     if (rows_per_expert <= 2)
         return MI4_TILE_GEMV;
     if (rows_per_expert <= 8)
@@ -324,7 +332,7 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     const int64_t m = args->num_tokens, slots = m * args->topk;
     const size_t k = (size_t)w->hidden_size, n = (size_t)w->intermediate_size;
     hipStream_t stream = (hipStream_t)args->stream;
-    mi4_hip_tile_config config = choose_tile(slots, w->num_experts);
+    mi4_hip_tile_config config = choose_tile(m, slots, w);
     int bm = mi4_hip_tile_rows(config);
     int64_t touched = slots < w->num_local_experts ? slots : w->num_local_experts;
     int64_t max_tiles = (slots + touched * (bm - 1)) / bm;
@@ -338,7 +346,8 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     size_t at_x = at_sorted + round_up((size_t)max_tiles * bm * sizeof(int));
     size_t at_act = at_x + (direct ? 0 : round_up(x_rows * k * 2));
     size_t at_y = at_act + round_up((size_t)max_tiles * bm * n * 2);
-    size_t total = at_y + round_up((size_t)slots * k * 4);
+    size_t at_route = at_y + round_up((size_t)slots * k * 4);
+    size_t total = at_route + round_up(mi4_hip_route_scratch_bytes(slots, w->num_local_experts));
 
     mi4_hip_workspace *ws = nullptr;
     moeint4_status st = acquire_workspace(ctx, total, &ws, err, cap);
@@ -351,6 +360,7 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     routing.sorted_slot = (int *)(base + at_sorted);
     routing.max_tiles = (int)max_tiles;
     routing.tile_rows = bm;
+    routing.route_scratch = (int *)(base + at_route);
 
     mi4_hip_gemm_args g;
     g.weights = w;
@@ -368,15 +378,9 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.y = (float *)(base + at_y);
     g.use_mma = ctx->use_mma;
     g.stream = stream;
-    /* Decode: fewer launches. Off unless MOEINT4_HIP_FUSE=1: on the H200 the
-     * per-block routing and the ticket cost more than the two launches they
-     * save (bench/results/hip-*.md). */
-    const char *fuse = getenv("MOEINT4_HIP_FUSE");
-    bool gemv = config == MI4_TILE_GEMV && fuse != nullptr && strcmp(fuse, "1") == 0;
-    g.fuse_route = gemv && slots <= MI4_FUSED_ROUTE_SLOTS;
+    g.multiprocessors = ctx->multiprocessors;
     g.topk_ids = args->topk_ids;
     g.num_slots = slots;
-    g.fuse_combine = gemv && (int64_t)(m * (int64_t)k) <= 16384;
     g.combine.y = g.y;
     g.combine.topk_ids = args->topk_ids;
     g.combine.expert_map = w->expert_map;
@@ -398,7 +402,8 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
                                    args->topk_weights, per_slot, (uint16_t *)(base + at_x),
                                    stream);
     }
-    if (e == hipSuccess && !g.fuse_route) {
+    const bool direct_gemv = config == MI4_TILE_DIRECT; /* no routing, no combine */
+    if (e == hipSuccess && !direct_gemv) {
         step = "routing";
         e = mi4_hip_launch_route(args->topk_ids, slots, w, &routing, stream);
     }
@@ -410,7 +415,7 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
         step = "gemm2";
         e = mi4_hip_launch_gemm2(config, &g);
     }
-    if (e == hipSuccess && !g.fuse_combine) {
+    if (e == hipSuccess && !direct_gemv) {
         step = "combine";
         e = mi4_hip_launch_combine(&g.combine, stream);
     }

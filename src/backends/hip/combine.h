@@ -1,6 +1,7 @@
-/* The combine step as device code shared by the combine kernel and the
- * decode GEMV's fused tail: out[m] = sum over the local slots of token m, in
- * slot order, of the f32 rows y[slot] (deterministic: no atomics). */
+/* The combine step: out[m] = sum over the local slots of token m, in slot
+ * order, of the f32 rows y[slot] (deterministic: no atomics). Its
+ * parameters also tell the direct decode gemm2, which combines as it goes,
+ * where and how to write the output. */
 #ifndef MOEINT4_HIP_COMBINE_H
 #define MOEINT4_HIP_COMBINE_H
 
@@ -18,6 +19,18 @@ struct mi4_combine_params {
     const int *status;          /* routing status: [0] bad-id flag, [1] first bad slot */
     int *host_status;           /* mapped host copy of status[0..1] */
 };
+
+/* out[at] = v in the output's dtype; scalar stores: the caller's output
+ * needs no more than element alignment. */
+MI4_DEVICE void mi4_combine_store(const mi4_combine_params &c, size_t at, float v)
+{
+    if (c.dtype == MOEINT4_DTYPE_F32)
+        ((float *)c.out)[at] = v;
+    else if (c.dtype == MOEINT4_DTYPE_F16)
+        ((uint16_t *)c.out)[at] = mi4_dev_f32_to_f16(v);
+    else
+        ((uint16_t *)c.out)[at] = mi4_dev_f32_to_bf16(v);
+}
 
 /* Writes outputs [first, end) in quads of 4 (K is a multiple of 8), striding
  * by `step` quads; the caller checked status[0] == 0. */
@@ -41,15 +54,8 @@ MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, in
         }
         size_t at = (size_t)(m * c.hidden + k);
         float s[4] = {sum.x, sum.y, sum.z, sum.w};
-        /* scalar stores: the caller's output needs no more than element alignment */
-        for (int q = 0; q < 4; q++) {
-            if (c.dtype == MOEINT4_DTYPE_F32)
-                ((float *)c.out)[at + q] = s[q];
-            else if (c.dtype == MOEINT4_DTYPE_F16)
-                ((uint16_t *)c.out)[at + q] = mi4_dev_f32_to_f16(s[q]);
-            else
-                ((uint16_t *)c.out)[at + q] = mi4_dev_f32_to_bf16(s[q]);
-        }
+        for (int q = 0; q < 4; q++)
+            mi4_combine_store(c, at + q, s[q]);
     }
 }
 

@@ -1,21 +1,30 @@
-/* Decode GEMMs: the weights of the few experts a small batch hits are
- * streamed once through registers (see decode_gemv below), optionally with
- * the routing and the combine fused in (MOEINT4_HIP_FUSE=1). */
+/* Decode GEMVs: with a few token rows per expert the GEMMs are weight
+ * streams, so weights go from global memory straight into registers (16
+ * bytes per lane and row, GEMV_UNROLL chunks in flight) and meet the token
+ * rows on the FMA units: no shared-memory staging, no matrix cores.
+ *
+ * Grids are persistent (a fixed number of blocks per SM) and each warp walks
+ * units of work with a grid stride, so the stream never waits on a partial
+ * last wave of short blocks.
+ *
+ *   routed (MI4_TILE_GEMV): a unit is one output (gemm13: its gate and up
+ *     rows) or two outputs (gemm2) of a routed tile of GEMV_TOKENS slots of
+ *     one expert; the weight rows are read once for all of the tile's rows.
+ *   direct (MI4_TILE_DIRECT): no routing at all. gemm13's units are
+ *     (slot, output): the warp reads the slot's id itself. gemm2's units are
+ *     (token, two outputs) over all of the token's slots, summed in slot
+ *     order with the router weight, and written to the caller's output: the
+ *     combine is gone too. Two launches per forward. */
 #include "gemm_common.h"
 
 namespace {
 
 using namespace mi4_gemm;
 
-/* Decode: few rows per expert, so the weights are streamed straight from
- * global memory into registers (16 bytes per lane and row, UNROLL chunks in
- * flight) and multiplied on the FMA units; no shared-memory staging, no
- * matrix cores. A warp owns ROWS weight rows (gemm13: the gate and up rows
- * of ROWS/2 outputs) and up to TOKENS token rows of one routed tile, sums
- * over the lanes in a fixed butterfly order, and runs the same epilogues. */
-constexpr int GEMV_ROWS = 4;
 constexpr int GEMV_WARPS = 8;
-constexpr int GEMV_UNROLL = 2;
+constexpr int GEMV_UNROLL = 4;
+constexpr int GEMV_BLOCKS_PER_SM = 2;
+constexpr int CHUNK = MI4_WARP * 8; /* k covered by one lane-wide 16-byte load */
 
 MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
 {
@@ -27,254 +36,237 @@ MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
     }
 }
 
-/* The streaming loop and epilogue of one warp over `tokens` rows of a tile. */
-template <bool GATED>
-__device__ __forceinline__ void gemv_rows(const gemm_params &p, int tile, int group, int expert,
-                                          const int *row_slot, const uint16_t *const *a_rows,
-                                          int tokens)
+/* Per-lane partial dot products of NR weight rows with T token rows over
+ * `inner` (a multiple of 8). ALL: every row with every token (acc[r][t]);
+ * otherwise row r meets token r / (NR / T) only (acc[r][0]). Null rows and
+ * tokens >= `tokens` contribute nothing. The caller sums over the lanes. */
+template <int NR, int T, bool ALL>
+MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *const (&x)[T],
+                            int tokens, int inner, float (&acc)[NR][T])
 {
-    constexpr int OUTS = GATED ? GEMV_ROWS / 2 : GEMV_ROWS; /* outputs per warp */
-    constexpr int CHUNK = MI4_WARP * 8;                     /* k per lane-wide load */
-    const int tid = (int)threadIdx.x;
-    const int warp = tid / MI4_WARP, lane = tid % MI4_WARP;
-    const int out0 = (group * GEMV_WARPS + warp) * OUTS;
-
-    const uint16_t *w_rows[GEMV_ROWS];
+    const int lane = (int)threadIdx.x % MI4_WARP;
 #pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++) {
-        int out = out0 + (GATED ? r % OUTS : r);
-        int b_row = GATED && r >= OUTS ? p.out_cols + out : out;
-        w_rows[r] = out < p.out_cols
-                        ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
-                        : nullptr;
-    }
-    float acc[GEMV_ROWS][GEMV_TOKENS];
+    for (int r = 0; r < NR; r++)
 #pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++)
-#pragma unroll
-        for (int t = 0; t < GEMV_TOKENS; t++)
+        for (int t = 0; t < T; t++)
             acc[r][t] = 0.0f;
-
-    for (int k0 = lane * 8; k0 < p.inner; k0 += CHUNK * GEMV_UNROLL) {
-        uint4 wv[GEMV_UNROLL][GEMV_ROWS];
+    for (int k0 = lane * 8; k0 < inner; k0 += CHUNK * GEMV_UNROLL) {
+        uint4 wv[GEMV_UNROLL][NR];
 #pragma unroll
         for (int u = 0; u < GEMV_UNROLL; u++)
 #pragma unroll
-            for (int r = 0; r < GEMV_ROWS; r++) {
+            for (int r = 0; r < NR; r++) {
                 int k = k0 + u * CHUNK;
-                wv[u][r] = w_rows[r] && k < p.inner ? *(const uint4 *)(w_rows[r] + k)
-                                                    : make_uint4(0u, 0u, 0u, 0u);
+                wv[u][r] = w[r] && k < inner ? mi4_load_stream((const uint4 *)(w[r] + k))
+                                             : make_uint4(0u, 0u, 0u, 0u);
             }
 #pragma unroll
         for (int u = 0; u < GEMV_UNROLL; u++) {
             int k = k0 + u * CHUNK;
-            float wf[GEMV_ROWS][8];
+            if (k >= inner)
+                continue;
+            float wf[NR][8];
 #pragma unroll
-            for (int r = 0; r < GEMV_ROWS; r++)
+            for (int r = 0; r < NR; r++)
                 bf16x8_to_f32(wv[u][r], wf[r]);
 #pragma unroll
-            for (int t = 0; t < GEMV_TOKENS; t++) {
-                if (t >= tokens || k >= p.inner)
+            for (int t = 0; t < T; t++) {
+                if (t >= tokens || x[t] == nullptr)
                     continue;
                 float xf[8];
-                bf16x8_to_f32(*(const uint4 *)(a_rows[t] + k), xf);
+                bf16x8_to_f32(*(const uint4 *)(x[t] + k), xf);
 #pragma unroll
-                for (int r = 0; r < GEMV_ROWS; r++)
+                for (int r = 0; r < NR; r++) {
+                    if (!ALL && r / (NR / T) != t)
+                        continue;
+                    float &a = acc[r][ALL ? t : 0];
 #pragma unroll
                     for (int i = 0; i < 8; i++)
-                        acc[r][t] = fmaf(wf[r][i], xf[i], acc[r][t]);
+                        a = fmaf(wf[r][i], xf[i], a);
+                }
             }
-        }
-    }
-
-#pragma unroll
-    for (int t = 0; t < GEMV_TOKENS; t++) {
-        if (t >= tokens)
-            continue;
-        float sums[GEMV_ROWS];
-#pragma unroll
-        for (int r = 0; r < GEMV_ROWS; r++)
-            sums[r] = mi4_warp_sum(acc[r][t]);
-        if (lane != 0)
-            continue;
-        int slot = row_slot[t];
-        if (GATED) {
-#pragma unroll
-            for (int j = 0; j < OUTS; j++)
-                if (out0 + j < p.out_cols)
-                    p.act[((size_t)tile * GEMV_TOKENS + t) * (size_t)p.out_cols + out0 + j] =
-                        mi4_dev_f32_to_bf16(activate(p.activation, sums[j], sums[OUTS + j],
-                                                     p.limit, p.alpha, p.beta));
-        } else {
-            float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
-#pragma unroll
-            for (int r = 0; r < GEMV_ROWS; r++)
-                if (out0 + r < p.out_cols)
-                    p.y[(size_t)slot * (size_t)p.out_cols + out0 + r] = sums[r] * w;
         }
     }
 }
 
-/* gemm13 of a small batch routes itself: every block reads the (at most
- * MI4_FUSED_ROUTE_SLOTS) ids, orders the slots by local expert (slot order
- * inside an expert, GEMV_TOKENS rows per tile) and finds its tile's rows;
- * block 0 also publishes the routing (status, tiles, sorted slots) for gemm2
- * and the combine. Returns the number of tiles (0 after a bad id). */
-__device__ int gemv_fused_route(const gemm_params &p, int tile, int *row_slot, int *expert)
+MI4_DEVICE const uint16_t *weight_row(const gemm_params &p, int expert, int row)
 {
-    __shared__ int local_of[MI4_FUSED_ROUTE_SLOTS], count_of[MI4_FUSED_ROUTE_SLOTS];
-    __shared__ int first_of[MI4_FUSED_ROUTE_SLOTS];
-    __shared__ int first_bad, tiles, tile_expert;
-    const int tid = (int)threadIdx.x, slots = p.num_slots;
-    if (tid == 0) {
-        first_bad = INT_MAX;
-        tiles = 0;
-        tile_expert = -1;
+    return p.b + ((size_t)expert * p.b_rows + (size_t)row) * (size_t)p.inner;
+}
+
+/* Routed tiles (MI4_TILE_GEMV): gemm13 units are one output (gate + up rows),
+ * gemm2 units two outputs; valid rows come first in a tile. */
+template <bool GATED>
+__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
+    routed_gemv(gemm_params p)
+{
+    constexpr int OUTS = GATED ? 1 : 2;
+    const int per_tile = p.out_cols / OUTS;
+    const int tiles = p.status[2];
+    const int lane = (int)threadIdx.x % MI4_WARP;
+    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
+    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
+         unit < (int64_t)tiles * per_tile; unit += warps) {
+        const int tile = (int)(unit / per_tile), out0 = (int)(unit % per_tile) * OUTS;
+        const int expert = p.tile_expert[tile];
+        int slots[GEMV_TOKENS];
+        const uint16_t *x[GEMV_TOKENS];
+        int tokens = 0;
+#pragma unroll
+        for (int t = 0; t < GEMV_TOKENS; t++) {
+            slots[t] = p.sorted_slot[(size_t)tile * GEMV_TOKENS + t];
+            size_t index = GATED ? (size_t)(p.a_by_slot ? slots[t] : slots[t] / p.topk)
+                                 : (size_t)tile * GEMV_TOKENS + t;
+            x[t] = slots[t] >= 0 ? p.a + index * (size_t)p.inner : nullptr;
+            tokens += slots[t] >= 0;
+        }
+        const uint16_t *w[2] = {weight_row(p, expert, out0),
+                                weight_row(p, expert, GATED ? p.out_cols + out0 : out0 + 1)};
+        float acc[2][GEMV_TOKENS];
+        stream_dots<2, GEMV_TOKENS, true>(w, x, tokens, p.inner, acc);
+#pragma unroll
+        for (int t = 0; t < GEMV_TOKENS; t++) {
+            if (t >= tokens)
+                continue;
+            float first = mi4_warp_sum(acc[0][t]), second = mi4_warp_sum(acc[1][t]);
+            if (lane != 0)
+                continue;
+            if (GATED) {
+                p.act[((size_t)tile * GEMV_TOKENS + t) * (size_t)p.out_cols + out0] =
+                    mi4_dev_f32_to_bf16(
+                        activate(p.activation, first, second, p.limit, p.alpha, p.beta));
+            } else {
+                float scale = p.weight_on_output ? p.topk_weights[slots[t]] : 1.0f;
+                float *y = p.y + (size_t)slots[t] * (size_t)p.out_cols + out0;
+                y[0] = first * scale;
+                y[1] = second * scale;
+            }
+        }
     }
-    if (tid < GEMV_TOKENS)
-        row_slot[tid] = -1;
-    __syncthreads();
-    int local = -1;
-    if (tid < slots) {
-        int id = p.topk_ids[tid];
+}
+
+/* Direct gemm13: units (slot, output). A bad or non-local id skips the unit;
+ * gemm2 reports the bad id. act has a row per slot. */
+__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
+    direct_gemm13(gemm_params p)
+{
+    const int lane = (int)threadIdx.x % MI4_WARP;
+    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
+    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
+         unit < (int64_t)p.num_slots * p.out_cols; unit += warps) {
+        const int slot = (int)(unit / p.out_cols), out = (int)(unit % p.out_cols);
+        const int id = p.topk_ids[slot];
         if (id < 0 || id >= p.num_experts)
-            atomicMin(&first_bad, tid);
-        else
-            local = p.expert_map[id];
-        local_of[tid] = local;
+            continue;
+        const int expert = p.expert_map[id];
+        if (expert < 0)
+            continue;
+        const uint16_t *x[1] = {p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner};
+        const uint16_t *w[2] = {weight_row(p, expert, out),
+                                weight_row(p, expert, p.out_cols + out)};
+        float acc[2][1];
+        stream_dots<2, 1, false>(w, x, 1, p.inner, acc);
+        float gate = mi4_warp_sum(acc[0][0]), up = mi4_warp_sum(acc[1][0]);
+        if (lane == 0)
+            p.act[(size_t)slot * p.out_cols + out] =
+                mi4_dev_f32_to_bf16(activate(p.activation, gate, up, p.limit, p.alpha, p.beta));
+    }
+}
+
+/* Direct gemm2 + combine: units (token, two outputs). Every block first
+ * checks every id, so after a bad one no block writes the output; block 0
+ * reports the smallest bad slot to the host. Each lane sums its partial
+ * products over the token's slots in slot order (two slots per step, so
+ * four weight rows are in flight), then the warp sums the lanes: the same
+ * inputs give the same bits. */
+__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
+    direct_gemm2(gemm_params p)
+{
+    __shared__ int first_bad;
+    const int tid = (int)threadIdx.x, lane = tid % MI4_WARP;
+    if (tid == 0)
+        first_bad = INT_MAX;
+    __syncthreads();
+    for (int s = tid; s < p.num_slots; s += (int)blockDim.x) {
+        int id = p.topk_ids[s];
+        if (id < 0 || id >= p.num_experts)
+            atomicMin(&first_bad, s);
     }
     __syncthreads();
     if (first_bad != INT_MAX) {
         if (blockIdx.x == 0 && tid == 0) {
-            p.route_status[0] = 1;
-            p.route_status[1] = first_bad;
-            p.route_status[2] = 0;
+            p.combine.host_status[1] = first_bad;
+            p.combine.host_status[0] = 1;
         }
-        return 0;
+        return;
     }
-    int before = 0, count = 0;
-    if (local >= 0)
-        for (int s = 0; s < slots; s++)
-            if (local_of[s] == local) {
-                count++;
-                before += s < tid;
+    const int per_token = p.out_cols / 2;
+    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
+    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + tid / MI4_WARP;
+         unit < p.combine.num_tokens * per_token; unit += warps) {
+        const int64_t token = unit / per_token;
+        const int out0 = (int)(unit % per_token) * 2;
+        float lane_sum[2] = {0.0f, 0.0f};
+        for (int j = 0; j < p.topk; j += 2) {
+            const uint16_t *w[4] = {nullptr, nullptr, nullptr, nullptr};
+            const uint16_t *x[2] = {nullptr, nullptr};
+            float scale[2] = {0.0f, 0.0f};
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int64_t slot = token * p.topk + j + h;
+                int expert = j + h < p.topk ? p.expert_map[p.topk_ids[slot]] : -1;
+                if (expert < 0)
+                    continue;
+                w[2 * h] = weight_row(p, expert, out0);
+                w[2 * h + 1] = weight_row(p, expert, out0 + 1);
+                x[h] = p.a + (size_t)slot * p.inner;
+                scale[h] = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
             }
-    if (tid < slots) {
-        count_of[tid] = count;
-        first_of[tid] = local >= 0 && before == 0;
-    }
-    __syncthreads();
-    int my_tile = 0;
-    if (local >= 0) {
-        for (int s = 0; s < slots; s++)
-            if (first_of[s] && local_of[s] < local)
-                my_tile += (count_of[s] + GEMV_TOKENS - 1) / GEMV_TOKENS;
-        if (before == 0)
-            atomicAdd(&tiles, (count + GEMV_TOKENS - 1) / GEMV_TOKENS);
-        if (my_tile + before / GEMV_TOKENS == tile) {
-            row_slot[before % GEMV_TOKENS] = tid;
-            tile_expert = local;
+            float acc[4][2];
+            stream_dots<4, 2, false>(w, x, 2, p.inner, acc);
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (x[h] != nullptr) {
+                    lane_sum[0] = fmaf(acc[2 * h][0], scale[h], lane_sum[0]);
+                    lane_sum[1] = fmaf(acc[2 * h + 1][0], scale[h], lane_sum[1]);
+                }
         }
-    }
-    __syncthreads();
-    if (blockIdx.x == 0) {
-        for (int i = tid; i < tiles * GEMV_TOKENS; i += (int)blockDim.x)
-            p.route_sorted[i] = -1;
-        __syncthreads();
-        if (local >= 0) {
-            p.route_sorted[(my_tile + before / GEMV_TOKENS) * GEMV_TOKENS + before % GEMV_TOKENS] =
-                tid;
-            if (before == 0)
-                for (int t = 0; t < (count + GEMV_TOKENS - 1) / GEMV_TOKENS; t++)
-                    p.route_tile_expert[my_tile + t] = local;
-        }
-        if (tid == 0) {
-            p.route_status[0] = 0;
-            p.route_status[1] = -1;
-            p.route_status[2] = tiles;
-        }
-    }
-    *expert = tile_expert;
-    return tiles;
-}
-
-/* Decode: FUSED routes inside gemm13 (gemv_fused_route) and, in gemm2, lets
- * the last block to finish run the combine (a ticket counter, integer
- * atomics only; the sums themselves keep their fixed order). */
-template <bool GATED, bool FUSED>
-__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, 2) decode_gemv(gemm_params p)
-{
-    constexpr int OUTS = GATED ? GEMV_ROWS / 2 : GEMV_ROWS;
-    const int groups = (p.out_cols + GEMV_WARPS * OUTS - 1) / (GEMV_WARPS * OUTS);
-    const int tile = (int)(blockIdx.x / groups);
-    const int group = (int)(blockIdx.x % groups);
-    const int tid = (int)threadIdx.x;
-    __shared__ int row_slot[GEMV_TOKENS];
-    __shared__ const uint16_t *a_rows[GEMV_TOKENS];
-    __shared__ int valid_rows;
-    int expert = -1;
-    bool active;
-    if (GATED && FUSED) {
-        active = tile < gemv_fused_route(p, tile, row_slot, &expert);
-    } else {
-        active = tile < p.status[2];
-        if (active) {
-            expert = p.tile_expert[tile];
-            if (tid < GEMV_TOKENS)
-                row_slot[tid] = p.sorted_slot[(size_t)tile * GEMV_TOKENS + tid];
-        }
-    }
-    if (active) {
-        if (tid == 0)
-            valid_rows = 0;
-        __syncthreads();
-        if (tid < GEMV_TOKENS) {
-            int slot = row_slot[tid];
-            size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
-                                 : (size_t)tile * GEMV_TOKENS + tid;
-            a_rows[tid] = slot >= 0 ? p.a + index * (size_t)p.inner : nullptr;
-            if (slot >= 0)
-                atomicAdd(&valid_rows, 1); /* valid rows come first in a tile */
-        }
-        __syncthreads();
-        gemv_rows<GATED>(p, tile, group, expert, row_slot, a_rows, valid_rows);
-    }
-    if (!GATED && FUSED) {
-        __shared__ int ticket;
-        __threadfence();
-        __syncthreads();
-        if (tid == 0)
-            ticket = atomicAdd(p.done_counter, 1);
-        __syncthreads();
-        if (ticket == (int)gridDim.x - 1) {
-            __threadfence();
-            if (mi4_combine_status(p.combine, tid == 0))
-                mi4_combine_quads(p.combine, tid, (int64_t)blockDim.x);
-            if (tid == 0)
-                *p.done_counter = 0; /* ready for the next forward on this workspace */
+        float v0 = mi4_warp_sum(lane_sum[0]), v1 = mi4_warp_sum(lane_sum[1]);
+        if (lane == 0) {
+            size_t at = (size_t)token * p.out_cols + out0;
+            mi4_combine_store(p.combine, at, v0);
+            mi4_combine_store(p.combine, at + 1, v1);
         }
     }
 }
 
-template <bool GATED> hipError_t launch_gemv(const mi4_hip_gemm_args *a)
+/* Enough blocks to fill every SM, fewer when there is less work. */
+unsigned persistent_grid(int64_t units, int resident_blocks)
 {
-    gemm_params p = make_params(a, GATED);
-    constexpr int outs = GATED ? GEMV_ROWS / 2 : GEMV_ROWS;
-    int groups = (p.out_cols + GEMV_WARPS * outs - 1) / (GEMV_WARPS * outs);
-    size_t blocks = (size_t)a->routing->max_tiles * (size_t)groups;
-    if (blocks == 0)
-        return hipSuccess;
-    dim3 grid((unsigned)blocks), block(GEMV_WARPS * MI4_WARP);
-    if (GATED ? a->fuse_route : a->fuse_combine)
-        decode_gemv<GATED, true><<<grid, block, 0, a->stream>>>(p);
-    else
-        decode_gemv<GATED, false><<<grid, block, 0, a->stream>>>(p);
-    return hipGetLastError();
+    int64_t blocks = (units + GEMV_WARPS - 1) / GEMV_WARPS;
+    int64_t cap = resident_blocks > 0 ? resident_blocks : 1;
+    return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
 }
 
 } // namespace
 
-hipError_t mi4_hip_launch_gemv(bool gated, const mi4_hip_gemm_args *a)
+hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a)
 {
-    return gated ? launch_gemv<true>(a) : launch_gemv<false>(a);
+    gemm_params p = make_params(a, gated);
+    int resident = a->multiprocessors * GEMV_BLOCKS_PER_SM;
+    dim3 block(GEMV_WARPS * MI4_WARP);
+    if (direct && gated)
+        direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block, 0,
+                        a->stream>>>(p);
+    else if (direct)
+        direct_gemm2<<<persistent_grid(p.combine.num_tokens * (p.out_cols / 2), resident), block,
+                       0, a->stream>>>(p);
+    else if (gated)
+        routed_gemv<true><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident),
+                            block, 0, a->stream>>>(p);
+    else
+        routed_gemv<false><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols / 2,
+                                             resident),
+                             block, 0, a->stream>>>(p);
+    return hipGetLastError();
 }

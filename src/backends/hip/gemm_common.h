@@ -27,20 +27,38 @@ struct gemm_params {
     const int *sorted_slot;
     const int *tile_expert;
     const int *status;      /* [2] = number of row tiles */
+    int max_tiles;          /* row tiles the grid covers (host bound on status[2]) */
     uint16_t *act;
     float *y;
     const float *topk_weights;
     int weight_on_output;
     int activation;
     float limit, alpha, beta;
-    /* decode GEMV fusions */
+    /* direct decode GEMVs (MI4_TILE_DIRECT) */
     const int32_t *topk_ids;
     const int32_t *expert_map;
     int num_slots, num_experts;
-    int *route_status, *route_sorted, *route_tile_expert;
-    int *done_counter;
     mi4_combine_params combine;
 };
+
+/* Block -> (row tile, output tile). Blocks run in panels of PANEL output
+ * tiles: a panel walks every row tile before the next panel starts, so the
+ * blocks resident at one time share each weight tile across the row tiles
+ * of an expert (one DRAM read, the rest from L2) instead of streaming
+ * every output tile of one row tile (which re-reads an expert's weights
+ * once per row tile when they exceed L2: Mixtral's w13 is 235 MB). */
+constexpr int TILE_PANEL = 16;
+
+__device__ __forceinline__ void tile_coords(const gemm_params &p, int out_tiles, int *tile,
+                                            int *out_tile)
+{
+    int block = (int)blockIdx.x;
+    int panel_blocks = TILE_PANEL * p.max_tiles;
+    int panel = block / panel_blocks, within = block % panel_blocks;
+    int width = min(TILE_PANEL, out_tiles - panel * TILE_PANEL); /* last panel may be narrow */
+    *tile = within / width;
+    *out_tile = panel * TILE_PANEL + within % width;
+}
 
 inline __device__ float activate(int kind, float gate, float up, float limit, float alpha, float beta)
 {
@@ -127,6 +145,7 @@ inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
     p.sorted_slot = a->routing->sorted_slot;
     p.tile_expert = a->routing->tile_expert;
     p.status = a->routing->status;
+    p.max_tiles = a->routing->max_tiles;
     p.act = a->act;
     p.y = a->y;
     p.topk_weights = a->topk_weights;
@@ -139,18 +158,15 @@ inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
     p.expert_map = w->expert_map;
     p.num_slots = (int)a->num_slots;
     p.num_experts = w->num_experts;
-    p.route_status = a->routing->status;
-    p.route_sorted = a->routing->sorted_slot;
-    p.route_tile_expert = a->routing->tile_expert;
-    p.done_counter = a->routing->status + 3;
     p.combine = a->combine;
     return p;
 }
 
 } // namespace mi4_gemm
 
-/* decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2. */
-hipError_t mi4_hip_launch_gemv(bool gated, const mi4_hip_gemm_args *a);
+/* decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2, over routed tiles
+ * (MI4_TILE_GEMV) or straight from the ids (direct, MI4_TILE_DIRECT). */
+hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a);
 /* wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
 int mi4_hip_wgmma_built(void);
 /* wgmma_gemm.hip: launch (or, with init, set up) the 128 x bn kernel. */

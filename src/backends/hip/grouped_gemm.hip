@@ -78,8 +78,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 
     const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
                                 : (p.out_cols + BN - 1) / BN;
-    const int tile = (int)(blockIdx.x / out_tiles);
-    const int out_tile = (int)(blockIdx.x % out_tiles);
+    int tile, out_tile;
+    tile_coords(p, out_tiles, &tile, &out_tile);
     if (tile >= p.status[2])
         return;
     const int expert = p.tile_expert[tile];
@@ -259,7 +259,8 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_64: return launch<CONFIG_64, GATED>(a, init);
     case MI4_TILE_128: return launch<CONFIG_128, GATED>(a, init);
     case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED>(a, init);
-    case MI4_TILE_GEMV: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, a);
+    case MI4_TILE_GEMV: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, false, a);
+    case MI4_TILE_DIRECT: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, true, a);
     case MI4_TILE_WGMMA_128: return launch_wgmma<128, GATED>(a, init);
     case MI4_TILE_WGMMA_256: return launch_wgmma<256, GATED>(a, init);
     default: return launch<CONFIG_256, GATED>(a, init);
@@ -274,6 +275,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_16:
     case MI4_TILE_16_NARROW: return 16;
     case MI4_TILE_GEMV: return GEMV_TOKENS;
+    case MI4_TILE_DIRECT: return 1;
     case MI4_TILE_64: return 64;
     default: return 128;
     }
@@ -282,7 +284,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
 const char *mi4_hip_tile_name(mi4_hip_tile_config config)
 {
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
-                                                             "8v", "w128", "w256"};
+                                                             "8v", "w128", "w256", "direct"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 

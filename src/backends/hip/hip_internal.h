@@ -24,6 +24,7 @@ typedef struct mi4_hip_workspace {
 
 typedef struct mi4_hip_context {
     int device;
+    int multiprocessors;     /* SM / CU count of the device */
     int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
     pthread_mutex_t pool_lock;
     mi4_hip_workspace *free_workspaces;
@@ -57,10 +58,11 @@ typedef enum mi4_hip_tile_config {
     MI4_TILE_GEMV = 6,      /* decode: 8 rows, weights streamed through registers */
     MI4_TILE_WGMMA_128 = 7, /* prefill on sm_90a: wgmma, 128 x 128 */
     MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
-    MI4_TILE_COUNT = 9,
+    MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine */
+    MI4_TILE_COUNT = 10,
 } mi4_hip_tile_config;
 
-/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256"
+/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct"
  * (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
@@ -72,6 +74,7 @@ typedef struct mi4_hip_routing {
     int *tile_expert;       /* [max_tiles]: local expert of each row tile */
     int max_tiles;
     int tile_rows;          /* BM */
+    int *route_scratch;     /* mi4_hip_route_scratch_bytes(); NULL: one-block routing only */
 } mi4_hip_routing;
 
 typedef struct mi4_hip_gemm_args {
@@ -88,17 +91,13 @@ typedef struct mi4_hip_gemm_args {
     float *y;                /* f32 [M * topk][K] */
     int use_mma;
     hipStream_t stream;
-    /* Decode GEMV only (MI4_TILE_GEMV): */
-    int fuse_route;          /* gemm13 routes itself (slots <= MI4_FUSED_ROUTE_SLOTS) */
+    int multiprocessors;     /* of the device: sizes the decode GEMVs' persistent grids */
+    /* Direct decode GEMVs (MI4_TILE_DIRECT): ids, slots, and where gemm2
+     * writes the combined output */
     const int32_t *topk_ids;
     int64_t num_slots;
-    int fuse_combine;        /* gemm2's last block runs the combine */
     mi4_combine_params combine;
 } mi4_hip_gemm_args;
-
-/* Routing fused into the decode gemm13 serves at most this many slots (one
- * per thread of a block). */
-#define MI4_FUSED_ROUTE_SLOTS 64
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
@@ -108,6 +107,9 @@ hipError_t mi4_hip_gemm_init(void);
 hipError_t mi4_hip_check_kernel_image(void);
 
 /* ---- moe_route.hip ---- */
+/* Workspace the multi-block routing of num_slots slots needs (any path may
+ * run: MOEINT4_HIP_ROUTE=auto|one|multi is read at the launch). */
+size_t mi4_hip_route_scratch_bytes(int64_t num_slots, int num_local_experts);
 hipError_t mi4_hip_launch_route(const int32_t *topk_ids, int64_t num_slots,
                                 const mi4_hip_weights *w, const mi4_hip_routing *r,
                                 hipStream_t stream);

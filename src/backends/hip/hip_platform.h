@@ -88,6 +88,17 @@ MI4_HOST_DEVICE uint16_t mi4_dev_f32_to_f16(float f)
     return (uint16_t)(sign | (abs_bits >> 13));
 }
 
+/* A 16-byte load of data read once (decode weights): on NVIDIA with the
+ * evict-first hint, so the weights do not push out what is reused. */
+MI4_DEVICE uint4 mi4_load_stream(const uint4 *p)
+{
+#if defined(MI4_PLATFORM_NVIDIA)
+    return __ldcs(p);
+#else
+    return *p;
+#endif
+}
+
 /* Sum over the lanes of a warp, in a fixed butterfly order (deterministic). */
 MI4_DEVICE float mi4_warp_sum(float v)
 {

@@ -23,6 +23,7 @@ typedef cudaMemcpyKind hipMemcpyKind;
 #define hipHostMallocMapped cudaHostAllocMapped
 #define hipHostMallocPortable cudaHostAllocPortable
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 
 #define hipGetErrorString cudaGetErrorString
 #define hipGetLastError cudaGetLastError
@@ -30,6 +31,7 @@ typedef cudaMemcpyKind hipMemcpyKind;
 #define hipGetDevice cudaGetDevice
 #define hipSetDevice cudaSetDevice
 #define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree

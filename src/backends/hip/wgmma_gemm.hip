@@ -7,7 +7,7 @@ namespace {
 
 using namespace mi4_gemm;
 
-#if defined(MI4_PLATFORM_NVIDIA)
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
 /* Prefill on Hopper: 128 x BN tiles, two warpgroups of 64 rows issuing
  * wgmma from 128B-swizzled shared tiles (BK = 64, 4 stages of cp.async).
  * Built only where MOEINT4_HIP_WGMMA says the sm_90a code exists. */
@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
 
     const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
                                 : (p.out_cols + BN - 1) / BN;
-    const int tile = (int)(blockIdx.x / out_tiles);
-    const int out_tile = (int)(blockIdx.x % out_tiles);
+    int tile, out_tile;
+    tile_coords(p, out_tiles, &tile, &out_tile);
     if (tile >= p.status[2])
         return;
     const int expert = p.tile_expert[tile];
