@@ -63,7 +63,7 @@ moeint4_weights *hip_test_prepare(moeint4_context *ctx, tk_layer *layer, moeint4
     return weights;
 }
 
-static void *upload(moeint4_context *ctx, const void *host, size_t bytes)
+void *hip_test_upload(moeint4_context *ctx, const void *host, size_t bytes)
 {
     void *device = NULL;
     assert_int_equal(moeint4_memory_alloc(ctx, bytes, &device), MOEINT4_SUCCESS);
@@ -103,11 +103,11 @@ moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *wei
     assert_non_null(staged);
     memset(staged, 0, bytes + element);
     memcpy(staged + shift, hidden, bytes);
-    char *d_hidden = upload(ctx, staged, bytes + element);
-    void *d_ids = upload(ctx, ids, slots * sizeof *ids + 4);
-    void *d_router = upload(ctx, router, slots * sizeof *router + 4);
+    char *d_hidden = hip_test_upload(ctx, staged, bytes + element);
+    void *d_ids = hip_test_upload(ctx, ids, slots * sizeof *ids + 4);
+    void *d_router = hip_test_upload(ctx, router, slots * sizeof *router + 4);
     tk_poison(got, bytes);
-    void *d_out = upload(ctx, got, bytes ? bytes : 1);
+    void *d_out = hip_test_upload(ctx, got, bytes ? bytes : 1);
 
     tk_activation act = {c->activation, c->limit, c->alpha, c->beta, c->on_input};
     moeint4_forward_args args =

@@ -42,6 +42,10 @@ moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *wei
 double hip_test_error(moeint4_context *ctx, const moeint4_weights *weights, const tk_layer *layer,
                       const hip_test_case *c);
 
+/* A device copy of `bytes` host bytes made with the public memory helpers
+ * (fails the test on error). */
+void *hip_test_upload(moeint4_context *ctx, const void *host, size_t bytes);
+
 /* A random layer prepared on ctx (fails the test on error). */
 moeint4_weights *hip_test_prepare(moeint4_context *ctx, tk_layer *layer, moeint4_format format,
                                   int num_experts, int hidden, int intermediate, int group_size,
