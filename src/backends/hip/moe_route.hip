@@ -1,14 +1,28 @@
 /* Routing, input conversion and the combine.
  *
- * Routing (one block, after vLLM's moe_align_block_size design): count the
- * slots of each local expert, pad each expert's count to the GEMM's row
- * tile, prefix-sum into segment offsets, and scatter slot indices into their
+ * Routing (after vLLM's moe_align_block_size design): count the slots of
+ * each local expert, pad each expert's count to the GEMM's row tile,
+ * prefix-sum into segment offsets, and scatter slot indices into their
  * expert's segment. Ids outside [0, E) are counted nowhere; the smallest such
  * slot is reported and the number of tiles is set to 0, so no later kernel
  * touches anything and the combine leaves the output alone. Positions inside
  * a segment depend on atomic order, results do not: every row's arithmetic
- * is independent of its position, and the combine sums slots in index order. */
+ * is independent of its position, and the combine sums slots in index order.
+ *
+ * Two paths with the same result (MOEINT4_HIP_ROUTE=auto|one|multi):
+ *   one   : one block does everything; one launch, cheapest for few slots,
+ *           but each thread walks num_slots / 1024 slots twice.
+ *   multi : (1) count_chunks: each block histograms its chunk of slots in
+ *           shared memory and writes its counts and its smallest bad slot to
+ *           the scratch; (2) route_offsets, one block: sums the counts,
+ *           pads, scans, writes tile_expert, the -1 padding and the status,
+ *           and turns the scratch counts into each block's start in every
+ *           expert's segment; (3) scatter_chunks: each block places its
+ *           chunk's slots from those starts. Every scratch word is written
+ *           each forward before it is read, so nothing needs clearing. */
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "combine.h"
 #include "hip_internal.h"
@@ -109,6 +123,238 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
     }
 }
 
+/* ---- the multi-block path ---- */
+
+constexpr int CHUNK_THREADS = 256;
+constexpr int CHUNK_UNROLL = 8; /* slots of one thread in flight together */
+constexpr int64_t CHUNK_STEP = (int64_t)CHUNK_THREADS * CHUNK_UNROLL;
+constexpr int MAX_CHUNKS = 256;
+/* Bounds chunks x local experts: route_offsets walks that scratch twice. */
+constexpr int64_t MAX_CHUNK_COUNTS = 65536;
+/* Above this many slots, auto takes the multi-block path. */
+constexpr int64_t MULTI_ROUTE_SLOTS = 4096;
+/* load_locals' value for an id outside [0, E). */
+constexpr int BAD_ID = INT_MIN;
+
+/* Block b of count_chunks and scatter_chunks owns slots [b * chunk, (b + 1) * chunk). */
+struct chunk_plan {
+    int chunks;
+    int64_t chunk;
+};
+
+chunk_plan plan_chunks(int64_t num_slots, int num_local)
+{
+    int64_t cap = MAX_CHUNK_COUNTS / (num_local > 0 ? num_local : 1);
+    cap = cap < 1 ? 1 : cap > MAX_CHUNKS ? MAX_CHUNKS : cap;
+    int64_t chunks = (num_slots + CHUNK_STEP - 1) / CHUNK_STEP;
+    chunks = chunks < 1 ? 1 : chunks > cap ? cap : chunks;
+    chunk_plan plan;
+    plan.chunks = (int)chunks;
+    plan.chunk = (num_slots + chunks - 1) / chunks;
+    return plan;
+}
+
+/* The local experts of this thread's slots base + i * CHUNK_THREADS + tid,
+ * i < CHUNK_UNROLL: all id loads are issued before the first use, then all
+ * expert_map loads. -1 for slots at or past `end` and for experts of other
+ * ranks, BAD_ID for ids outside [0, E) (never used as an index). */
+__device__ __forceinline__ void load_locals(const int32_t *topk_ids, int64_t base, int64_t end,
+                                            int num_experts, const int32_t *expert_map,
+                                            int (&local)[CHUNK_UNROLL])
+{
+    int id[CHUNK_UNROLL];
+#pragma unroll
+    for (int i = 0; i < CHUNK_UNROLL; i++) {
+        int64_t s = base + (int64_t)i * CHUNK_THREADS + (int)threadIdx.x;
+        id[i] = s < end ? topk_ids[s] : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < CHUNK_UNROLL; i++) {
+        int64_t s = base + (int64_t)i * CHUNK_THREADS + (int)threadIdx.x;
+        if (s >= end)
+            local[i] = -1;
+        else if (id[i] < 0 || id[i] >= num_experts)
+            local[i] = BAD_ID;
+        else
+            local[i] = expert_map[id[i]];
+    }
+}
+
+/* (1) The chunk's slots per local expert -> chunk_counts[b][e], and its
+ * smallest bad slot (INT_MAX: none) -> chunk_bad[b]. */
+__global__ void __launch_bounds__(CHUNK_THREADS)
+    count_chunks(const int32_t *topk_ids, int64_t num_slots, int64_t chunk, int num_experts,
+                 const int32_t *expert_map, int num_local, int *chunk_counts, int *chunk_bad)
+{
+    extern __shared__ int histogram[]; /* [num_local] */
+    __shared__ int first_bad;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0)
+        first_bad = INT_MAX;
+    for (int e = tid; e < num_local; e += CHUNK_THREADS)
+        histogram[e] = 0;
+    __syncthreads();
+    const int64_t begin = (int64_t)blockIdx.x * chunk;
+    const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
+    for (int64_t base = begin; base < end; base += CHUNK_STEP) {
+        int local[CHUNK_UNROLL];
+        load_locals(topk_ids, base, end, num_experts, expert_map, local);
+#pragma unroll
+        for (int i = 0; i < CHUNK_UNROLL; i++) {
+            if (local[i] >= 0)
+                atomicAdd(&histogram[local[i]], 1);
+            else if (local[i] == BAD_ID)
+                atomicMin(&first_bad, (int)(base + (int64_t)i * CHUNK_THREADS + tid));
+        }
+    }
+    __syncthreads();
+    int *counts = chunk_counts + (size_t)blockIdx.x * (size_t)num_local;
+    for (int e = tid; e < num_local; e += CHUNK_THREADS)
+        counts[e] = histogram[e];
+    if (tid == 0)
+        chunk_bad[blockIdx.x] = first_bad;
+}
+
+/* (2) One block: the status, the padded segments (tile_expert, -1 padding)
+ * and, in place of chunk_counts[b][e], where chunk b's slots of expert e
+ * start in sorted_slot. */
+__global__ void __launch_bounds__(ROUTE_THREADS)
+    route_offsets(int chunks, int num_local, int tile_rows, int *chunk_counts,
+                  const int *chunk_bad, int *status, int *sorted_slot, int *tile_expert)
+{
+    extern __shared__ int shared[];
+    int *offset = shared;            /* [num_local]: padded counts, then segment starts */
+    int *count = shared + num_local; /* [num_local] */
+    __shared__ int partial[ROUTE_THREADS];
+    __shared__ int first_bad;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0)
+        first_bad = INT_MAX;
+    __syncthreads();
+    for (int c = tid; c < chunks; c += ROUTE_THREADS)
+        atomicMin(&first_bad, chunk_bad[c]);
+    __syncthreads();
+    if (first_bad != INT_MAX) {
+        if (tid == 0) {
+            status[0] = 1;
+            status[1] = first_bad;
+            status[2] = 0;
+        }
+        return;
+    }
+
+    for (int e = tid; e < num_local; e += ROUTE_THREADS) {
+        int sum = 0;
+        for (int c = 0; c < chunks; c++)
+            sum += chunk_counts[(size_t)c * num_local + e];
+        count[e] = sum;
+        offset[e] = (sum + tile_rows - 1) / tile_rows * tile_rows;
+    }
+    __syncthreads();
+    const int total = block_exclusive_scan(offset, num_local, partial); /* offset: starts now */
+    const int tiles = total / tile_rows;
+    for (int t = tid; t < tiles; t += ROUTE_THREADS) {
+        /* The tile's expert is the last one starting at or before its first
+         * row (an empty segment starts where the next one does):
+         * offset[lo] <= row < offset[hi], offset[num_local] being total. */
+        const int row = t * tile_rows;
+        int lo = 0, hi = num_local;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (offset[mid] <= row)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        tile_expert[t] = lo;
+        /* padding (fewer than tile_rows rows) ends the segment's last tile */
+        int pad = offset[lo] + count[lo];
+        for (int i = pad > row ? pad : row; i < row + tile_rows; i++)
+            sorted_slot[i] = -1;
+    }
+    for (int e = tid; e < num_local; e += ROUTE_THREADS) {
+        int start = offset[e];
+        for (int c = 0; c < chunks; c++) {
+            int *cell = chunk_counts + (size_t)c * num_local + e;
+            int n = *cell;
+            *cell = start;
+            start += n;
+        }
+    }
+    if (tid == 0) {
+        status[0] = 0;
+        status[1] = -1;
+        status[2] = tiles;
+    }
+}
+
+/* (3) Slots into their segments from the chunk's starts (chunk_starts[b][e]);
+ * nothing after a bad id. */
+__global__ void __launch_bounds__(CHUNK_THREADS)
+    scatter_chunks(const int32_t *topk_ids, int64_t num_slots, int64_t chunk, int num_experts,
+                   const int32_t *expert_map, int num_local, const int *chunk_starts,
+                   const int *status, int *sorted_slot)
+{
+    extern __shared__ int cursor[]; /* [num_local] */
+    if (status[0] != 0)
+        return; /* the same word for every thread: the whole block leaves */
+    const int tid = (int)threadIdx.x;
+    const int *starts = chunk_starts + (size_t)blockIdx.x * (size_t)num_local;
+    for (int e = tid; e < num_local; e += CHUNK_THREADS)
+        cursor[e] = starts[e];
+    __syncthreads();
+    const int64_t begin = (int64_t)blockIdx.x * chunk;
+    const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
+    for (int64_t base = begin; base < end; base += CHUNK_STEP) {
+        int local[CHUNK_UNROLL];
+        load_locals(topk_ids, base, end, num_experts, expert_map, local);
+#pragma unroll
+        for (int i = 0; i < CHUNK_UNROLL; i++)
+            if (local[i] >= 0)
+                sorted_slot[atomicAdd(&cursor[local[i]], 1)] =
+                    (int)(base + (int64_t)i * CHUNK_THREADS + tid);
+    }
+}
+
+/* MOEINT4_HIP_ROUTE=one|multi forces a path (tests, tuning); auto, unset or
+ * anything else (as MOEINT4_HIP_TILE) chooses by the number of slots. */
+bool use_multi_block(int64_t num_slots)
+{
+    const char *forced = getenv("MOEINT4_HIP_ROUTE");
+    if (forced != nullptr && strcmp(forced, "one") == 0)
+        return false;
+    if (forced != nullptr && strcmp(forced, "multi") == 0)
+        return true;
+    return num_slots > MULTI_ROUTE_SLOTS;
+}
+
+hipError_t launch_multi_block(const int32_t *topk_ids, int64_t num_slots,
+                              const mi4_hip_weights *w, const mi4_hip_routing *r,
+                              hipStream_t stream)
+{
+    const int num_local = w->num_local_experts;
+    const chunk_plan plan = plan_chunks(num_slots, num_local);
+    int *chunk_counts = r->route_scratch;
+    int *chunk_bad = chunk_counts + (size_t)plan.chunks * (size_t)num_local;
+    const size_t per_expert = (size_t)num_local * sizeof(int);
+    count_chunks<<<plan.chunks, CHUNK_THREADS, per_expert, stream>>>(
+        topk_ids, num_slots, plan.chunk, w->num_experts, w->expert_map, num_local, chunk_counts,
+        chunk_bad);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess)
+        return e;
+    route_offsets<<<1, ROUTE_THREADS, 2 * per_expert, stream>>>(
+        plan.chunks, num_local, r->tile_rows, chunk_counts, chunk_bad, r->status, r->sorted_slot,
+        r->tile_expert);
+    e = hipGetLastError();
+    if (e != hipSuccess)
+        return e;
+    scatter_chunks<<<plan.chunks, CHUNK_THREADS, per_expert, stream>>>(
+        topk_ids, num_slots, plan.chunk, w->num_experts, w->expert_map, num_local, chunk_counts,
+        r->status, r->sorted_slot);
+    return hipGetLastError();
+}
+
 __device__ float load_as_f32(const void *x, moeint4_dtype dtype, size_t i)
 {
     if (dtype == MOEINT4_DTYPE_F32)
@@ -149,10 +395,18 @@ unsigned grid_for(int64_t work, int threads)
 
 } // namespace
 
+size_t mi4_hip_route_scratch_bytes(int64_t num_slots, int num_local_experts)
+{
+    const chunk_plan plan = plan_chunks(num_slots, num_local_experts);
+    return ((size_t)plan.chunks * (size_t)num_local_experts + (size_t)plan.chunks) * sizeof(int);
+}
+
 hipError_t mi4_hip_launch_route(const int32_t *topk_ids, int64_t num_slots,
                                 const mi4_hip_weights *w, const mi4_hip_routing *r,
                                 hipStream_t stream)
 {
+    if (r->route_scratch != nullptr && use_multi_block(num_slots))
+        return launch_multi_block(topk_ids, num_slots, w, r, stream);
     size_t smem = 2 * (size_t)w->num_local_experts * sizeof(int);
     route<<<1, ROUTE_THREADS, smem, stream>>>(topk_ids, num_slots, w->num_experts, w->expert_map,
                                               w->num_local_experts, r->tile_rows, r->status,
