@@ -6,7 +6,6 @@
  * prepares and runs a layer that matches the double reference. Also the
  * device bytes moeint4_weights_memory reports (bf16: 4x the int4 bytes).
  * Exits 77 (ctest: skipped) when the plugin or a GPU is missing. */
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,11 +245,12 @@ static void test_prepare_larger_than_device(void **state)
         skip();
     }
 
-    /* 360 GB of bf16: the first device allocation (w13) fails. */
+    /* 336 GiB of bf16: the first device allocation (w13) fails. */
     moeint4_weights_desc desc = unread_desc(&u, huge_experts);
     expect_prepare_out_of_memory(ctx, &desc, "w13 (bf16)");
     assert_int_equal(resident_pages(u.qweight, u.qweight_bytes), 0);
-    assert_true(device_free_gib(ctx) >= free_bytes);
+    size_t after = device_free_gib(ctx);
+    assert_true(after >= free_bytes || free_bytes - after <= GIB);
 
     /* w13 takes ~80% of the device, w2 does not fit: w13 must be given back. */
     if (free_bytes >= 16 * GIB) {
@@ -258,9 +258,10 @@ static void test_prepare_larger_than_device(void **state)
         desc = unread_desc(&u, experts);
         expect_prepare_out_of_memory(ctx, &desc, "w2 (bf16)");
         assert_int_equal(resident_pages(u.qweight, u.qweight_bytes), 0);
-        size_t after = device_free_gib(ctx);
+        after = device_free_gib(ctx);
         print_message("device after: %.0f GiB free\n", (double)after / (double)GIB);
-        assert_true(after >= free_bytes);
+        /* one block of slack for the driver's own bookkeeping; w13 is ~80% */
+        assert_true(after >= free_bytes || free_bytes - after <= GIB);
     } else {
         print_message("w13-fits case left out: only %zu bytes free\n", free_bytes);
     }
@@ -419,7 +420,9 @@ static void test_full_device(void **state)
     print_message("prepare with 1 GiB free: %s: %s\n", moeint4_status_string(status), message);
     if (status == MOEINT4_SUCCESS && weights != untouched)
         moeint4_weights_release(weights);
-    moeint4_status again = moeint4_memory_alloc(ctx, GIB, &fill.block[0]);
+    /* a kept w13 (0.75 GiB) would leave ~0.25 GiB; half a GiB of slack for
+     * the driver */
+    moeint4_status again = moeint4_memory_alloc(ctx, GIB / 2, &fill.block[0]);
     fill_release(ctx, &fill);
     assert_int_equal(status, MOEINT4_OUT_OF_MEMORY);
     assert_ptr_equal(weights, untouched);
