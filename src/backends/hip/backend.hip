@@ -10,6 +10,21 @@
 #include "core/desc_views.h"
 #include "hip_internal.h"
 
+moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,
+                                    size_t cap)
+{
+    hipError_t e = hipMalloc(ptr, bytes);
+    if (e == hipSuccess)
+        return MOEINT4_SUCCESS;
+    /* A failed allocation is also the runtime's "last error", which the
+     * next kernel launch check would report as its own failure: clear it. */
+    (void)hipGetLastError();
+    *ptr = nullptr;
+    snprintf(err, cap, "hip: cannot allocate %zu device bytes for %s: %s", bytes, what,
+             hipGetErrorString(e));
+    return e == hipErrorMemoryAllocation ? MOEINT4_OUT_OF_MEMORY : MOEINT4_DEVICE_ERROR;
+}
+
 namespace {
 
 /* Makes `device` current for the scope and restores the caller's device, so
@@ -167,17 +182,6 @@ void release_weights(mi4_hip_weights *w)
     free(w);
 }
 
-moeint4_status device_alloc(void **ptr, size_t bytes, const char *what, char *err, size_t cap)
-{
-    hipError_t e = hipMalloc(ptr, bytes);
-    if (e != hipSuccess) {
-        *ptr = nullptr;
-        snprintf(err, cap, "hip: cannot allocate %zu device bytes for %s: %s", bytes, what,
-                 hipGetErrorString(e));
-        return MOEINT4_OUT_OF_MEMORY;
-    }
-    return MOEINT4_SUCCESS;
-}
 
 moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *desc,
                            void **backend_weights, char *err, size_t err_cap)
@@ -199,11 +203,13 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     size_t w13_bytes = (size_t)w->num_local_experts * 2 * n * k * 2;
     size_t w2_bytes = (size_t)w->num_local_experts * k * n * 2;
     size_t map_bytes = (size_t)w->num_experts * sizeof(int32_t);
-    moeint4_status st = device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
+    moeint4_status st =
+        mi4_hip_device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
     if (st == MOEINT4_SUCCESS)
-        st = device_alloc((void **)&w->w2, w2_bytes, "w2 (bf16)", err, err_cap);
+        st = mi4_hip_device_alloc((void **)&w->w2, w2_bytes, "w2 (bf16)", err, err_cap);
     if (st == MOEINT4_SUCCESS)
-        st = device_alloc((void **)&w->expert_map, map_bytes, "expert_map", err, err_cap);
+        st = mi4_hip_device_alloc((void **)&w->expert_map, map_bytes, "expert_map", err,
+                                  err_cap);
     if (st == MOEINT4_SUCCESS) {
         int32_t *map = (int32_t *)malloc(map_bytes);
         if (map == nullptr) {
@@ -277,7 +283,7 @@ moeint4_status acquire_workspace(mi4_hip_context *ctx, size_t bytes, mi4_hip_wor
     w->device = nullptr;
     w->bytes = 0;
     size_t grown = bytes + bytes / 4;
-    moeint4_status st = device_alloc(&w->device, grown, "forward workspace", err, cap);
+    moeint4_status st = mi4_hip_device_alloc(&w->device, grown, "forward workspace", err, cap);
     if (st != MOEINT4_SUCCESS) {
         free_workspace(w);
         return st;
@@ -349,6 +355,8 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     size_t at_route = at_y + round_up((size_t)slots * k * 4);
     size_t total = at_route + round_up(mi4_hip_route_scratch_bytes(slots, w->num_local_experts));
 
+    /* an error the caller's own work left behind is not ours to report */
+    (void)hipGetLastError();
     mi4_hip_workspace *ws = nullptr;
     moeint4_status st = acquire_workspace(ctx, total, &ws, err, cap);
     if (st != MOEINT4_SUCCESS)
@@ -470,7 +478,7 @@ moeint4_status hip_memory_alloc(void *backend_context, size_t bytes, void **ptr,
 {
     mi4_hip_context *ctx = (mi4_hip_context *)backend_context;
     device_scope scope(ctx->device);
-    return device_alloc(ptr, bytes ? bytes : 1, "moeint4_memory_alloc", err, err_cap);
+    return mi4_hip_device_alloc(ptr, bytes ? bytes : 1, "moeint4_memory_alloc", err, err_cap);
 }
 
 void hip_memory_free(void *backend_context, void *ptr)

@@ -73,14 +73,10 @@ __global__ void dequantize(dequant_params p)
 moeint4_status upload(void **dst, const void *src, size_t bytes, const char *what, char *err,
                       size_t err_cap)
 {
-    hipError_t e = hipMalloc(dst, bytes);
-    if (e != hipSuccess) {
-        *dst = nullptr;
-        snprintf(err, err_cap, "hip: cannot allocate %zu device bytes for %s: %s", bytes, what,
-                 hipGetErrorString(e));
-        return MOEINT4_OUT_OF_MEMORY;
-    }
-    e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
+    moeint4_status st = mi4_hip_device_alloc(dst, bytes, what, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        return st;
+    hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
     if (e != hipSuccess) {
         snprintf(err, err_cap, "hip: copying %s to the device failed: %s", what,
                  hipGetErrorString(e));
@@ -94,6 +90,7 @@ moeint4_status upload(void **dst, const void *src, size_t bytes, const char *wha
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap)
 {
+    (void)hipGetLastError(); /* not ours: see mi4_hip_device_alloc */
     int groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     size_t experts = (size_t)m->num_experts;
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;

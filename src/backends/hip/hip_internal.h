@@ -41,6 +41,12 @@ typedef struct mi4_hip_weights {
     size_t device_bytes;
 } mi4_hip_weights;
 
+/* ---- backend.hip ---- */
+/* hipMalloc with a message naming `what`; OUT_OF_MEMORY when the device is
+ * full (and the runtime's sticky last error cleared), DEVICE_ERROR else. */
+moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,
+                                    size_t cap);
+
 /* ---- dequant.hip ---- */
 /* Device copy of one projection (host arrays of `m`) dequantized to bf16
  * [E][OUT][IN] in `out` (device memory the caller owns). */

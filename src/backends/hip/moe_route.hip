@@ -11,7 +11,8 @@
  *
  * Two paths with the same result (MOEINT4_HIP_ROUTE=auto|one|multi):
  *   one   : one block does everything; one launch, cheapest for few slots,
- *           but each thread walks num_slots / 1024 slots twice.
+ *           but each thread walks num_slots / 1024 slots twice (SLOT_UNROLL
+ *           loads in flight).
  *   multi : (1) count_chunks: each block histograms its chunk of slots in
  *           shared memory and writes its counts and its smallest bad slot to
  *           the scratch; (2) route_offsets, one block: sums the counts,
@@ -30,6 +31,77 @@
 namespace {
 
 constexpr int ROUTE_THREADS = 1024;
+
+constexpr int SLOT_UNROLL = 8; /* slots of one thread in flight together */
+/* load_locals' value for an id outside [0, E). */
+constexpr int BAD_ID = INT_MIN;
+
+/* The local experts of this thread's slots base + i * THREADS + tid,
+ * i < SLOT_UNROLL: all id loads are issued before the first use, then all
+ * expert_map loads. -1 for slots at or past `end` and for experts of other
+ * ranks, BAD_ID for ids outside [0, E) (never used as an index). */
+template <int THREADS>
+__device__ __forceinline__ void load_locals(const int32_t *topk_ids, int64_t base, int64_t end,
+                                            int num_experts, const int32_t *expert_map,
+                                            int (&local)[SLOT_UNROLL])
+{
+    int id[SLOT_UNROLL];
+#pragma unroll
+    for (int i = 0; i < SLOT_UNROLL; i++) {
+        int64_t s = base + (int64_t)i * THREADS + (int)threadIdx.x;
+        id[i] = s < end ? topk_ids[s] : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < SLOT_UNROLL; i++) {
+        int64_t s = base + (int64_t)i * THREADS + (int)threadIdx.x;
+        if (s >= end)
+            local[i] = -1;
+        else if (id[i] < 0 || id[i] >= num_experts)
+            local[i] = BAD_ID;
+        else
+            local[i] = expert_map[id[i]];
+    }
+}
+
+/* Slots [begin, end) per local expert into the shared `histogram`, the
+ * smallest bad slot into the shared `first_bad` (a block of THREADS). */
+template <int THREADS>
+__device__ __forceinline__ void count_slots(const int32_t *topk_ids, int64_t begin, int64_t end,
+                                            int num_experts, const int32_t *expert_map,
+                                            int *histogram, int *first_bad)
+{
+    const int tid = (int)threadIdx.x;
+    for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
+        int local[SLOT_UNROLL];
+        load_locals<THREADS>(topk_ids, base, end, num_experts, expert_map, local);
+#pragma unroll
+        for (int i = 0; i < SLOT_UNROLL; i++) {
+            if (local[i] >= 0)
+                atomicAdd(&histogram[local[i]], 1);
+            else if (local[i] == BAD_ID)
+                atomicMin(first_bad, (int)(base + (int64_t)i * THREADS + tid));
+        }
+    }
+}
+
+/* Slots [begin, end) (all ids good) into sorted_slot at the shared
+ * per-expert cursors. */
+template <int THREADS>
+__device__ __forceinline__ void place_slots(const int32_t *topk_ids, int64_t begin, int64_t end,
+                                            int num_experts, const int32_t *expert_map,
+                                            int *cursor, int *sorted_slot)
+{
+    const int tid = (int)threadIdx.x;
+    for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
+        int local[SLOT_UNROLL];
+        load_locals<THREADS>(topk_ids, base, end, num_experts, expert_map, local);
+#pragma unroll
+        for (int i = 0; i < SLOT_UNROLL; i++)
+            if (local[i] >= 0)
+                sorted_slot[atomicAdd(&cursor[local[i]], 1)] =
+                    (int)(base + (int64_t)i * THREADS + tid);
+    }
+}
 
 /* Exclusive prefix sum of values[0..n) in shared memory; returns the total.
  * Each thread sums a contiguous run, the run totals are scanned, then the
@@ -77,16 +149,7 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         counts[e] = 0;
     __syncthreads();
 
-    for (int64_t s = tid; s < num_slots; s += ROUTE_THREADS) {
-        int id = topk_ids[s];
-        if (id < 0 || id >= num_experts) {
-            atomicMin(&first_bad, (int)s);
-            continue;
-        }
-        int local = expert_map[id];
-        if (local >= 0)
-            atomicAdd(&counts[local], 1);
-    }
+    count_slots<ROUTE_THREADS>(topk_ids, 0, num_slots, num_experts, expert_map, counts, &first_bad);
     __syncthreads();
     if (first_bad != INT_MAX) {
         if (tid == 0) {
@@ -111,11 +174,8 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         sorted_slot[i] = -1;
     __syncthreads();
 
-    for (int64_t s = tid; s < num_slots; s += ROUTE_THREADS) {
-        int local = expert_map[topk_ids[s]];
-        if (local >= 0)
-            sorted_slot[atomicAdd(&cursor[local], 1)] = (int)s;
-    }
+    place_slots<ROUTE_THREADS>(topk_ids, 0, num_slots, num_experts, expert_map, cursor,
+                               sorted_slot);
     if (tid == 0) {
         status[0] = 0;
         status[1] = -1;
@@ -126,15 +186,12 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
 /* ---- the multi-block path ---- */
 
 constexpr int CHUNK_THREADS = 256;
-constexpr int CHUNK_UNROLL = 8; /* slots of one thread in flight together */
-constexpr int64_t CHUNK_STEP = (int64_t)CHUNK_THREADS * CHUNK_UNROLL;
+constexpr int64_t CHUNK_STEP = (int64_t)CHUNK_THREADS * SLOT_UNROLL;
 constexpr int MAX_CHUNKS = 256;
 /* Bounds chunks x local experts: route_offsets walks that scratch twice. */
 constexpr int64_t MAX_CHUNK_COUNTS = 65536;
 /* Above this many slots, auto takes the multi-block path. */
 constexpr int64_t MULTI_ROUTE_SLOTS = 4096;
-/* load_locals' value for an id outside [0, E). */
-constexpr int BAD_ID = INT_MIN;
 
 /* Block b of count_chunks and scatter_chunks owns slots [b * chunk, (b + 1) * chunk). */
 struct chunk_plan {
@@ -154,32 +211,6 @@ chunk_plan plan_chunks(int64_t num_slots, int num_local)
     return plan;
 }
 
-/* The local experts of this thread's slots base + i * CHUNK_THREADS + tid,
- * i < CHUNK_UNROLL: all id loads are issued before the first use, then all
- * expert_map loads. -1 for slots at or past `end` and for experts of other
- * ranks, BAD_ID for ids outside [0, E) (never used as an index). */
-__device__ __forceinline__ void load_locals(const int32_t *topk_ids, int64_t base, int64_t end,
-                                            int num_experts, const int32_t *expert_map,
-                                            int (&local)[CHUNK_UNROLL])
-{
-    int id[CHUNK_UNROLL];
-#pragma unroll
-    for (int i = 0; i < CHUNK_UNROLL; i++) {
-        int64_t s = base + (int64_t)i * CHUNK_THREADS + (int)threadIdx.x;
-        id[i] = s < end ? topk_ids[s] : 0;
-    }
-#pragma unroll
-    for (int i = 0; i < CHUNK_UNROLL; i++) {
-        int64_t s = base + (int64_t)i * CHUNK_THREADS + (int)threadIdx.x;
-        if (s >= end)
-            local[i] = -1;
-        else if (id[i] < 0 || id[i] >= num_experts)
-            local[i] = BAD_ID;
-        else
-            local[i] = expert_map[id[i]];
-    }
-}
-
 /* (1) The chunk's slots per local expert -> chunk_counts[b][e], and its
  * smallest bad slot (INT_MAX: none) -> chunk_bad[b]. */
 __global__ void __launch_bounds__(CHUNK_THREADS)
@@ -196,17 +227,8 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
     __syncthreads();
     const int64_t begin = (int64_t)blockIdx.x * chunk;
     const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
-    for (int64_t base = begin; base < end; base += CHUNK_STEP) {
-        int local[CHUNK_UNROLL];
-        load_locals(topk_ids, base, end, num_experts, expert_map, local);
-#pragma unroll
-        for (int i = 0; i < CHUNK_UNROLL; i++) {
-            if (local[i] >= 0)
-                atomicAdd(&histogram[local[i]], 1);
-            else if (local[i] == BAD_ID)
-                atomicMin(&first_bad, (int)(base + (int64_t)i * CHUNK_THREADS + tid));
-        }
-    }
+    count_slots<CHUNK_THREADS>(topk_ids, begin, end, num_experts, expert_map, histogram,
+                               &first_bad);
     __syncthreads();
     int *counts = chunk_counts + (size_t)blockIdx.x * (size_t)num_local;
     for (int e = tid; e < num_local; e += CHUNK_THREADS)
@@ -305,15 +327,7 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
     __syncthreads();
     const int64_t begin = (int64_t)blockIdx.x * chunk;
     const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
-    for (int64_t base = begin; base < end; base += CHUNK_STEP) {
-        int local[CHUNK_UNROLL];
-        load_locals(topk_ids, base, end, num_experts, expert_map, local);
-#pragma unroll
-        for (int i = 0; i < CHUNK_UNROLL; i++)
-            if (local[i] >= 0)
-                sorted_slot[atomicAdd(&cursor[local[i]], 1)] =
-                    (int)(base + (int64_t)i * CHUNK_THREADS + tid);
-    }
+    place_slots<CHUNK_THREADS>(topk_ids, begin, end, num_experts, expert_map, cursor, sorted_slot);
 }
 
 /* MOEINT4_HIP_ROUTE=one|multi forces a path (tests, tuning); auto, unset or
