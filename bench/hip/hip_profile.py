@@ -73,10 +73,14 @@ def main():
 
         wall = statistics.median(hb.time_events(fwd, 20))
         iters = 8
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for i in range(iters):
                 fwd(i)
             torch.cuda.synchronize()
+        runtime = {}
+        for e in prof.events():  # the CUDA runtime calls our forward makes on the host
+            if e.device_type.name == "CPU" and e.name.startswith("cuda"):
+                runtime.setdefault(e.name, []).append(e.time_range.elapsed_us())
         kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
         kernels.sort(key=lambda e: e.time_range.start)
         per = {}
@@ -86,6 +90,8 @@ def main():
         print(f"{point}: forward {wall * 1e3:.1f} us (events), kernels busy {busy:.1f} us/forward")
         for k, v in per.items():
             print(f"    {statistics.median(v):9.1f} us  x{len(v) // iters}  {k}")
+        for k, v in sorted(runtime.items()):
+            print(f"    host {k}: x{len(v) / iters:g} per forward, median {statistics.median(v):.1f} us")
         last = kernels[-len(kernels) // iters:]
         t0 = last[0].time_range.start
         print("    last forward:", "  ".join(

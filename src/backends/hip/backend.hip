@@ -315,7 +315,9 @@ mi4_hip_tile_config choose_tile(int64_t tokens, int64_t slots, const mi4_hip_wei
     const char *forced = getenv("MOEINT4_HIP_TILE");
     for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
         if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
-            return (mi4_hip_tile_config)c;
+            return c == MI4_TILE_DIRECT && slots > MI4_DIRECT_MAX_SLOTS
+                       ? MI4_TILE_GEMV
+                       : (mi4_hip_tile_config)c;
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
      * routing, no combine) while slots rarely share an expert (one token, or
      * far fewer slots than experts), the routed register-streaming GEMV

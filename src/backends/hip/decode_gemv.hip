@@ -1,11 +1,12 @@
 /* Decode GEMVs: with a few token rows per expert the GEMMs are weight
  * streams, so weights go from global memory straight into registers (16
- * bytes per lane and row, GEMV_UNROLL chunks in flight) and meet the token
+ * bytes per lane and row, UNROLL chunks of each row in flight) and meet the token
  * rows on the FMA units: no shared-memory staging, no matrix cores.
  *
  * Grids are persistent (a fixed number of blocks per SM) and each warp walks
- * units of work with a grid stride, so the stream never waits on a partial
- * last wave of short blocks.
+ * a contiguous run of units of work, so the stream never waits on a partial
+ * last wave of short blocks and a warp's consecutive units share their
+ * expert and routing.
  *
  *   routed (MI4_TILE_GEMV): a unit is one output (gemm13: its gate and up
  *     rows) or two outputs (gemm2) of a routed tile of GEMV_TOKENS slots of
@@ -22,7 +23,6 @@ namespace {
 using namespace mi4_gemm;
 
 constexpr int GEMV_WARPS = 8;
-constexpr int GEMV_UNROLL = 4;
 constexpr int GEMV_BLOCKS_PER_SM = 2;
 constexpr int CHUNK = MI4_WARP * 8; /* k covered by one lane-wide 16-byte load */
 
@@ -40,7 +40,7 @@ MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
  * `inner` (a multiple of 8). ALL: every row with every token (acc[r][t]);
  * otherwise row r meets token r / (NR / T) only (acc[r][0]). Null rows and
  * tokens >= `tokens` contribute nothing. The caller sums over the lanes. */
-template <int NR, int T, bool ALL>
+template <int NR, int T, bool ALL, int UNROLL>
 MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *const (&x)[T],
                             int tokens, int inner, float (&acc)[NR][T])
 {
@@ -50,10 +50,10 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
 #pragma unroll
         for (int t = 0; t < T; t++)
             acc[r][t] = 0.0f;
-    for (int k0 = lane * 8; k0 < inner; k0 += CHUNK * GEMV_UNROLL) {
-        uint4 wv[GEMV_UNROLL][NR];
+    for (int k0 = lane * 8; k0 < inner; k0 += CHUNK * UNROLL) {
+        uint4 wv[UNROLL][NR];
 #pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++)
+        for (int u = 0; u < UNROLL; u++)
 #pragma unroll
             for (int r = 0; r < NR; r++) {
                 int k = k0 + u * CHUNK;
@@ -61,7 +61,7 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
                                              : make_uint4(0u, 0u, 0u, 0u);
             }
 #pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
+        for (int u = 0; u < UNROLL; u++) {
             int k = k0 + u * CHUNK;
             if (k >= inner)
                 continue;
@@ -89,6 +89,36 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
     }
 }
 
+/* This warp's contiguous run [*begin, *end) of `units`. */
+MI4_DEVICE void warp_units(int64_t units, int64_t *begin, int64_t *end)
+{
+    int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
+    int64_t warp = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
+    int64_t per_warp = (units + warps - 1) / warps;
+    *begin = min(units, warp * per_warp);
+    *end = min(units, *begin + per_warp);
+}
+
+/* Direct GEMVs: the local expert of every slot in shared memory, -1 for a
+ * non-local or bad id; returns the smallest bad slot (INT_MAX: none). */
+MI4_DEVICE int map_slots(const gemm_params &p, int *slot_expert)
+{
+    __shared__ int first_bad;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0)
+        first_bad = INT_MAX;
+    __syncthreads();
+    for (int s = tid; s < p.num_slots; s += (int)blockDim.x) {
+        int id = p.topk_ids[s];
+        bool bad = id < 0 || id >= p.num_experts;
+        if (bad)
+            atomicMin(&first_bad, s);
+        slot_expert[s] = bad ? -1 : p.expert_map[id];
+    }
+    __syncthreads();
+    return first_bad;
+}
+
 MI4_DEVICE const uint16_t *weight_row(const gemm_params &p, int expert, int row)
 {
     return p.b + ((size_t)expert * p.b_rows + (size_t)row) * (size_t)p.inner;
@@ -102,28 +132,31 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 {
     constexpr int OUTS = GATED ? 1 : 2;
     const int per_tile = p.out_cols / OUTS;
-    const int tiles = p.status[2];
     const int lane = (int)threadIdx.x % MI4_WARP;
-    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
-    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
-         unit < (int64_t)tiles * per_tile; unit += warps) {
-        const int tile = (int)(unit / per_tile), out0 = (int)(unit % per_tile) * OUTS;
-        const int expert = p.tile_expert[tile];
-        int slots[GEMV_TOKENS];
-        const uint16_t *x[GEMV_TOKENS];
-        int tokens = 0;
+    int64_t unit, end;
+    warp_units((int64_t)p.status[2] * per_tile, &unit, &end);
+    int tile = -1, expert = 0, tokens = 0;
+    int slots[GEMV_TOKENS];
+    const uint16_t *x[GEMV_TOKENS];
+    for (; unit < end; unit++) {
+        const int out0 = (int)(unit % per_tile) * OUTS;
+        if (tile != (int)(unit / per_tile)) { /* a new tile: its expert and rows */
+            tile = (int)(unit / per_tile);
+            expert = p.tile_expert[tile];
+            tokens = 0;
 #pragma unroll
-        for (int t = 0; t < GEMV_TOKENS; t++) {
-            slots[t] = p.sorted_slot[(size_t)tile * GEMV_TOKENS + t];
-            size_t index = GATED ? (size_t)(p.a_by_slot ? slots[t] : slots[t] / p.topk)
-                                 : (size_t)tile * GEMV_TOKENS + t;
-            x[t] = slots[t] >= 0 ? p.a + index * (size_t)p.inner : nullptr;
-            tokens += slots[t] >= 0;
+            for (int t = 0; t < GEMV_TOKENS; t++) {
+                slots[t] = p.sorted_slot[(size_t)tile * GEMV_TOKENS + t];
+                size_t index = GATED ? (size_t)(p.a_by_slot ? slots[t] : slots[t] / p.topk)
+                                     : (size_t)tile * GEMV_TOKENS + t;
+                x[t] = slots[t] >= 0 ? p.a + index * (size_t)p.inner : nullptr;
+                tokens += slots[t] >= 0;
+            }
         }
         const uint16_t *w[2] = {weight_row(p, expert, out0),
                                 weight_row(p, expert, GATED ? p.out_cols + out0 : out0 + 1)};
         float acc[2][GEMV_TOKENS];
-        stream_dots<2, GEMV_TOKENS, true>(w, x, tokens, p.inner, acc);
+        stream_dots<2, GEMV_TOKENS, true, 4>(w, x, tokens, p.inner, acc);
 #pragma unroll
         for (int t = 0; t < GEMV_TOKENS; t++) {
             if (t >= tokens)
@@ -145,27 +178,26 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     }
 }
 
-/* Direct gemm13: units (slot, output). A bad or non-local id skips the unit;
- * gemm2 reports the bad id. act has a row per slot. */
+/* Direct gemm13: units (slot, output). A bad or non-local id skips the unit
+ * (gemm2 reports the bad id). act has a row per slot. */
 __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     direct_gemm13(gemm_params p)
 {
+    extern __shared__ int slot_expert[];
+    map_slots(p, slot_expert);
     const int lane = (int)threadIdx.x % MI4_WARP;
-    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
-    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
-         unit < (int64_t)p.num_slots * p.out_cols; unit += warps) {
+    int64_t unit, end;
+    warp_units((int64_t)p.num_slots * p.out_cols, &unit, &end);
+    for (; unit < end; unit++) {
         const int slot = (int)(unit / p.out_cols), out = (int)(unit % p.out_cols);
-        const int id = p.topk_ids[slot];
-        if (id < 0 || id >= p.num_experts)
-            continue;
-        const int expert = p.expert_map[id];
+        const int expert = slot_expert[slot];
         if (expert < 0)
             continue;
         const uint16_t *x[1] = {p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner};
         const uint16_t *w[2] = {weight_row(p, expert, out),
                                 weight_row(p, expert, p.out_cols + out)};
         float acc[2][1];
-        stream_dots<2, 1, false>(w, x, 1, p.inner, acc);
+        stream_dots<2, 1, false, 8>(w, x, 1, p.inner, acc);
         float gate = mi4_warp_sum(acc[0][0]), up = mi4_warp_sum(acc[1][0]);
         if (lane == 0)
             p.act[(size_t)slot * p.out_cols + out] =
@@ -173,70 +205,52 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     }
 }
 
-/* Direct gemm2 + combine: units (token, two outputs). Every block first
- * checks every id, so after a bad one no block writes the output; block 0
- * reports the smallest bad slot to the host. Each lane sums its partial
- * products over the token's slots in slot order (two slots per step, so
- * four weight rows are in flight), then the warp sums the lanes: the same
- * inputs give the same bits. */
+/* Direct gemm2 + combine: units (token, output). After a bad id no block
+ * writes the output and block 0 reports the smallest bad slot to the host.
+ * Each lane sums its partial products over the token's slots in slot order
+ * (four slots per step: four weight rows in flight), then the warp sums the
+ * lanes: the same inputs give the same bits. */
 __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     direct_gemm2(gemm_params p)
 {
-    __shared__ int first_bad;
-    const int tid = (int)threadIdx.x, lane = tid % MI4_WARP;
-    if (tid == 0)
-        first_bad = INT_MAX;
-    __syncthreads();
-    for (int s = tid; s < p.num_slots; s += (int)blockDim.x) {
-        int id = p.topk_ids[s];
-        if (id < 0 || id >= p.num_experts)
-            atomicMin(&first_bad, s);
-    }
-    __syncthreads();
+    constexpr int STEP = 4;
+    extern __shared__ int slot_expert[];
+    const int first_bad = map_slots(p, slot_expert);
     if (first_bad != INT_MAX) {
-        if (blockIdx.x == 0 && tid == 0) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
             p.combine.host_status[1] = first_bad;
             p.combine.host_status[0] = 1;
         }
         return;
     }
-    const int per_token = p.out_cols / 2;
-    const int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
-    for (int64_t unit = (int64_t)blockIdx.x * GEMV_WARPS + tid / MI4_WARP;
-         unit < p.combine.num_tokens * per_token; unit += warps) {
-        const int64_t token = unit / per_token;
-        const int out0 = (int)(unit % per_token) * 2;
-        float lane_sum[2] = {0.0f, 0.0f};
-        for (int j = 0; j < p.topk; j += 2) {
-            const uint16_t *w[4] = {nullptr, nullptr, nullptr, nullptr};
-            const uint16_t *x[2] = {nullptr, nullptr};
-            float scale[2] = {0.0f, 0.0f};
+    const int lane = (int)threadIdx.x % MI4_WARP;
+    int64_t unit, end;
+    warp_units(p.combine.num_tokens * p.out_cols, &unit, &end);
+    for (; unit < end; unit++) {
+        const int64_t token = unit / p.out_cols;
+        const int out = (int)(unit % p.out_cols);
+        float lane_sum = 0.0f;
+        for (int j = 0; j < p.topk; j += STEP) {
+            const uint16_t *w[STEP], *x[STEP];
+            float scale[STEP];
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < STEP; h++) {
                 int64_t slot = token * p.topk + j + h;
-                int expert = j + h < p.topk ? p.expert_map[p.topk_ids[slot]] : -1;
-                if (expert < 0)
-                    continue;
-                w[2 * h] = weight_row(p, expert, out0);
-                w[2 * h + 1] = weight_row(p, expert, out0 + 1);
-                x[h] = p.a + (size_t)slot * p.inner;
-                scale[h] = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
+                int expert = j + h < p.topk ? slot_expert[slot] : -1;
+                w[h] = expert >= 0 ? weight_row(p, expert, out) : nullptr;
+                x[h] = expert >= 0 ? p.a + (size_t)slot * p.inner : nullptr;
+                scale[h] = p.weight_on_output && expert >= 0 ? p.topk_weights[slot] : 1.0f;
             }
-            float acc[4][2];
-            stream_dots<4, 2, false>(w, x, 2, p.inner, acc);
+            float acc[STEP][STEP]; /* row h meets token h only: acc[h][0] */
+            stream_dots<STEP, STEP, false, 4>(w, x, STEP, p.inner, acc);
 #pragma unroll
-            for (int h = 0; h < 2; h++)
-                if (x[h] != nullptr) {
-                    lane_sum[0] = fmaf(acc[2 * h][0], scale[h], lane_sum[0]);
-                    lane_sum[1] = fmaf(acc[2 * h + 1][0], scale[h], lane_sum[1]);
-                }
+            for (int h = 0; h < STEP; h++)
+                if (x[h] != nullptr)
+                    lane_sum = fmaf(acc[h][0], scale[h], lane_sum);
         }
-        float v0 = mi4_warp_sum(lane_sum[0]), v1 = mi4_warp_sum(lane_sum[1]);
-        if (lane == 0) {
-            size_t at = (size_t)token * p.out_cols + out0;
-            mi4_combine_store(p.combine, at, v0);
-            mi4_combine_store(p.combine, at + 1, v1);
-        }
+        float v = mi4_warp_sum(lane_sum);
+        if (lane == 0)
+            mi4_combine_store(p.combine, (size_t)token * p.out_cols + out, v);
     }
 }
 
@@ -255,12 +269,13 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
     gemm_params p = make_params(a, gated);
     int resident = a->multiprocessors * GEMV_BLOCKS_PER_SM;
     dim3 block(GEMV_WARPS * MI4_WARP);
+    size_t slot_table = (size_t)p.num_slots * sizeof(int); /* direct: <= MI4_DIRECT_MAX_SLOTS */
     if (direct && gated)
-        direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block, 0,
-                        a->stream>>>(p);
+        direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block,
+                        slot_table, a->stream>>>(p);
     else if (direct)
-        direct_gemm2<<<persistent_grid(p.combine.num_tokens * (p.out_cols / 2), resident), block,
-                       0, a->stream>>>(p);
+        direct_gemm2<<<persistent_grid(p.combine.num_tokens * p.out_cols, resident), block,
+                       slot_table, a->stream>>>(p);
     else if (gated)
         routed_gemv<true><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident),
                             block, 0, a->stream>>>(p);

@@ -41,20 +41,21 @@ struct gemm_params {
     mi4_combine_params combine;
 };
 
-/* Block -> (row tile, output tile). Blocks run in panels of PANEL output
- * tiles: a panel walks every row tile before the next panel starts, so the
- * blocks resident at one time share each weight tile across the row tiles
- * of an expert (one DRAM read, the rest from L2) instead of streaming
- * every output tile of one row tile (which re-reads an expert's weights
- * once per row tile when they exceed L2: Mixtral's w13 is 235 MB). */
+/* Tile index -> (row tile, output tile) over `row_tiles` row tiles. Tiles
+ * go in panels of TILE_PANEL output tiles: a panel walks every row tile
+ * before the next panel starts, so the tiles in flight at one time share
+ * each weight tile across the row tiles of an expert (one DRAM read, the
+ * rest from L2) instead of streaming every output tile of one row tile
+ * (which re-reads an expert's weights once per row tile when they exceed
+ * L2: Mixtral's w13 is 235 MB). */
 constexpr int TILE_PANEL = 16;
 
-__device__ __forceinline__ void tile_coords(const gemm_params &p, int out_tiles, int *tile,
-                                            int *out_tile)
+__device__ __forceinline__ void tile_coords(int64_t index, int row_tiles, int out_tiles,
+                                            int *tile, int *out_tile)
 {
-    int block = (int)blockIdx.x;
-    int panel_blocks = TILE_PANEL * p.max_tiles;
-    int panel = block / panel_blocks, within = block % panel_blocks;
+    int64_t panel_blocks = (int64_t)TILE_PANEL * row_tiles;
+    int panel = (int)(index / panel_blocks);
+    int within = (int)(index % panel_blocks);
     int width = min(TILE_PANEL, out_tiles - panel * TILE_PANEL); /* last panel may be narrow */
     *tile = within / width;
     *out_tile = panel * TILE_PANEL + within % width;
@@ -72,40 +73,51 @@ inline __device__ float activate(int kind, float gate, float up, float limit, fl
     return gate / (1.0f + expf(-gate)) * up;
 }
 
-/* Row pointers of one output tile: A rows from the routed slots (NULL for
- * padding), B rows from the expert's weights. gemm13 columns come in groups
- * of WN: WN/2 gate rows, then the WN/2 up rows of the same outputs. */
+/* Row r of row tile `tile`: its A row (NULL for padding) and slot (-1). */
+template <int BM, bool GATED>
+__device__ __forceinline__ const uint16_t *a_row(const gemm_params &p, int tile, int r,
+                                                 int *slot_out)
+{
+    int slot = p.sorted_slot[(size_t)tile * BM + r];
+    *slot_out = slot;
+    if (slot < 0)
+        return nullptr;
+    size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk) : (size_t)tile * BM + r;
+    return p.a + index * (size_t)p.inner;
+}
+
+/* Column c of output tile `out_tile`: its B row (NULL past the end). gemm13
+ * columns come in groups of WN: WN/2 gate rows, then the WN/2 up rows of the
+ * same outputs. */
+template <int BN, int WN, bool GATED>
+__device__ __forceinline__ const uint16_t *b_row(const gemm_params &p, int expert, int out_tile,
+                                                 int c)
+{
+    int out_col, row;
+    if (GATED) {
+        int warp_col = c / WN, within = c % WN;
+        out_col = out_tile * (BN / 2) + warp_col * (WN / 2) + within % (WN / 2);
+        row = within < WN / 2 ? out_col : p.out_cols + out_col;
+    } else {
+        out_col = out_tile * BN + c;
+        row = out_col;
+    }
+    return out_col < p.out_cols
+               ? p.b + ((size_t)expert * p.b_rows + (size_t)row) * (size_t)p.inner
+               : nullptr;
+}
+
+/* Row pointers of one output tile in shared memory. */
 template <int BM, int BN, int WN, int THREADS, bool GATED>
 __device__ __forceinline__ void setup_rows(const gemm_params &p, int tile, int out_tile,
                                            int expert, const uint16_t **a_rows,
                                            const uint16_t **b_rows, int *row_slot)
 {
     const int tid = (int)threadIdx.x;
-    for (int r = tid; r < BM; r += THREADS) {
-        int slot = p.sorted_slot[(size_t)tile * BM + r];
-        row_slot[r] = slot;
-        const uint16_t *row = nullptr;
-        if (slot >= 0) {
-            size_t index = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
-                                 : (size_t)tile * BM + r;
-            row = p.a + index * (size_t)p.inner;
-        }
-        a_rows[r] = row;
-    }
-    for (int c = tid; c < BN; c += THREADS) {
-        int out_col, b_row;
-        if (GATED) {
-            int warp_col = c / WN, within = c % WN;
-            out_col = out_tile * (BN / 2) + warp_col * (WN / 2) + within % (WN / 2);
-            b_row = within < WN / 2 ? out_col : p.out_cols + out_col;
-        } else {
-            out_col = out_tile * BN + c;
-            b_row = out_col;
-        }
-        b_rows[c] = out_col < p.out_cols
-                        ? p.b + ((size_t)expert * p.b_rows + (size_t)b_row) * (size_t)p.inner
-                        : nullptr;
-    }
+    for (int r = tid; r < BM; r += THREADS)
+        a_rows[r] = a_row<BM, GATED>(p, tile, r, &row_slot[r]);
+    for (int c = tid; c < BN; c += THREADS)
+        b_rows[c] = b_row<BN, WN, GATED>(p, expert, out_tile, c);
 }
 
 /* Copies k [k0, k0 + BK) of ROWS rows into shared memory, 16 bytes per copy,

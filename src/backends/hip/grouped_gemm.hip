@@ -79,7 +79,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
     const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
                                 : (p.out_cols + BN - 1) / BN;
     int tile, out_tile;
-    tile_coords(p, out_tiles, &tile, &out_tile);
+    tile_coords(blockIdx.x, p.max_tiles, out_tiles, &tile, &out_tile);
     if (tile >= p.status[2])
         return;
     const int expert = p.tile_expert[tile];

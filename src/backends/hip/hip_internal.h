@@ -64,9 +64,13 @@ typedef enum mi4_hip_tile_config {
     MI4_TILE_GEMV = 6,      /* decode: 8 rows, weights streamed through registers */
     MI4_TILE_WGMMA_128 = 7, /* prefill on sm_90a: wgmma, 128 x 128 */
     MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
-    MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine */
+    MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine
+                               (at most MI4_DIRECT_MAX_SLOTS slots) */
     MI4_TILE_COUNT = 10,
 } mi4_hip_tile_config;
+
+/* The direct GEMVs keep a table of every slot's expert in shared memory. */
+#define MI4_DIRECT_MAX_SLOTS 8192
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct"
  * (MOEINT4_HIP_TILE); NULL otherwise. */

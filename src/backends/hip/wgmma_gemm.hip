@@ -18,6 +18,35 @@ template <int BN> constexpr int wgmma_smem_bytes()
     return WG_STAGES * (WG_BM + BN) * WG_BK * 2 + 1024; /* + alignment slack */
 }
 
+/* Thread tid copies 16-byte chunk tid % 8 of rows tid / 8 + 32 i of every
+ * tile, so it keeps those rows' pointers in registers, refreshed when the
+ * loads move on to the next tile; A_ROWS + B_ROWS of them. */
+template <int BN> struct wgmma_loader {
+    static constexpr int A_ROWS = WG_BM * 8 / WG_THREADS, B_ROWS = BN * 8 / WG_THREADS;
+    const uint16_t *a[A_ROWS];
+    const uint16_t *b[B_ROWS];
+};
+
+/* Copies k tile `k_tile` of the rows in `ld` into a 128B-swizzled stage. */
+template <int ROWS, int COUNT>
+__device__ __forceinline__ void load_swizzled(uint16_t *dst, const uint16_t *const (&rows)[COUNT],
+                                              int k_tile, int inner, const uint16_t *fallback)
+{
+    const int tid = (int)threadIdx.x, c = tid % 8;
+    const int k = k_tile * WG_BK + c * 8;
+#pragma unroll
+    for (int i = 0; i < COUNT; i++) {
+        int r = tid / 8 + i * (WG_THREADS / 8);
+        bool valid = rows[i] != nullptr && k < inner;
+        mi4_copy16(dst + r * 64 + ((c ^ (r & 7)) * 8), valid ? rows[i] + k : fallback, valid);
+    }
+}
+
+/* Persistent: each block walks tiles blockIdx.x, + gridDim.x, ... (panel
+ * order, tile_coords) as one flattened sequence of k tiles, so the loads of
+ * the next tile are in flight while this one's epilogue runs; the grid is
+ * one block per SM. Two warpgroups of 64 rows issue wgmma from 128B-swizzled
+ * shared tiles (BK = 64, 4 stages of cp.async). */
 template <int BN, bool GATED>
 __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
 {
@@ -25,52 +54,63 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
     extern __shared__ uint4 wg_smem_raw[];
     uint16_t *smem_a = (uint16_t *)(((uintptr_t)wg_smem_raw + 1023) & ~(uintptr_t)1023);
     uint16_t *smem_b = smem_a + WG_STAGES * WG_BM * WG_BK;
-    __shared__ const uint16_t *a_rows[WG_BM];
-    __shared__ const uint16_t *b_rows[BN];
-    __shared__ int row_slot[WG_BM];
 
     const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
                                 : (p.out_cols + BN - 1) / BN;
-    int tile, out_tile;
-    tile_coords(p, out_tiles, &tile, &out_tile);
-    if (tile >= p.status[2])
+    const int row_tiles = p.status[2];
+    const int64_t tiles = (int64_t)row_tiles * out_tiles;
+    if ((int64_t)blockIdx.x >= tiles)
         return;
-    const int expert = p.tile_expert[tile];
-    const int tid = (int)threadIdx.x;
-    setup_rows<WG_BM, BN, BN, WG_THREADS, GATED>(p, tile, out_tile, expert, a_rows, b_rows,
-                                                 row_slot);
-    __syncthreads();
-
+    const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
     const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
-    auto load_stage = [&](int stage, int k_tile) {
-        load_rows<WG_BM, WG_BK, WG_THREADS, true>(smem_a + stage * WG_BM * WG_BK, 0, a_rows,
-                                                  k_tile * WG_BK, p.inner, p.a);
-        load_rows<BN, WG_BK, WG_THREADS, true>(smem_b + stage * BN * WG_BK, 0, b_rows,
-                                               k_tile * WG_BK, p.inner, p.b);
+    const int64_t steps = my_tiles * k_tiles;
+    const int tid = (int)threadIdx.x;
+
+    wgmma_loader<BN> ld;
+    int64_t loader_tile = -1; /* my_tiles index whose rows `ld` holds */
+    auto issue = [&](int64_t step) {
+        if (step < steps) {
+            int64_t j = step / k_tiles;
+            if (j != loader_tile) {
+                int tile, out_tile;
+                tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
+                int expert = p.tile_expert[tile], slot;
+#pragma unroll
+                for (int i = 0; i < ld.A_ROWS; i++)
+                    ld.a[i] = a_row<WG_BM, GATED>(p, tile, tid / 8 + i * (WG_THREADS / 8), &slot);
+#pragma unroll
+                for (int i = 0; i < ld.B_ROWS; i++)
+                    ld.b[i] = b_row<BN, BN, GATED>(p, expert, out_tile,
+                                                   tid / 8 + i * (WG_THREADS / 8));
+                loader_tile = j;
+            }
+            int stage = (int)(step % WG_STAGES), k_tile = (int)(step % k_tiles);
+            load_swizzled<WG_BM>(smem_a + stage * WG_BM * WG_BK, ld.a, k_tile, p.inner, p.a);
+            load_swizzled<BN>(smem_b + stage * BN * WG_BK, ld.b, k_tile, p.inner, p.b);
+        }
+        mi4_copy_commit();
     };
+
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
-    /* Loads run WG_STAGES - 2 tiles ahead and one wgmma group stays in
+    /* Loads run WG_STAGES - 2 k tiles ahead and one wgmma group stays in
      * flight, so the stage being refilled was read two groups ago. */
     constexpr int AHEAD = WG_STAGES - 2;
 #pragma unroll
-    for (int s = 0; s < AHEAD; s++) {
-        if (s < k_tiles)
-            load_stage(s, s);
-        mi4_copy_commit();
-    }
+    for (int s = 0; s < AHEAD; s++)
+        issue(s);
     const int warpgroup = tid / 128;
-    for (int kt = 0; kt < k_tiles; kt++) {
+    const int lane = tid % 32;
+    const int row0 = warpgroup * 64 + ((tid % 128) / 32) * 16 + lane / 4;
+    const int col0 = 2 * (lane % 4);
+    for (int64_t step = 0; step < steps; step++) {
         mi4_copy_wait<AHEAD - 1>();
         mi4_fence_proxy_async();
         __syncthreads();
-        int next = kt + AHEAD;
-        if (next < k_tiles)
-            load_stage(next % WG_STAGES, next);
-        mi4_copy_commit();
-        int stage = kt % WG_STAGES;
+        issue(step + AHEAD);
+        int stage = (int)(step % WG_STAGES);
         uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * WG_BM * WG_BK + warpgroup * 64 * WG_BK);
         uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK);
         mi4_wgmma_fence();
@@ -84,48 +124,59 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
         }
         mi4_wgmma_commit();
         mi4_wgmma_wait_one();
-    }
-    mi4_wgmma_wait_all();
-    mi4_fence_registers(acc);
-    mi4_copy_wait<0>();
+        if ((int)(step % k_tiles) != k_tiles - 1)
+            continue;
 
-    const int lane = tid % 32;
-    const int row0 = warpgroup * 64 + ((tid % 128) / 32) * 16 + lane / 4;
-    const int col0 = 2 * (lane % 4);
-    if (GATED) {
+        /* The tile's last k step: epilogue (the next tile's loads fly on). */
+        mi4_wgmma_wait_all();
+        mi4_fence_registers(acc);
+        int tile, out_tile;
+        tile_coords(blockIdx.x + (step / k_tiles) * gridDim.x, row_tiles, out_tiles, &tile,
+                    &out_tile);
+        int slots[2];
 #pragma unroll
-        for (int j = 0; j < BN / 16; j++)
+        for (int half = 0; half < 2; half++)
+            slots[half] = p.sorted_slot[(size_t)tile * WG_BM + row0 + half * 8];
+        if (GATED) {
+#pragma unroll
+            for (int j = 0; j < BN / 16; j++)
+#pragma unroll
+                for (int half = 0; half < 2; half++) {
+                    int r = row0 + half * 8;
+                    int n = out_tile * (BN / 2) + 8 * j + col0;
+                    if (slots[half] < 0 || n >= p.out_cols)
+                        continue;
+                    const float *gate = acc + 4 * j + 2 * half;
+                    const float *up = acc + 4 * (j + BN / 16) + 2 * half;
+                    uint32_t v0 = mi4_dev_f32_to_bf16(
+                        activate(p.activation, gate[0], up[0], p.limit, p.alpha, p.beta));
+                    uint32_t v1 = mi4_dev_f32_to_bf16(
+                        activate(p.activation, gate[1], up[1], p.limit, p.alpha, p.beta));
+                    *(uint32_t *)(p.act + ((size_t)tile * WG_BM + r) * (size_t)p.out_cols + n) =
+                        v0 | (v1 << 16);
+                }
+        } else {
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                int r = row0 + half * 8;
-                int n = out_tile * (BN / 2) + 8 * j + col0;
-                if (row_slot[r] < 0 || n >= p.out_cols)
-                    continue;
-                const float *gate = acc + 4 * j + 2 * half;
-                const float *up = acc + 4 * (j + BN / 16) + 2 * half;
-                uint32_t v0 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[0], up[0], p.limit, p.alpha, p.beta));
-                uint32_t v1 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[1], up[1], p.limit, p.alpha, p.beta));
-                *(uint32_t *)(p.act + ((size_t)tile * WG_BM + r) * (size_t)p.out_cols + n) =
-                    v0 | (v1 << 16);
-            }
-    } else {
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                int r = row0 + half * 8;
-                int c = out_tile * BN + 8 * j + col0;
-                int slot = row_slot[r];
-                if (slot < 0 || c >= p.out_cols)
+                int slot = slots[half];
+                if (slot < 0)
                     continue;
                 float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
-                const float *v = acc + 4 * j + 2 * half;
-                *(float2 *)(p.y + (size_t)slot * (size_t)p.out_cols + c) =
-                    make_float2(v[0] * w, v[1] * w);
+                float *y = p.y + (size_t)slot * (size_t)p.out_cols;
+#pragma unroll
+                for (int j = 0; j < BN / 8; j++) {
+                    int c = out_tile * BN + 8 * j + col0;
+                    const float *v = acc + 4 * j + 2 * half;
+                    if (c < p.out_cols)
+                        *(float2 *)(y + c) = make_float2(v[0] * w, v[1] * w);
+                }
             }
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] = 0.0f;
     }
+    mi4_copy_wait<0>();
 #else
     (void)p;
     __trap(); /* launched only when MOEINT4_HIP_WGMMA is defined */
@@ -143,8 +194,10 @@ template <int BN, bool GATED> hipError_t launch_wgmma(const mi4_hip_gemm_args *a
     gemm_params p = make_params(a, GATED);
     int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
     size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
+    size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
     if (blocks == 0)
         return hipSuccess;
+    blocks = blocks < sms ? blocks : sms; /* persistent: one block per SM */
     wgmma_gemm<BN, GATED><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
     return hipGetLastError();
 #else
