@@ -319,14 +319,18 @@ mi4_hip_tile_config choose_tile(int64_t tokens, int64_t slots, const mi4_hip_wei
                        ? MI4_TILE_GEMV
                        : (mi4_hip_tile_config)c;
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
-     * routing, no combine) while slots rarely share an expert (one token, or
-     * far fewer slots than experts), the routed register-streaming GEMV
-     * while experts see about two rows, then 16- and 64-row tiles, and the
-     * wgmma 128 x 256 tile (sm_90a builds; elsewhere its mma.sync stand-in)
-     * for prefill. */
-    if (slots <= 64 && (tokens == 1 || slots * 8 <= w->num_local_experts))
+     * routing, no combine) while there are no more slots than local experts
+     * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
+     * sm_90a builds, the persistent wgmma 128 x 256 tile at every size
+     * (faster than the GEMV from two rows per expert up). Elsewhere (AMD,
+     * other NVIDIA targets): the routed register-streaming GEMV while experts
+     * see about two rows, then 16- and 64-row tiles, then the 128 x 128
+     * matrix-core tile. */
+    if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
         return MI4_TILE_DIRECT;
-    int64_t rows_per_expert = slots / (w->num_experts > 0 ? w->num_experts : 1);
+    if (mi4_hip_wgmma_built())
+        return MI4_TILE_WGMMA_256;
+    int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     if (rows_per_expert <= 2)
         return MI4_TILE_GEMV;
     if (rows_per_expert <= 8)

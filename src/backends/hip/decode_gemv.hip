@@ -208,12 +208,12 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 /* Direct gemm2 + combine: units (token, output). After a bad id no block
  * writes the output and block 0 reports the smallest bad slot to the host.
  * Each lane sums its partial products over the token's slots in slot order
- * (four slots per step: four weight rows in flight), then the warp sums the
- * lanes: the same inputs give the same bits. */
+ * (STEP slots per step, UNROLL chunks of each of their rows in flight),
+ * then the warp sums the lanes: the same inputs give the same bits. */
+template <int STEP, int UNROLL>
 __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     direct_gemm2(gemm_params p)
 {
-    constexpr int STEP = 4;
     extern __shared__ int slot_expert[];
     const int first_bad = map_slots(p, slot_expert);
     if (first_bad != INT_MAX) {
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
                 scale[h] = p.weight_on_output && expert >= 0 ? p.topk_weights[slot] : 1.0f;
             }
             float acc[STEP][STEP]; /* row h meets token h only: acc[h][0] */
-            stream_dots<STEP, STEP, false, 4>(w, x, STEP, p.inner, acc);
+            stream_dots<STEP, STEP, false, UNROLL>(w, x, STEP, p.inner, acc);
 #pragma unroll
             for (int h = 0; h < STEP; h++)
                 if (x[h] != nullptr)
@@ -273,9 +273,12 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
     if (direct && gated)
         direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block,
                         slot_table, a->stream>>>(p);
+    else if (direct && p.topk <= 2) /* Mixtral-like: two long rows, deeper loads */
+        direct_gemm2<2, 8><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
+                             block, slot_table, a->stream>>>(p);
     else if (direct)
-        direct_gemm2<<<persistent_grid(p.combine.num_tokens * p.out_cols, resident), block,
-                       slot_table, a->stream>>>(p);
+        direct_gemm2<4, 4><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
+                             block, slot_table, a->stream>>>(p);
     else if (gated)
         routed_gemv<true><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident),
                             block, 0, a->stream>>>(p);

@@ -109,6 +109,8 @@ typedef struct mi4_hip_gemm_args {
     mi4_combine_params combine;
 } mi4_hip_gemm_args;
 
+/* wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
+int mi4_hip_wgmma_built(void);
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 /* Raises the shared-memory limit of every GEMM kernel that needs it. */

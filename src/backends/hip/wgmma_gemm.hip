@@ -1,6 +1,9 @@
 /* Prefill GEMMs on Hopper (sm_90a): warpgroup MMA (wgmma) from 128-byte
  * swizzled shared tiles. Other builds keep only stubs; the dispatcher then
  * uses the mma.sync tile of the same rows. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "gemm_common.h"
 
 namespace {
@@ -47,7 +50,7 @@ __device__ __forceinline__ void load_swizzled(uint16_t *dst, const uint16_t *con
  * the next tile are in flight while this one's epilogue runs; the grid is
  * one block per SM. Two warpgroups of 64 rows issue wgmma from 128B-swizzled
  * shared tiles (BK = 64, 4 stages of cp.async). */
-template <int BN, bool GATED>
+template <int BN, bool GATED, int AHEAD>
 __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
 {
 #if defined(MI4_HAVE_WGMMA)
@@ -95,9 +98,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
-    /* Loads run WG_STAGES - 2 k tiles ahead and one wgmma group stays in
-     * flight, so the stage being refilled was read two groups ago. */
-    constexpr int AHEAD = WG_STAGES - 2;
+    /* One wgmma group stays in flight. AHEAD = 2: loads for step + 2 are
+     * issued after the step's opening barrier, into the stage read two
+     * groups ago. AHEAD = 3: issued after the step's wgmma wait and a second
+     * barrier (both warpgroups are then done with group step - 1), into the
+     * stage that group read: one more k tile of latency hidden. */
+    static_assert(AHEAD == 2 || AHEAD == 3, "AHEAD is 2 or 3");
 #pragma unroll
     for (int s = 0; s < AHEAD; s++)
         issue(s);
@@ -109,7 +115,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
         mi4_copy_wait<AHEAD - 1>();
         mi4_fence_proxy_async();
         __syncthreads();
-        issue(step + AHEAD);
+        if (AHEAD == 2)
+            issue(step + AHEAD);
         int stage = (int)(step % WG_STAGES);
         uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * WG_BM * WG_BK + warpgroup * 64 * WG_BK);
         uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK);
@@ -124,6 +131,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
         }
         mi4_wgmma_commit();
         mi4_wgmma_wait_one();
+        if (AHEAD == 3) {
+            __syncthreads();
+            issue(step + AHEAD);
+        }
         if ((int)(step % k_tiles) != k_tiles - 1)
             continue;
 
@@ -188,9 +199,14 @@ template <int BN, bool GATED> hipError_t launch_wgmma(const mi4_hip_gemm_args *a
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
     constexpr int smem = wgmma_smem_bytes<BN>();
-    if (init)
-        return hipFuncSetAttribute((const void *)wgmma_gemm<BN, GATED>,
-                                   hipFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (init) {
+        hipError_t e = hipFuncSetAttribute((const void *)wgmma_gemm<BN, GATED, 2>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize, smem);
+        return e != hipSuccess ? e
+                               : hipFuncSetAttribute((const void *)wgmma_gemm<BN, GATED, 3>,
+                                                     hipFuncAttributeMaxDynamicSharedMemorySize,
+                                                     smem);
+    }
     gemm_params p = make_params(a, GATED);
     int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
     size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
@@ -198,7 +214,12 @@ template <int BN, bool GATED> hipError_t launch_wgmma(const mi4_hip_gemm_args *a
     if (blocks == 0)
         return hipSuccess;
     blocks = blocks < sms ? blocks : sms; /* persistent: one block per SM */
-    wgmma_gemm<BN, GATED><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
+    /* MOEINT4_HIP_WGMMA_AHEAD=2|3: k tiles of loads in flight (tuning) */
+    const char *ahead = getenv("MOEINT4_HIP_WGMMA_AHEAD");
+    if (ahead != nullptr && strcmp(ahead, "3") == 0)
+        wgmma_gemm<BN, GATED, 3><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
+    else
+        wgmma_gemm<BN, GATED, 2><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
     return hipGetLastError();
 #else
     (void)a;
