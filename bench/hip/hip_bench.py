@@ -220,12 +220,9 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
             ours(i)
             t_host.append((time.perf_counter() - t0) * 1e3)
         if sweep:
-            for tile in ("direct", "8v", "16", "64", "128", "w128", "w256", "w256:3"):
-                os.environ["MOEINT4_HIP_TILE"] = tile.split(":")[0]
-                if ":" in tile:  # loads in flight of the wgmma kernel
-                    os.environ["MOEINT4_HIP_WGMMA_AHEAD"] = tile.split(":")[1]
+            for tile in ("direct", "8v", "16", "64", "128", "w64", "w128", "w256"):
+                os.environ["MOEINT4_HIP_TILE"] = tile
                 t = statistics.median(time_events(ours, 10))
-                os.environ.pop("MOEINT4_HIP_WGMMA_AHEAD", None)
                 log(f"    M={M} tile {tile}: {t:.3f} ms")
             os.environ.pop("MOEINT4_HIP_TILE", None)
         # correctness spot check against the torch loop on OUR device weights is not

@@ -38,13 +38,14 @@ static void test_variants_and_tiles(void **state)
 {
     (void)state;
     const char *variants[] = {"mma", "fma"};
-    const char *tiles[] = {"16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct"};
+    const char *tiles[] = {"16",   "16n",  "64",   "128",    "128d", "256",
+                           "8v",   "w128", "w256", "direct", "w64"};
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_ASYM, 8, 200, 72, -1, 0, 11);
-        for (int t = 0; t < 10; t++) {
+        for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
             print_message("gemm %s, tile %s\n", variants[v], tiles[t]);
             hip_test_case c = default_case(MOEINT4_DTYPE_BF16, 203, 3, 100 + (uint64_t)t);

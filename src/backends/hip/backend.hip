@@ -321,16 +321,17 @@ mi4_hip_tile_config choose_tile(int64_t tokens, int64_t slots, const mi4_hip_wei
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
      * routing, no combine) while there are no more slots than local experts
      * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
-     * sm_90a builds, the persistent wgmma 128 x 256 tile at every size
-     * (faster than the GEMV from two rows per expert up). Elsewhere (AMD,
+     * sm_90a builds, the persistent wgmma tiles, 64 x 256 while experts see
+     * fewer than 64 rows (less padding), else 128 x 256 (faster than the
+     * GEMV from two rows per expert up). Elsewhere (AMD,
      * other NVIDIA targets): the routed register-streaming GEMV while experts
      * see about two rows, then 16- and 64-row tiles, then the 128 x 128
      * matrix-core tile. */
     if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
         return MI4_TILE_DIRECT;
-    if (mi4_hip_wgmma_built())
-        return MI4_TILE_WGMMA_256;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
+    if (mi4_hip_wgmma_built())
+        return rows_per_expert < 64 ? MI4_TILE_WGMMA_64 : MI4_TILE_WGMMA_256;
     if (rows_per_expert <= 2)
         return MI4_TILE_GEMV;
     if (rows_per_expert <= 8)

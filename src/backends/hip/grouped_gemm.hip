@@ -242,12 +242,19 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
     return hipGetLastError();
 }
 
-template <int BN, bool GATED> hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
+template <int BM, int BN, bool GATED>
+hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
 {
-    if (mi4_hip_wgmma_built())
-        return mi4_hip_launch_wgmma(BN, GATED, a, init);
-    /* no sm_90a code in this build: the matrix-core tile of the same rows */
-    return launch<CONFIG_128, GATED>(a, init);
+    if (init && mi4_hip_wgmma_built()) {
+        hipError_t e = mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
+        if (e != hipSuccess)
+            return e;
+    } else if (mi4_hip_wgmma_built() && a->use_mma) {
+        return mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
+    }
+    /* no sm_90a code in this build, or the plain-FMA variant asked for: the
+     * tiled GEMM of the same rows */
+    return BM == 64 ? launch<CONFIG_64, GATED>(a, init) : launch<CONFIG_128, GATED>(a, init);
 }
 
 template <bool GATED>
@@ -261,8 +268,9 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED>(a, init);
     case MI4_TILE_GEMV: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, false, a);
     case MI4_TILE_DIRECT: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, true, a);
-    case MI4_TILE_WGMMA_128: return launch_wgmma<128, GATED>(a, init);
-    case MI4_TILE_WGMMA_256: return launch_wgmma<256, GATED>(a, init);
+    case MI4_TILE_WGMMA_128: return launch_wgmma<128, 128, GATED>(a, init);
+    case MI4_TILE_WGMMA_256: return launch_wgmma<128, 256, GATED>(a, init);
+    case MI4_TILE_WGMMA_64: return launch_wgmma<64, 256, GATED>(a, init);
     default: return launch<CONFIG_256, GATED>(a, init);
     }
 }
@@ -276,6 +284,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_16_NARROW: return 16;
     case MI4_TILE_GEMV: return GEMV_TOKENS;
     case MI4_TILE_DIRECT: return 1;
+    case MI4_TILE_WGMMA_64: return 64;
     case MI4_TILE_64: return 64;
     default: return 128;
     }
@@ -284,7 +293,8 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
 const char *mi4_hip_tile_name(mi4_hip_tile_config config)
 {
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
-                                                             "8v", "w128", "w256", "direct"};
+                                                             "8v", "w128", "w256", "direct",
+                                                             "w64"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 

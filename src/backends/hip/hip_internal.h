@@ -66,14 +66,15 @@ typedef enum mi4_hip_tile_config {
     MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
     MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine
                                (at most MI4_DIRECT_MAX_SLOTS slots) */
-    MI4_TILE_COUNT = 10,
+    MI4_TILE_WGMMA_64 = 10, /* sm_90a: wgmma, 64 x 256 (few rows per expert) */
+    MI4_TILE_COUNT = 11,
 } mi4_hip_tile_config;
 
 /* The direct GEMVs keep a table of every slot's expert in shared memory. */
 #define MI4_DIRECT_MAX_SLOTS 8192
 
-/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct"
- * (MOEINT4_HIP_TILE); NULL otherwise. */
+/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
+ * "w64" (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 
