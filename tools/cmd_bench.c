@@ -27,6 +27,7 @@ typedef struct cli_bench {
     cli_baseline baseline;
     cli_flusher flusher;
     int host;                 /* CPU-side backend: floors, baseline, cache flush */
+    double expert_bytes;      /* bytes a forward streams per expert hit */
     int failed_checks;
     cli_bench_record records[CLI_MAX_TOKEN_LIST];
 } cli_bench;
@@ -172,7 +173,7 @@ static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_benc
     for (int i = CLI_BENCH_WARMUP; i < in->count; i++)
         hit += cli_distinct_experts(o, r->tokens, in->ids + (size_t)i * slots);
     r->experts_hit = hit / o->iters;
-    r->weight_bytes = r->experts_hit * cli_expert_bytes(o);
+    r->weight_bytes = r->experts_hit * bench->expert_bytes;
     double flops = 2.0 * (double)r->tokens * p->topk * 3.0 * p->intermediate_size *
                    (double)p->hidden_size;
     r->gbps = r->weight_bytes / (r->median_ms * 1e-3) / 1e9;
@@ -327,6 +328,14 @@ static int cli_bench_execute(cli_bench *bench) {
     bench->run.device_pointers = bench->session.backend.device_pointers;
     bench->run.prepare_ms = 1e3 * bench->session.prepare_seconds;
     bench->host = !bench->session.backend.device_pointers;
+    /* A device backend's prepared experts may be larger than the int4
+     * checkpoint (HIP keeps BF16: 4x): count what its forward streams. */
+    bench->expert_bytes = cli_expert_bytes(o);
+    size_t device_bytes = 0;
+    if (!bench->host &&
+        moeint4_weights_memory(bench->session.weights, NULL, &device_bytes) == MOEINT4_SUCCESS &&
+        device_bytes > 0)
+        bench->expert_bytes = (double)device_bytes / o->preset->num_experts;
     if (bench->host) {
         status = cli_bench_prepare_host(bench);
         if (status != CLI_EXIT_OK) return status;

@@ -28,7 +28,7 @@ if want build; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     nvcc --version | tail -1; cmake --version | head -1
     python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
-  { cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
+  { MOEINT4_COMMIT=$COMMIT cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
       -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_SHARED_DIR="$SHARED" \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
     ninja -C "$BUILD" -k 0; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
