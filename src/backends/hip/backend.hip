@@ -396,12 +396,6 @@ moeint4_status run_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.multiprocessors = ctx->multiprocessors;
     g.topk_ids = args->topk_ids;
     g.num_slots = slots;
-    /* About half of an H200's 50 MB L2 at most (Qwen3 at M = 1: 8 x 3.1 MB);
-     * MOEINT4_HIP_L2_PREFETCH=0 turns it off (tuning). */
-    const char *prefetch = getenv("MOEINT4_HIP_L2_PREFETCH");
-    g.prefetch_w2 = config == MI4_TILE_DIRECT &&
-                    (size_t)slots * k * n * 2 <= MI4_L2_PREFETCH_BYTES &&
-                    !(prefetch != nullptr && strcmp(prefetch, "0") == 0);
     g.combine.y = g.y;
     g.combine.topk_ids = args->topk_ids;
     g.combine.expert_map = w->expert_map;

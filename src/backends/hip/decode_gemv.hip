@@ -185,19 +185,6 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 {
     extern __shared__ int slot_expert[];
     map_slots(p, slot_expert);
-    if (p.prefetch_w2) {
-        /* gemm2 then reads its weights from L2 while these stream from DRAM
-         * (evict-first), instead of paying its own DRAM ramp after us. */
-        const size_t expert_lines = (size_t)p.inner * p.out_cols * 2 / 128; /* w2: K x N */
-        const size_t lines = (size_t)p.num_slots * expert_lines;
-        const size_t threads = (size_t)gridDim.x * blockDim.x;
-        for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += threads) {
-            int expert = slot_expert[i / expert_lines];
-            if (expert >= 0)
-                mi4_prefetch_l2(p.w2 + (size_t)expert * p.inner * p.out_cols +
-                                (i % expert_lines) * 64);
-        }
-    }
     const int lane = (int)threadIdx.x % MI4_WARP;
     int64_t unit, end;
     warp_units((int64_t)p.num_slots * p.out_cols, &unit, &end);

@@ -39,8 +39,6 @@ struct gemm_params {
     const int32_t *expert_map;
     int num_slots, num_experts;
     mi4_combine_params combine;
-    int prefetch_w2;        /* direct gemm13: pull the slots' w2 into L2 for gemm2 */
-    const uint16_t *w2;     /* [E_l][K][N] */
 };
 
 /* Tile index -> (row tile, output tile) over `row_tiles` row tiles. Tiles
@@ -173,8 +171,6 @@ inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
     p.num_slots = (int)a->num_slots;
     p.num_experts = w->num_experts;
     p.combine = a->combine;
-    p.prefetch_w2 = a->prefetch_w2;
-    p.w2 = w->w2;
     return p;
 }
 

@@ -72,8 +72,6 @@ typedef enum mi4_hip_tile_config {
 
 /* The direct GEMVs keep a table of every slot's expert in shared memory. */
 #define MI4_DIRECT_MAX_SLOTS 8192
-/* The direct gemm13 prefetches gemm2's weights into L2 when they are no larger. */
-#define MI4_L2_PREFETCH_BYTES (26u << 20)
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
  * "w64" (MOEINT4_HIP_TILE); NULL otherwise. */
@@ -110,7 +108,6 @@ typedef struct mi4_hip_gemm_args {
     const int32_t *topk_ids;
     int64_t num_slots;
     mi4_combine_params combine;
-    int prefetch_w2;         /* the slots' w2 fit in L2: gemm13 prefetches them for gemm2 */
 } mi4_hip_gemm_args;
 
 /* wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */

@@ -99,17 +99,6 @@ MI4_DEVICE uint4 mi4_load_stream(const uint4 *p)
 #endif
 }
 
-/* Asks L2 to fetch the 128-byte line at p and keep it (data read soon by a
- * later kernel); a no-op where the platform has no such hint. */
-MI4_DEVICE void mi4_prefetch_l2(const void *p)
-{
-#if defined(MI4_PLATFORM_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
-#else
-    (void)p;
-#endif
-}
-
 /* Sum over the lanes of a warp, in a fixed butterfly order (deterministic). */
 MI4_DEVICE float mi4_warp_sum(float v)
 {
