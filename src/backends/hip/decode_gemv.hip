@@ -51,15 +51,23 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
         for (int t = 0; t < T; t++)
             acc[r][t] = 0.0f;
     for (int k0 = lane * 8; k0 < inner; k0 += CHUNK * UNROLL) {
-        uint4 wv[UNROLL][NR];
+        /* Paired rows (the direct GEMVs) issue every load of the step before
+         * the first use: a token chunk loaded next to its multiply costs an
+         * L2 round trip each. ALL (8 tokens of a routed tile) has no
+         * registers for that and loads token chunks at their use. */
+        uint4 wv[UNROLL][NR], xv[UNROLL][ALL ? 1 : T];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++)
+        for (int u = 0; u < UNROLL; u++) {
+            int k = k0 + u * CHUNK;
 #pragma unroll
-            for (int r = 0; r < NR; r++) {
-                int k = k0 + u * CHUNK;
+            for (int r = 0; r < NR; r++)
                 wv[u][r] = w[r] && k < inner ? mi4_load_stream((const uint4 *)(w[r] + k))
                                              : make_uint4(0u, 0u, 0u, 0u);
-            }
+#pragma unroll
+            for (int t = 0; t < (ALL ? 0 : T); t++)
+                xv[u][t] = t < tokens && x[t] && k < inner ? *(const uint4 *)(x[t] + k)
+                                                           : make_uint4(0u, 0u, 0u, 0u);
+        }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             int k = k0 + u * CHUNK;
@@ -74,7 +82,7 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
                 if (t >= tokens || x[t] == nullptr)
                     continue;
                 float xf[8];
-                bf16x8_to_f32(*(const uint4 *)(x[t] + k), xf);
+                bf16x8_to_f32(ALL ? *(const uint4 *)(x[t] + k) : xv[u][ALL ? 0 : t], xf);
 #pragma unroll
                 for (int r = 0; r < NR; r++) {
                     if (!ALL && r / (NR / T) != t)
@@ -274,10 +282,10 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
         direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block,
                         slot_table, a->stream>>>(p);
     else if (direct && p.topk <= 2) /* Mixtral-like: two long rows, deeper loads */
-        direct_gemm2<2, 8><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
+        direct_gemm2<2, 4><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
                              block, slot_table, a->stream>>>(p);
     else if (direct)
-        direct_gemm2<4, 4><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
+        direct_gemm2<4, 2><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
                              block, slot_table, a->stream>>>(p);
     else if (gated)
         routed_gemv<true><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident),
