@@ -182,7 +182,6 @@ void release_weights(mi4_hip_weights *w)
     free(w);
 }
 
-
 moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *desc,
                            void **backend_weights, char *err, size_t err_cap)
 {
@@ -323,10 +322,9 @@ mi4_hip_tile_config choose_tile(int64_t tokens, int64_t slots, const mi4_hip_wei
      * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
      * sm_90a builds, the persistent wgmma tiles, 64 x 256 while experts see
      * fewer than 64 rows (less padding), else 128 x 256 (faster than the
-     * GEMV from two rows per expert up). Elsewhere (AMD,
-     * other NVIDIA targets): the routed register-streaming GEMV while experts
-     * see about two rows, then 16- and 64-row tiles, then the 128 x 128
-     * matrix-core tile. */
+     * GEMV from two rows per expert up). Elsewhere (AMD, other NVIDIA
+     * targets): the routed register-streaming GEMV while experts see about
+     * two rows, then 16- and 64-row tiles, then the 128-row tiles. */
     if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
