@@ -1,7 +1,7 @@
 /* Decode GEMVs: with a few token rows per expert the GEMMs are weight
  * streams, so weights go from global memory straight into registers (16
- * bytes per lane and row, UNROLL chunks of each row in flight) and meet the token
- * rows on the FMA units: no shared-memory staging, no matrix cores.
+ * bytes per lane and row, UNROLL chunks of each row in flight) and meet the
+ * token rows on the FMA units: no shared-memory staging, no matrix cores.
  *
  * Grids are persistent (a fixed number of blocks per SM) and each warp walks
  * a contiguous run of units of work, so the stream never waits on a partial
@@ -11,11 +11,11 @@
  *   routed (MI4_TILE_GEMV): a unit is one output (gemm13: its gate and up
  *     rows) or two outputs (gemm2) of a routed tile of GEMV_TOKENS slots of
  *     one expert; the weight rows are read once for all of the tile's rows.
- *   direct (MI4_TILE_DIRECT): no routing at all. gemm13's units are
- *     (slot, output): the warp reads the slot's id itself. gemm2's units are
- *     (token, two outputs) over all of the token's slots, summed in slot
- *     order with the router weight, and written to the caller's output: the
- *     combine is gone too. Two launches per forward. */
+ *   direct (MI4_TILE_DIRECT): no routing at all; each block first maps every
+ *     slot to its local expert in shared memory. gemm13's units are (slot,
+ *     output); gemm2's units are (token, output) over all of the token's
+ *     slots, summed in slot order with the router weight and written to the
+ *     caller's output: the combine is gone too. Two launches per forward. */
 #include "gemm_common.h"
 
 namespace {
