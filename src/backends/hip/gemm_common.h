@@ -120,11 +120,10 @@ __device__ __forceinline__ void setup_rows(const gemm_params &p, int tile, int o
         b_rows[c] = b_row<BN, WN, GATED>(p, expert, out_tile, c);
 }
 
-/* Copies k [k0, k0 + BK) of ROWS rows into shared memory, 16 bytes per copy,
- * zero-filling padding rows and k past `inner`. Plain layout: row stride ld
- * elements. SWIZZLE_128B (BK = 64, ld ignored): 128-byte rows whose 16-byte
- * chunk c of row r sits at chunk c ^ (r % 8), the layout wgmma reads. */
-template <int ROWS, int BK, int THREADS, bool SWIZZLE_128B>
+/* Copies k [k0, k0 + BK) of ROWS rows into shared memory (row stride ld
+ * elements), 16 bytes per copy, zero-filling padding rows and k past
+ * `inner`. (The wgmma kernels write their swizzled layout themselves.) */
+template <int ROWS, int BK, int THREADS>
 __device__ __forceinline__ void load_rows(uint16_t *dst, int ld, const uint16_t *const *rows,
                                           int k0, int inner, const uint16_t *fallback)
 {
@@ -137,8 +136,7 @@ __device__ __forceinline__ void load_rows(uint16_t *dst, int ld, const uint16_t 
             int r = chunk / CHUNKS_PER_ROW, c = chunk % CHUNKS_PER_ROW, k = k0 + c * 8;
             const uint16_t *src = rows[r];
             bool valid = src != nullptr && k < inner;
-            uint16_t *to = SWIZZLE_128B ? dst + r * 64 + ((c ^ (r & 7)) * 8) : dst + r * ld + c * 8;
-            mi4_copy16(to, valid ? src + k : fallback, valid);
+            mi4_copy16(dst + r * ld + c * 8, valid ? src + k : fallback, valid);
         }
     }
 }

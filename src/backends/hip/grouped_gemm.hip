@@ -90,9 +90,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 
     const int k_tiles = (p.inner + BK - 1) / BK;
     auto load_stage = [&](int stage, int k_tile) {
-        load_rows<BM, BK, THREADS, false>(smem_a + stage * BM * LD, LD, a_rows, k_tile * BK,
+        load_rows<BM, BK, THREADS>(smem_a + stage * BM * LD, LD, a_rows, k_tile * BK,
                                           p.inner, p.a);
-        load_rows<BN, BK, THREADS, false>(smem_b + stage * BN * LD, LD, b_rows, k_tile * BK,
+        load_rows<BN, BK, THREADS>(smem_b + stage * BN * LD, LD, b_rows, k_tile * BK,
                                           p.inner, p.b);
     };
 
