@@ -9,7 +9,7 @@ import os
 import platform
 import sys
 
-# Issue 3's targets: (preset, format, M) -> max time/floor
+# The CPU bench targets: (preset, format, M) -> max time/floor
 TARGETS = [
     ("qwen3-30b-a3b", "gptq-sym", 1, 1.15),
     ("qwen3-30b-a3b", "gptq-sym", 8, 1.3),
@@ -123,7 +123,7 @@ def main(argv):
             f"{fmt(r['gflops'], '.1f')} | {fmt(r['bandwidth_gbps'], '.2f')} | "
             f"{fmt(r['peak_gflops'], '.1f')} | {fmt(r.get('rel_err'), '.2e')} | "
             f"{fmt(r.get('load_average'), '.2f')} |")
-    md += ["", "## Issue 3 targets", ""] + target_lines(records) + [""]
+    md += ["", "## CPU targets", ""] + target_lines(records) + [""]
     with open(out_md, "w") as out:
         out.write("\n".join(md))
 

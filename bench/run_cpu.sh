@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs issue 3's CPU bench set and writes bench/results/cpu-<date>.json and
+# Runs the CPU bench set and writes bench/results/cpu-<date>.json and
 # .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
 # 512; Mixtral-8x7B at M = 1; every format at M = 1. A few minutes.
 # Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all),

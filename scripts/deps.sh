@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libopenblas-dev          # CPU backend: sgemm for experts with many tokens; bench floor + baseline
+  libopenblas-dev          # moeint4 bench: the sgemm peer baseline (the library makes no BLAS call)
   libcmocka-dev            # unit and conformance tests
   python3-numpy python3-pytest python3-setuptools python3-pip  # Python binding tests
   gnuplot-nox              # bench --plot

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reliability runs of CI (issue 7), each in its own build folder:
+# Reliability runs of CI, each in its own build folder:
 #   asan      the whole ctest suite under ASan + UBSan (gcc, halt on the first
 #             report, leak check on), fault injection compiled in (tests/faults)
 #   valgrind  core, layout, cpu, conformance (small cases), bad-input, fuzz

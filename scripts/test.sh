@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything CI builds (core, CPU backend, XPU plugin, the HIP plugin
 # for AMD targets as a compile check) from scratch and runs every test, then
-# the reliability runs (ASan+UBSan, valgrind, libFuzzer, TSan; issue 7).
+# the reliability runs (ASan+UBSan, valgrind, libFuzzer, TSan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh

@@ -380,7 +380,7 @@ int cli_bench_main(int argc, char **argv) {
             CLI_FLAG_THREADS | CLI_FLAG_JSON | CLI_FLAG_PLOT,
         argc, argv, &bench->options);
     if (status == CLI_EXIT_OK && bench->options.iters < 7)
-        fprintf(stderr, "moeint4 bench: note: %d timed forwards per M; issue 3's figures use at "
+        fprintf(stderr, "moeint4 bench: note: %d timed forwards per M; a median and spread want at "
                         "least 7\n",
                 bench->options.iters);
     if (status == CLI_EXIT_OK) status = cli_bench_execute(bench);

@@ -3,8 +3,7 @@
 # the HIP tests and the conformance matrix on the hip backend, then the bench
 # (bench/hip/hip_bench.py); logs and JSON go to $OUT. Made for the lent H200
 # (nothing can be installed there): cmocka, OpenBLAS and pkg-config travel as
-# build-hipdeps/deps.tar.xz and ../shared/vectors as build-hipdeps/shared
-# (bench/hip/README.md says how to make them).
+# build-hipdeps/deps.tar.xz (bench/hip/README.md says how to make them).
 #   OUT=/tmp/out COMMIT=abc1234 bench/hip/h200_run.sh [build|test|bench|cli|profile|all ...]
 # (all = build test bench cli; profile: per-kernel device times, hip_profile.py)
 set -u
@@ -21,15 +20,13 @@ if [ -f "$DEPS/deps.tar.xz" ]; then
   export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
   export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPATH=/tmp/hipdeps/include
 fi
-SHARED=$PWD/../shared
-[ -d "$DEPS/shared/vectors" ] && SHARED=$PWD/$DEPS/shared
 
 if want build; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     nvcc --version | tail -1; cmake --version | head -1
     python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
   { MOEINT4_COMMIT=$COMMIT cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
-      -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_SHARED_DIR="$SHARED" \
+      -DMOEINT4_BUILD_TESTS=ON \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
     ninja -C "$BUILD" -k 0; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"

@@ -151,7 +151,7 @@ moeint4_forward_args tk_forward_args(moeint4_dtype dtype, int64_t num_tokens, in
 /* Relative L2 error ||got - want|| / ||want|| of `count` values, got stored in dtype. */
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count);
 
-/* ---- ../shared/vectors ---- */
+/* ---- tests/data/vllm: cases produced by vLLM's own helpers ---- */
 /* Reads a whole file into a malloc'd buffer; returns NULL when missing.
  * path is relative to MOEINT4_VECTORS_DIR (set by tests/common/CMakeLists). */
 void *tk_read_vector(const char *relative_path, size_t *bytes);

@@ -1,4 +1,4 @@
-/* Test kit: ../shared/vectors (cases produced by vLLM's own helpers) loaded
+/* Test kit: tests/data/vllm (cases produced by vLLM's own helpers) loaded
  * into a tk_layer from their natural-order debug arrays, packed by the kit's
  * packer (so comparing with the checkpoint arrays tests the packer). */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include "testkit.h"
 
 #ifndef MOEINT4_VECTORS_DIR
-#define MOEINT4_VECTORS_DIR "../shared/vectors"
+#error "MOEINT4_VECTORS_DIR must name tests/data/vllm (tests/common/CMakeLists.txt sets it)"
 #endif
 
 void *tk_read_vector(const char *relative_path, size_t *bytes)
@@ -16,8 +16,11 @@ void *tk_read_vector(const char *relative_path, size_t *bytes)
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", MOEINT4_VECTORS_DIR, relative_path);
     FILE *file = fopen(path, "rb");
-    if (!file)
+    if (!file) {
+        /* Name the file: a checkout without its test data must say what is missing. */
+        fprintf(stderr, "test data file missing or unreadable: %s\n", path);
         return NULL;
+    }
     void *data = NULL;
     long size = -1;
     if (fseek(file, 0, SEEK_END) == 0 && (size = ftell(file)) >= 0 && fseek(file, 0, SEEK_SET) == 0)
@@ -52,6 +55,8 @@ void *tk_read_vector_array(const char *case_name, const char *array, size_t byte
     snprintf(path, sizeof path, "%s/%s.bin", case_name, array);
     void *data = tk_read_vector(path, &got);
     if (data && got != bytes) {
+        fprintf(stderr, "test data file %s/%s holds %zu bytes, expected %zu\n", MOEINT4_VECTORS_DIR,
+                path, got, bytes);
         free(data);
         data = NULL;
     }

@@ -11,7 +11,7 @@
 #include "conformance_run.h"
 #include "testkit.h"
 
-/* Tolerances, relative L2 over the whole output (see DESIGN.md):
+/* Tolerances, relative L2 over the whole output (see docs/ARCHITECTURE.md):
  * The reference is exact (double, exact weights). A backend that uses the
  * exact int4 weights and accumulates in f32 (the CPU backend: header says
  * "accumulation is in f32; the result is rounded once") errs by
@@ -21,7 +21,7 @@
  * Bounds with a safety factor of ~4-7x over that rms: f32 1e-4, f16 2e-3,
  * bf16 1e-2. A scale rounded to bf16 by mistake (2^-9 per weight) lands
  * at ~1.5e-3 and fails f32; a wrong nibble, zero or group fails all three.
- * Backends that round the weights themselves (DESIGN.md: HIP dequantizes to
+ * Backends that round the weights themselves (docs/ARCHITECTURE.md: HIP dequantizes to
  * BF16 at load, rms 2.3e-3 per matrix, ~4e-3 through two projections plus a
  * bf16 intermediate) get the bf16 bound for every dtype; XPU kernels use
  * f16 dequantized weights / intermediates (~2.8e-4 per rounding, a few

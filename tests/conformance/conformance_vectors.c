@@ -1,4 +1,4 @@
-/* vLLM's vector cases (../shared/vectors) on one backend: the checkpoint
+/* vLLM's vector cases (tests/data/vllm) on one backend: the checkpoint
  * arrays as vLLM packed them (the kit's packer reproduces them byte for byte:
  * test_packer_vectors), BF16 activations, SiLU; the output must be within
  * relative L2 1e-2 of vLLM's f32 output (README of the vectors). */

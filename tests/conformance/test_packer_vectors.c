@@ -1,4 +1,4 @@
-/* The test kit's packer against ../shared/vectors (produced by vLLM's own
+/* The test kit's packer against tests/data/vllm (produced by vLLM's own
  * packers): packing the natural-order codes and zeros must give the
  * checkpoint arrays byte for byte, tk_matrix_value must equal vLLM's exact
  * f32 dequantization, and the reference MoE must reproduce ref_out_f32. */

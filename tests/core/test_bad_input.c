@@ -1,4 +1,4 @@
-/* The bad-input table (issue 7, item 3): each row corrupts one thing in an
+/* The bad-input table: each row corrupts one thing in an
  * otherwise valid call through the public ABI on the CPU backend and
  * expects its documented status, a message naming the field, outputs and
  * inputs byte-for-byte unchanged, and no heap growth across the call. */

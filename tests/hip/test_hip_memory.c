@@ -1,4 +1,4 @@
-/* The HIP backend out of device memory (issue 7): a prepare far larger than
+/* The HIP backend out of device memory: a prepare far larger than
  * the device, one whose w13 fits but whose w2 does not, a prepare and a
  * forward on a device filled up with moeint4_memory_alloc. Each fails with
  * OUT_OF_MEMORY naming the device allocation, reads no host weight array,

@@ -1,4 +1,4 @@
-/* The layout module against ../shared/vectors (made with vLLM's own helpers):
+/* The layout module against tests/data/vllm (made with vLLM's own helpers):
  * the XPU layout byte for byte, the f32 dequantization bit for bit, bf16 =
  * the f32 value rounded once, and vLLM's twice-rounded emulation weights
  * within one bf16 ulp. Also the natural-order unpack against the debug

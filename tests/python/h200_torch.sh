@@ -2,8 +2,8 @@
 # The Python binding on the lent H200: builds libmoeint4.so and the HIP plugin
 # (nvcc, sm_90), then runs every Python test (torch ones included: CUDA tensors,
 # the caller's stream, the HIP backend) and the example on the auto-selected
-# backend. Logs go to $OUT. Needs build-hipdeps/ carried (OpenBLAS, pkg-config
-# and ../shared/vectors; see bench/hip/h200_run.sh).
+# backend. Logs go to $OUT. Needs build-hipdeps/ carried (OpenBLAS, pkg-config;
+# see bench/hip/h200_run.sh).
 #   OUT=/tmp/out tests/python/h200_torch.sh
 set -u
 OUT=${OUT:-$PWD/out-h200}
@@ -24,7 +24,6 @@ fi
   ninja -k 0 -C "$BUILD" moeint4 moeint4-hip; } > "$OUT/python-build.log" 2>&1
 echo "build: exit $?"
 export MOEINT4_LIBRARY=$PWD/$BUILD/lib/libmoeint4.so PYTHONDONTWRITEBYTECODE=1
-[ -d "$DEPS/shared/vectors" ] && export MOEINT4_VECTORS_DIR=$PWD/$DEPS/shared/vectors
 python3 -m pytest tests/python -v -rs -p no:cacheprovider -s 2>&1 | tee "$OUT/python-tests.log" | tail -25
 python3 examples/python/moe_layer.py --tokens 256 --experts 64 --hidden 2048 --intermediate 768 \
   2>&1 | tee "$OUT/python-example.log" | tail -4

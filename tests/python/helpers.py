@@ -12,7 +12,7 @@ import numpy as np
 from moeint4 import reference as ref
 
 REPO = Path(__file__).resolve().parents[2]
-VECTORS = Path(os.environ.get("MOEINT4_VECTORS_DIR", REPO.parent / "shared" / "vectors"))
+VECTORS = Path(os.environ.get("MOEINT4_VECTORS_DIR", REPO / "tests" / "data" / "vllm"))
 
 # Unit roundoff of each activation dtype.
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
