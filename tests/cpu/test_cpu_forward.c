@@ -80,8 +80,8 @@ static void run_case(const forward_case *fc, uint64_t seed)
     tk_reference_moe(&layer, fc->dtype, hidden, fc->tokens, fc->topk, ids, weights, &act, NULL,
                      0, want);
 
-    const mi4_cpu_kernels *tables[4];
-    int num_tables = cpu_test_kernel_tables(tables, 4);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int num_tables = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     for (int ti = 0; ti < num_tables; ti++) {
         for (int threads = 1; threads <= 2; threads++) {
             mi4_cpu_context *ctx = NULL;

@@ -1,9 +1,10 @@
-/* Every kernel table (scalar, AVX2 and AVX-512 where the CPU has them; tile
- * and tile_pair, which must agree bit for bit) against a plain
- * double loop over the natural-order codes: shapes with column tails
+/* Every kernel table (scalar, AVX2, AVX-512 and AVX512-BF16 where the CPU
+ * has them; tile and tile_pair, which must agree bit for bit) against a
+ * plain double loop over the natural-order codes: shapes with column tails
  * (per-channel rows of any length), every group size, 1..20 tokens (every
- * register block and remainder), f16 and bf16 scales; the input scaling and
- * output rounding helpers bit for bit. */
+ * register block and remainder), f16 and bf16 scales, rows made from f32,
+ * f16 and bf16 inputs and from activations (pack_block); the input scaling
+ * and output rounding helpers bit for bit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,48 +23,85 @@
 #define MAX_TOKENS 20
 
 /* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
- * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts). */
-static int builtin_has(int avx512)
+ * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts).
+ * level 1: AVX2, 2: AVX-512, 3: AVX-512 with BF16. */
+static int builtin_has(int level)
 {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (avx512)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    if (level == 3)
+        return avx512 && __builtin_cpu_supports("avx512bf16");
+    if (level == 2)
+        return avx512;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
-    (void)avx512;
+    (void)level;
     return 0;
 #endif
 }
 
-static void test_avx2_present_where_supported(void **state)
+/* The table MOEINT4_CPU_KERNEL and the CPU should select. */
+static const char *expected_selection(void)
 {
-    (void)state;
-    if (!builtin_has(0))
-        skip();
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
-    assert_int_equal(count, builtin_has(1) ? 3 : 2);
-    assert_string_equal(tables[1]->name, "avx2");
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
-    const char *want = forced && strcmp(forced, "scalar") == 0 ? "scalar"
-                       : builtin_has(1) && !(forced && strcmp(forced, "avx2") == 0) ? "avx512"
-                                                                                       : "avx2";
-    assert_string_equal(mi4_cpu_kernels_select()->name, want);
+    int cap = !forced || !*forced                  ? 3
+              : strcmp(forced, "scalar") == 0      ? 0
+              : strcmp(forced, "avx2") == 0        ? 1
+              : strcmp(forced, "avx512") == 0      ? 2
+                                                   : 3;
+    static const char *const names[] = {"scalar", "avx2", "avx512", "avx512bf16"};
+    for (int level = cap; level > 0; level--)
+        if (builtin_has(level))
+            return names[level];
+    return names[0];
 }
 
-/* Skipped, not passed, where the CPU (or the OS) has no AVX-512. */
-static void test_avx512_present_where_supported(void **state)
+/* The selection follows the CPU and MOEINT4_CPU_KERNEL (every CPU). */
+static void test_selection(void **state)
+{
+    (void)state;
+    assert_string_equal(mi4_cpu_kernels_select()->name, expected_selection());
+}
+
+/* Each table is tested where the CPU (and the OS) runs it; skipped, not
+ * passed, elsewhere. */
+static void test_avx2_present_where_supported(void **state)
 {
     (void)state;
     if (!builtin_has(1))
         skip();
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
-    assert_int_equal(count, 3);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
+    assert_int_equal(count, 2 + builtin_has(2) + builtin_has(3));
+    assert_string_equal(tables[1]->name, "avx2");
+}
+
+static void test_avx512_present_where_supported(void **state)
+{
+    (void)state;
+    if (!builtin_has(2))
+        skip();
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
+    assert_int_equal(count, 3 + builtin_has(3));
     assert_string_equal(tables[2]->name, "avx512");
     assert_non_null(tables[2]->tile_pair);
+}
+
+static void test_avx512bf16_present_where_supported(void **state)
+{
+    (void)state;
+    if (!builtin_has(3))
+        skip();
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
+    assert_int_equal(count, 4);
+    assert_string_equal(tables[3]->name, "avx512bf16");
+    assert_non_null(tables[3]->row_planes);
+    assert_non_null(tables[3]->f32_input);
+    assert_string_equal(tables[3]->f32_input()->name, "avx512");
 }
 
 static float scale_value(moeint4_dtype dtype, uint16_t bits)
@@ -75,7 +113,7 @@ static float scale_value(moeint4_dtype dtype, uint16_t bits)
  * a plain double loop, within the f32 bound. */
 static void check_tile_rows(const char *name, const float *y, int which, int tokens, int in,
                             int group_size, const uint8_t *codes, const uint8_t *zeros,
-                            const float *scales, float raw[][1024])
+                            const float *scales, float raw[][1024], double held_error)
 {
     const int rows = 16;
     int group_columns = group_size == -1 ? in : group_size;
@@ -90,8 +128,9 @@ static void check_tile_rows(const char *name, const float *y, int which, int tok
                 want += (q - z) * s * raw[tokens - 1 - t][k];
                 magnitude += (q + z) * s * fabs(raw[tokens - 1 - t][k]);
             }
-            /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2 margin */
-            double bound = 2.0 * (in + 4) * 0x1p-24 * magnitude;
+            /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2
+             * margin; plus the relative error of the inputs as a row holds them */
+            double bound = (2.0 * (in + 4) * 0x1p-24 + 2.0 * held_error) * magnitude;
             double got = y[t * 8 + r];
             if (!(fabs(got - want) <= bound))
                 fail_msg("%s tile %d in %d group %d tokens %d: y[%d][%d] = %.9g, want %.9g "
@@ -106,10 +145,50 @@ static void poison(float *y, int count)
         y[i] = NAN;
 }
 
+/* How the test rows are made: scale_row from f32, bf16 or f16 values, or
+ * pack_block from f32 activations. */
+enum row_source { FROM_F32, FROM_BF16, FROM_F16, FROM_ACTIVATIONS, ROW_SOURCES };
+
+/* Row t of `raw` (values rounded to the source dtype first) into x, group
+ * sums into xsum; returns the relative error of the values the row holds
+ * (bf16 planes of f32 values: 2^-16; else 0). */
+static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, float *raw, int in,
+                       int group_columns, float *x, float *xsum)
+{
+    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16,
+                                    MOEINT4_DTYPE_F32};
+    moeint4_dtype dtype = dtypes[source];
+    uint16_t half[1024];
+    for (int k = 0; k < in; k++) {
+        if (dtype == MOEINT4_DTYPE_BF16) {
+            half[k] = tk_f32_to_bf16(raw[k]);
+            raw[k] = tk_bf16_to_f32(half[k]);
+        } else if (dtype == MOEINT4_DTYPE_F16) {
+            half[k] = tk_f32_to_f16(raw[k]);
+            raw[k] = tk_f16_to_f32(half[k]);
+        }
+    }
+    if (source == FROM_ACTIVATIONS) {
+        int groups = (in + group_columns - 1) / group_columns;
+        for (int g = 0; g < groups; g++)
+            xsum[g] = 0.0f;
+        for (int b = 0; b * 8 < in; b++) {
+            float values[8] = {0};
+            for (int c = 0; c < 8 && b * 8 + c < in; c++)
+                values[c] = raw[b * 8 + c];
+            xsum[b * 8 / group_columns] += kernels->pack_block(values, x, b);
+        }
+    } else {
+        kernels->scale_row(dtype, dtype == MOEINT4_DTYPE_F32 ? (const void *)raw : half, in, 1.0f,
+                           group_columns, x, xsum);
+    }
+    return kernels->row_planes && dtype == MOEINT4_DTYPE_F32 ? 0x1p-16 : 0.0;
+}
+
 /* Two tiles (16 rows) through tile() each, against the double loop, then
  * through tile_pair(): the same bits. */
 static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_size,
-                             moeint4_dtype scales_dtype, tk_rng *rng)
+                             moeint4_dtype scales_dtype, enum row_source source, tk_rng *rng)
 {
     const int rows = 16;
     int groups = group_size == -1 ? 1 : in / group_size;
@@ -138,17 +217,23 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
     static float raw[MAX_TOKENS][1024];
     assert_non_null(x);
     assert_non_null(xsum);
+    double held_error = 0.0;
     for (int t = 0; t < MAX_TOKENS; t++) {
         for (int k = 0; k < in; k++)
             raw[t][k] = (float)tk_rng_normal(rng);
         /* poison past the row: the kernel must read only its padded columns */
         for (size_t k = 0; k < stride; k++)
             x[(size_t)t * stride + k] = NAN;
-        kernels->scale_row(MOEINT4_DTYPE_F32, raw[t], in, 1.0f, group_columns,
-                           x + (size_t)t * stride, xsum + (size_t)t * groups);
+        held_error = make_row(kernels, source, raw[t], in, group_columns, x + (size_t)t * stride,
+                              xsum + (size_t)t * groups);
         for (size_t k = (size_t)geo.in_blocks * 8; k < stride; k++)
             x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
     }
+    int planes = kernels->row_planes
+                     ? kernels->row_planes(source == FROM_BF16  ? MOEINT4_DTYPE_BF16
+                                           : source == FROM_F16 ? MOEINT4_DTYPE_F16
+                                                                : MOEINT4_DTYPE_F32)
+                     : 0;
     enum { Y = MAX_TOKENS * 8 };
     for (int tokens = 1; tokens <= MAX_TOKENS; tokens++) {
         float y[2][Y], y_pair[2][Y];
@@ -164,13 +249,13 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             poison(y_pair[which], Y);
             mi4_cpu_tile_job job = {pack + (size_t)which * geo.tile_bytes, &geo,
                                     scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs, sum_ptrs,
-                                    tokens, y[which]};
+                                    tokens, y[which], planes};
             jobs[which] = job;
             pair[which] = job;
             pair[which].y = y_pair[which];
             kernels->tile(&jobs[which]);
             check_tile_rows(kernels->name, y[which], which, tokens, in, group_size, codes, zeros,
-                            scales, raw);
+                            scales, raw, held_error);
         }
         mi4_cpu_run_tile_pair(kernels, &pair[0], &pair[1]);
         for (int which = 0; which < 2; which++) {
@@ -191,24 +276,75 @@ static void test_tile_kernels(void **state)
     (void)state;
     const int shapes[][2] = {{96, 32}, {192, 64}, {256, 128}, {1024, 128}, {20, -1}, {3, -1},
                              {44, -1}, {1000, -1}, {64, -1}, {32, 32}};
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     tk_rng rng;
     tk_rng_seed(&rng, 21);
     for (int i = 0; i < count; i++)
-        for (int s = 0; s < 10; s++)
-            check_tile_shape(tables[i], shapes[s][0], shapes[s][1],
-                             s % 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, &rng);
+        for (int source = 0; source < ROW_SOURCES; source++)
+            for (int s = 0; s < 10; s++)
+                check_tile_shape(tables[i], shapes[s][0], shapes[s][1],
+                                 s % 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16,
+                                 (enum row_source)source, &rng);
 }
 
-/* scale_row: every variant writes the same scaled columns, bit for bit (one
- * rounding of x * factor, then an exact power of two), zero padding, and
- * group sums within the f32 bound of the exact sum. */
+/* Column k of a row of bf16 planes (cpu_kernels_avx512bf16.c): the sum of
+ * its planes; a block holds (x0, x4, x1, x5, x2, x6, x3, x7) per plane. */
+static double planes_value(const float *row, int planes, int k)
+{
+    const uint8_t *bytes = (const uint8_t *)row;
+    int c = k % 8, at = c < 4 ? 2 * c : 2 * (c - 4) + 1;
+    double v = 0.0;
+    for (int p = 0; p < planes; p++) {
+        uint16_t bits;
+        memcpy(&bits, bytes + ((size_t)(k / 8) * planes + p) * 16 + 2 * at, 2);
+        v += tk_bf16_to_f32(bits);
+    }
+    return v;
+}
+
+/* scale_row of a bf16-plane table: the planes hold x * factor within one
+ * rounding (one plane: 2^-8, two: 2^-16 relative), exactly with factor 1
+ * and bf16 / f16 inputs; zero padding; group sums of what the planes hold. */
+static void check_planes_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype,
+                             const float *src, int n, int gc, float factor)
+{
+    int planes = kernels->row_planes(dtype);
+    int padded = (n + 7) / 8 * 8, groups = (n + gc - 1) / gc;
+    float dst[264 * 2], sums[64];
+    for (int k = 0; k < 264 * 2; k++)
+        dst[k] = NAN;
+    kernels->scale_row(dtype, src, n, factor, gc, dst, sums);
+    double relative = factor == 1.0f && dtype != MOEINT4_DTYPE_F32 ? 0.0
+                      : planes == 1                                ? 0x1p-8
+                                                                   : 0x1p-16;
+    for (int g = 0; g < groups; g++) {
+        double sum = 0.0, magnitude = 0.0;
+        for (int k = g * gc; k < (g + 1) * gc && k < n; k++) {
+            double want = (double)((float)tk_load(dtype, src, (size_t)k) * factor);
+            double held = planes_value(dst, planes, k);
+            if (!(fabs(held - want) <= relative * fabs(want)))
+                fail_msg("%s dtype %d factor %g: column %d holds %.9g, want %.9g", kernels->name,
+                         dtype, factor, k, held, want);
+            sum += held;
+            magnitude += fabs(held);
+        }
+        assert_true(fabs(sums[g] - sum) <= (gc + 2) * 0x1p-24 * magnitude);
+    }
+    for (int k = n; k < padded; k++)
+        assert_true(planes_value(dst, planes, k) == 0.0);
+    assert_true(isnan(dst[padded / 8 * planes * 4]));
+}
+
+/* scale_row: every f32 variant writes the same scaled columns, bit for bit
+ * (one rounding of x * factor, then an exact power of two), zero padding,
+ * and group sums within the f32 bound of the exact sum; bf16-plane tables
+ * as check_planes_row says. */
 static void test_scale_row(void **state)
 {
     (void)state;
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
     const int shapes[][2] = {{256, 64}, {37, 37}, {8, 8}, {3, 3}, {96, 32}};
     tk_rng rng;
@@ -220,8 +356,13 @@ static void test_scale_row(void **state)
             float src[256 * 4 / 4 * 4];
             tk_fill_activations(&rng, dtypes[d], (size_t)n, 2.0, src);
             float factor = (float)tk_rng_range(&rng, 0.1, 1.0);
-            float dst[4][264], sums[4][64];
+            float dst[CPU_TEST_MAX_TABLES][264], sums[CPU_TEST_MAX_TABLES][64];
             for (int i = 0; i < count; i++) {
+                if (tables[i]->row_planes) {
+                    check_planes_row(tables[i], dtypes[d], src, n, gc, factor);
+                    check_planes_row(tables[i], dtypes[d], src, n, gc, 1.0f);
+                    continue;
+                }
                 for (int k = 0; k < 264; k++)
                     dst[i][k] = NAN;
                 tables[i]->scale_row(dtypes[d], src, n, factor, gc, dst[i], sums[i]);
@@ -250,8 +391,8 @@ static void test_scale_row(void **state)
 static void test_store_row(void **state)
 {
     (void)state;
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
     tk_rng rng;
     tk_rng_seed(&rng, 23);
@@ -289,8 +430,8 @@ static void test_store_row(void **state)
 static void test_activate(void **state)
 {
     (void)state;
-    const mi4_cpu_kernels *tables[4];
-    int count = cpu_test_kernel_tables(tables, 4);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     tk_rng rng;
     tk_rng_seed(&rng, 24);
     enum { N = 256 };
@@ -336,8 +477,10 @@ static void test_activate(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_selection),
         cmocka_unit_test(test_avx2_present_where_supported),
         cmocka_unit_test(test_avx512_present_where_supported),
+        cmocka_unit_test(test_avx512bf16_present_where_supported),
         cmocka_unit_test(test_tile_kernels),
         cmocka_unit_test(test_scale_row),
         cmocka_unit_test(test_store_row),

@@ -68,6 +68,7 @@ void mi4_cpu_context_destroy(mi4_cpu_context *ctx)
     if (!ctx)
         return;
     mi4_cpu_pool_destroy(ctx->pool);
+    mi4_free(ctx->scratch);
     mi4_free(ctx);
 }
 

@@ -1,4 +1,4 @@
-/* Run-time checks for the AVX2 and AVX-512 kernels' instruction sets, from CPUID itself
+/* Run-time checks for the AVX2, AVX-512 and AVX512-BF16 kernels' instruction sets, from CPUID itself
  * (clang's __builtin_cpu_supports knows no "f16c"), including the OS's
  * support for the YMM register state. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_FEATURES_H
@@ -46,9 +46,21 @@ static inline int mi4_cpu_has_avx512(void)
         return 0;
     return (mi4_cpu_xcr0() & 0xe6u) == 0xe6u;
 }
+
+/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) on top of the above: CPUID leaf 7
+ * subleaf 1, EAX bit 5. */
+static inline int mi4_cpu_has_avx512_bf16(void)
+{
+    if (!mi4_cpu_has_avx512() || __get_cpuid_max(0, NULL) < 7)
+        return 0;
+    unsigned a, b, c, d;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a & (1u << 5)) != 0;
+}
 #else
 static inline int mi4_cpu_has_avx2_fma_f16c(void) { return 0; }
 static inline int mi4_cpu_has_avx512(void) { return 0; }
+static inline int mi4_cpu_has_avx512_bf16(void) { return 0; }
 #endif
 
 #endif

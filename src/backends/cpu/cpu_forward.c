@@ -1,20 +1,23 @@
-/* The CPU forward pass. Per chunk of tokens:
- *   plan    (caller)   route slots to local experts: pairs sorted by expert
- *   phase 1 (threads)  scaled input rows of every token (dtype converted once;
- *                      by the caller alone when there are only a few)
+/* The CPU forward pass. Per chunk of tokens, one pool job:
+ *   plan    (caller)   route slots to local experts: pairs sorted by expert;
+ *                      the workers are woken first, so they start while it runs
+ *   phase 1 (threads)  input rows of every token in the kernels' form (dtype
+ *                      converted once), rows shared out through a counter
  *   phase 2 (threads)  w13 tiles x the expert's tokens, gate and up tile t
  *                      together, activation fused: items = (expert, tiles);
- *                      a router weight on the input scales W13 x (linear)
- *   phase 3 (threads)  each thread sums the activation groups for itself
- *                      (cheaper than another wait), then w2 fused with the
- *                      router weight and the top-k sum: items = output column
- *                      tiles over every expert, so each output value is
- *                      summed by one thread in a fixed order (same bits for
- *                      any thread count).
+ *                      a router weight on the input scales W13 x (linear).
+ *                      Whoever finishes an expert's last item sums its
+ *                      activations per group and marks the expert ready.
+ *   phase 3 (threads)  w2 fused with the router weight and the top-k sum:
+ *                      items = output column tiles over every expert, each
+ *                      expert taken as soon as it is ready (no wait for the
+ *                      whole of phase 2), so each output value is summed by
+ *                      one thread in a fixed order (same bits for any thread
+ *                      count).
  * Work items are taken from atomic counters, so both cores stream weights
  * even at M = 1 with only topk experts, and a phase ends when its work is
  * done, whoever did it (cpu_pool.h: a worker that wakes late is not waited
- * for). */
+ * for). The scratch block is kept by the context between forwards. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,9 @@
 #define MI4_CPU_TOKEN_CHUNK 2048
 #define MI4_CPU_ACTIVATION_FLOATS ((size_t)16 << 20)
 #define MI4_CPU_MAX_OUT_TILES 64
-#define MI4_CPU_SERIAL_INPUT_VALUES 65536
+/* Scratch blocks up to this size are kept by the context for the next
+ * forward (decode sizes); larger ones are allocated per call. */
+#define MI4_CPU_KEPT_SCRATCH_BYTES ((size_t)32 << 20)
 
 typedef struct phase2_item {
     int active;   /* index into active_expert */
@@ -58,23 +63,23 @@ typedef struct forward_plan {
     float *a;                     /* [pairs][a_stride] scaled activations */
     size_t a_stride;
     float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
-    /* per pair: its token's input row and sums, its activation row */
-    const float **pair_x, **pair_xsum, **pair_a;
-    int inputs_ready;             /* phase 1 already done by the caller */
+    float *a_group_sum;           /* [pairs][geo2.num_groups] */
+    /* per pair: its token's input row and sums, its activation row and sums */
+    const float **pair_x, **pair_xsum, **pair_a, **pair_a_sum;
+    int x_planes, a_planes;       /* bf16 tables: planes of input / activation rows */
     int on_input;                 /* router weight on the input */
     const phase2_item *items;
     int num_items;
     int out_tiles_per_item;
     int num_out_items;
-    float *thread_scratch;        /* per thread: phase 2/3 buffers, then sums */
+    float *thread_scratch;        /* per thread: phase 2/3 buffers */
     size_t thread_scratch_floats;
-    size_t thread_sum_floats;     /* the activation group sums at the end */
-    const float **thread_sum_rows; /* [threads][max_pairs] */
     int max_pairs;
     atomic_int next_row;          /* phase 1 rows taken / converted */
     atomic_int rows_done;
-    atomic_int next_item;         /* phase 2 items taken / done */
-    atomic_int items_done;
+    atomic_int next_item;         /* phase 2 items taken */
+    atomic_int *expert_items_left; /* [num_active] phase 2 items not yet done */
+    atomic_int *expert_ready;     /* [num_active] 1: activations and sums written */
     atomic_int next_out_item;
 } forward_plan;
 
@@ -118,6 +123,7 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
         .xsum = plan->pair_xsum + first,
         .tokens = tokens,
         .y = y_gate,
+        .planes = plan->x_planes,
     };
     mi4_cpu_tile_job up = gate;
     up.y = y_up;
@@ -135,14 +141,28 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
             }
         plan->kernels->activate(&plan->act, y_gate, y_up, tokens * MI4_CPU_TILE_ROWS);
         for (int i = 0; i < tokens; i++) {
-            float *a = plan->a + (size_t)(first + i) * plan->a_stride + (size_t)t * MI4_CPU_TILE_ROWS;
-            float sum = 0.0f;
-            for (int r = 0; r < MI4_CPU_TILE_ROWS; r++) {
-                float v = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
-                a[r] = v * mi4_cpu_column_scale(r);
-                sum += v;
-            }
-            plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] = sum;
+            float values[MI4_CPU_TILE_ROWS];
+            for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
+                values[r] = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
+            float *a = plan->a + (size_t)(first + i) * plan->a_stride;
+            plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] =
+                plan->kernels->pack_block(values, a, t);
+        }
+    }
+}
+
+/* Group sums of the activations of every pair of active expert `ai`. */
+static void expert_group_sums(forward_plan *plan, int ai)
+{
+    const mi4_cpu_pack_geometry *geo = &plan->w->geo2;
+    for (int p = plan->active_start[ai]; p < plan->active_start[ai + 1]; p++) {
+        const float *tile_sums = plan->a_tile_sum + (size_t)p * geo->in_blocks;
+        float *sums = plan->a_group_sum + (size_t)p * geo->num_groups;
+        for (int g = 0; g < geo->num_groups; g++) {
+            float s = 0.0f;
+            for (int b = g * geo->group_blocks; b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
+                s += tile_sums[b];
+            sums[g] = s;
         }
     }
 }
@@ -155,25 +175,13 @@ static void phase2_w13(forward_plan *plan, float *scratch)
         int index = atomic_fetch_add_explicit(&plan->next_item, 1, memory_order_relaxed);
         if (index >= plan->num_items)
             return;
-        phase2_item_run(plan, &plan->items[index], y_gate, y_up);
-        atomic_fetch_add_explicit(&plan->items_done, 1, memory_order_release);
-    }
-}
-
-/* Group sums of every pair's activations into this thread's `sums`
- * [pairs][num_groups], and pointers to them into `rows` [pairs]. */
-static void activation_group_sums(forward_plan *plan, float *all_sums, const float **rows)
-{
-    const mi4_cpu_pack_geometry *geo = &plan->w->geo2;
-    for (int p = 0; p < plan->num_pairs; p++) {
-        const float *tile_sums = plan->a_tile_sum + (size_t)p * geo->in_blocks;
-        float *sums = all_sums + (size_t)p * geo->num_groups;
-        rows[p] = sums;
-        for (int g = 0; g < geo->num_groups; g++) {
-            float s = 0.0f;
-            for (int b = g * geo->group_blocks; b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
-                s += tile_sums[b];
-            sums[g] = s;
+        const phase2_item *item = &plan->items[index];
+        phase2_item_run(plan, item, y_gate, y_up);
+        /* the expert's last item: every other item's writes are visible here */
+        if (atomic_fetch_sub_explicit(&plan->expert_items_left[item->active], 1,
+                                      memory_order_acq_rel) == 1) {
+            expert_group_sums(plan, item->active);
+            atomic_store_explicit(&plan->expert_ready[item->active], 1, memory_order_release);
         }
     }
 }
@@ -191,9 +199,8 @@ static void phase3_accumulate(const forward_plan *plan, int first, int tokens, c
     }
 }
 
-static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const float **sum_rows)
+static void phase3_w2(forward_plan *plan, float *scratch)
 {
-    activation_group_sums(plan, sums, sum_rows);
     const mi4_cpu_weights *w = plan->w;
     const mi4_cpu_pack_geometry *geo = &w->geo2;
     const moeint4_forward_args *args = plan->args;
@@ -216,13 +223,15 @@ static void phase3_w2(forward_plan *plan, float *scratch, float *sums, const flo
             int first = plan->active_start[ai];
             int tokens = plan->active_start[ai + 1] - first;
             const uint8_t *expert_w2 = w->w2 + (size_t)expert * w->w2_expert_bytes;
+            mi4_cpu_wait_count(&plan->expert_ready[ai], 1);
             mi4_cpu_tile_job job = {
                 .geo = geo,
                 .scales_bf16 = w->scales_bf16,
                 .x = plan->pair_a + first,
-                .xsum = sum_rows + first,
+                .xsum = plan->pair_a_sum + first,
                 .tokens = tokens,
                 .y = y,
+                .planes = plan->a_planes,
             };
             mi4_cpu_tile_job next = job;
             next.y = y_next;
@@ -257,15 +266,10 @@ static void forward_job(void *arg, int thread, int threads)
     (void)threads; /* work is shared through counters, not by thread count */
     forward_plan *plan = arg;
     float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
-    float *sums = scratch + plan->thread_scratch_floats - plan->thread_sum_floats;
-    const float **sum_rows = plan->thread_sum_rows + (size_t)thread * plan->max_pairs;
-    if (!plan->inputs_ready) {
-        phase1_inputs(plan);
-        mi4_cpu_wait_count(&plan->rows_done, plan->token_count);
-    }
+    phase1_inputs(plan);
+    mi4_cpu_wait_count(&plan->rows_done, plan->token_count);
     phase2_w13(plan, scratch);
-    mi4_cpu_wait_count(&plan->items_done, plan->num_items);
-    phase3_w2(plan, scratch, sums, sum_rows);
+    phase3_w2(plan, scratch);
 }
 
 /* Bump allocation inside one aligned block. */
@@ -287,9 +291,12 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
                         float **out_f, phase2_item **items, int max_items)
 {
     const mi4_cpu_weights *w = plan->w;
-    *counts = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
-    *active = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
-    *starts = arena_take(a, sizeof(int) * (size_t)(w->num_local_experts + 1));
+    size_t experts = (size_t)(w->num_local_experts + 1);
+    *counts = arena_take(a, sizeof(int) * experts);
+    *active = arena_take(a, sizeof(int) * experts);
+    *starts = arena_take(a, sizeof(int) * experts);
+    plan->expert_items_left = arena_take(a, sizeof(atomic_int) * experts);
+    plan->expert_ready = arena_take(a, sizeof(atomic_int) * experts);
     *tokens = arena_take(a, sizeof(int) * (size_t)max_pairs);
     *in_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *out_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
@@ -299,11 +306,42 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_xsum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_a = arena_take(a, sizeof(float *) * (size_t)max_pairs);
-    plan->thread_sum_rows = arena_take(a, sizeof(float *) * (size_t)max_pairs * threads);
+    plan->pair_a_sum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->a = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->a_stride);
     plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
+    plan->a_group_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.num_groups);
     plan->thread_scratch =
         arena_take(a, sizeof(float) * (size_t)threads * plan->thread_scratch_floats);
+}
+
+/* The context's kept scratch when it is free and large enough (grown when
+ * it is not), else a block of this call's own; NULL when out of memory. */
+static void *scratch_take(mi4_cpu_context *ctx, size_t bytes, int *kept)
+{
+    *kept = 0;
+    if (bytes <= MI4_CPU_KEPT_SCRATCH_BYTES && !atomic_exchange(&ctx->scratch_busy, 1)) {
+        if (ctx->scratch_bytes < bytes) {
+            mi4_free(ctx->scratch);
+            ctx->scratch_bytes = 0;
+            ctx->scratch = mi4_aligned_alloc(64, bytes);
+            if (ctx->scratch)
+                ctx->scratch_bytes = bytes;
+        }
+        if (ctx->scratch) {
+            *kept = 1;
+            return ctx->scratch;
+        }
+        atomic_store(&ctx->scratch_busy, 0);
+    }
+    return mi4_aligned_alloc(64, bytes);
+}
+
+static void scratch_give_back(mi4_cpu_context *ctx, void *block, int kept)
+{
+    if (kept)
+        atomic_store(&ctx->scratch_busy, 0);
+    else
+        mi4_free(block);
 }
 
 static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -314,6 +352,10 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
 {
     if (args->num_tokens <= 0)
         return MOEINT4_SUCCESS;
+    /* sleeping workers start waking now, while the caller plans */
+    mi4_cpu_pool_wake(ctx->pool);
+    if (args->dtype == MOEINT4_DTYPE_F32 && kernels->f32_input)
+        kernels = kernels->f32_input();
     int threads = ctx->num_threads;
     int topk = args->topk;
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
@@ -330,7 +372,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
      * hit, so an expert's input rows are read from memory once. */
     int hit_bound = w->num_local_experts < max_pairs ? w->num_local_experts : max_pairs;
     int item_tiles = clamp_int(tiles13 * hit_bound / (32 * threads), 1, tiles13);
-    int max_items = hit_bound * ((tiles13 + item_tiles - 1) / item_tiles);
+    int items_per_expert = (tiles13 + item_tiles - 1) / item_tiles;
+    int max_items = hit_bound * items_per_expert;
     /* Phase 3 items re-read every pair's activations: few wide items when
      * there are many pairs (the activations outgrow the caches), many narrow
      * ones for decode. */
@@ -348,6 +391,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.act.limit = args->swiglu_limit;
     plan.act.alpha = args->swiglu_alpha;
     plan.act.beta = args->swiglu_beta;
+    plan.x_planes = kernels->row_planes ? kernels->row_planes(args->dtype) : 0;
+    plan.a_planes = kernels->row_planes ? kernels->row_planes(MOEINT4_DTYPE_F32) : 0;
     plan.x_stride = round_up_floats((size_t)w->geo13.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.out_tiles_per_item = out_tiles;
@@ -359,10 +404,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     size_t phase3_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
                            2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     plan.max_pairs = max_pairs;
-    plan.thread_sum_floats = round_up_floats((size_t)max_pairs * w->geo2.num_groups);
     plan.thread_scratch_floats =
-        round_up_floats(phase2_floats > phase3_floats ? phase2_floats : phase3_floats) +
-        plan.thread_sum_floats;
+        round_up_floats(phase2_floats > phase3_floats ? phase2_floats : phase3_floats);
 
     int *counts, *active, *starts, *pair_token;
     float *in_factor, *out_factor;
@@ -370,7 +413,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     arena sizing = {NULL, 0};
     plan_layout(&plan, &sizing, chunk, max_pairs, threads, &counts, &active, &starts, &pair_token,
                 &in_factor, &out_factor, &items, max_items);
-    arena block = {mi4_aligned_alloc(64, sizing.used), 0};
+    int kept;
+    arena block = {scratch_take(ctx, sizing.used, &kept), 0};
     if (!block.base)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
                              "cpu forward: cannot allocate %zu bytes of scratch", sizing.used);
@@ -394,6 +438,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
             if (counts[e + 1] > 0) {
                 active[num_active] = e;
                 starts[num_active] = counts[e];
+                atomic_init(&plan.expert_items_left[num_active], items_per_expert);
+                atomic_init(&plan.expert_ready[num_active], 0);
                 num_active++;
                 if (counts[e + 1] > max_tokens)
                     max_tokens = counts[e + 1];
@@ -411,6 +457,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
             plan.pair_x[p] = plan.x + (size_t)(s / topk) * plan.x_stride;
             plan.pair_xsum[p] = plan.xsum + (size_t)(s / topk) * w->geo13.num_groups;
             plan.pair_a[p] = plan.a + (size_t)p * plan.a_stride;
+            plan.pair_a_sum[p] = plan.a_group_sum + (size_t)p * w->geo2.num_groups;
             in_factor[p] = on_input ? weights[s] : 1.0f;
             out_factor[p] = on_input ? 1.0f : weights[s];
         }
@@ -434,19 +481,14 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         plan.pair_out_factor = out_factor;
         plan.items = items;
         plan.num_items = num_items;
+        plan.on_input = on_input;
         atomic_store(&plan.next_row, 0);
         atomic_store(&plan.rows_done, 0);
         atomic_store(&plan.next_item, 0);
-        atomic_store(&plan.items_done, 0);
         atomic_store(&plan.next_out_item, 0);
-        /* a few rows: converting them costs less than waking a thread for it */
-        plan.on_input = on_input;
-        plan.inputs_ready = (int64_t)count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
-        if (plan.inputs_ready)
-            phase1_inputs(&plan);
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)
             forward_job(&plan, 0, 1);
     }
-    mi4_free(block.base);
+    scratch_give_back(ctx, block.base, kept);
     return MOEINT4_SUCCESS;
 }

@@ -2,6 +2,7 @@
 #ifndef MOEINT4_BACKENDS_CPU_CPU_INTERNAL_H
 #define MOEINT4_BACKENDS_CPU_CPU_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,11 @@ typedef struct mi4_cpu_context {
     const mi4_cpu_kernels *kernels;
     mi4_cpu_pool *pool;
     int num_threads;
+    /* the forward's scratch, kept between calls (cpu_forward.c); a call
+     * that finds it busy (another thread's forward) allocates its own */
+    void *scratch;
+    size_t scratch_bytes;
+    atomic_int scratch_busy;
 } mi4_cpu_context;
 
 /* Per local expert: w13 = N-row gate tiles then N-row up tiles (geo13, IN =

@@ -2,11 +2,15 @@
  * variant computes the same thing on the tiles of layout/cpu_repack.h; they
  * differ only in summation order (f32 rounding), never in meaning.
  *
- * Inputs are "scaled rows": x'[k] = x[k] * mi4_cpu_column_scale(k) (16^-(k%8),
- * 1 for k % 8 == 7), padded with zeros to a multiple of 8 columns, plus the
- * per-group sums of the unscaled x. The scaling lets a kernel turn nibble c of
- * a word into (code * 16^c) with one AND, exactly, instead of shift + AND;
- * the products are the same. */
+ * Input rows are in the form the table's scale_row and pack_block write,
+ * plus the per-group sums of the values as the kernel multiplies them:
+ *  - f32 tables (scalar, avx2, avx512): "scaled rows", x'[k] = x[k] *
+ *    mi4_cpu_column_scale(k) (16^-(k%8), 1 for k % 8 == 7), padded with zeros
+ *    to a multiple of 8 columns. The scaling lets a kernel turn nibble c of a
+ *    word into (code * 16^c) with one AND, exactly, instead of shift + AND;
+ *    the products are the same.
+ *  - bf16 tables (avx512bf16): bf16 planes (cpu_kernels_avx512bf16.c), at
+ *    most 32 bytes per 8 columns, so a row fits where a scaled row does. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 #define MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 
@@ -28,10 +32,11 @@ typedef struct mi4_cpu_tile_job {
     const float *const *xsum;      /* [tokens] group sums, num_groups each */
     int tokens;
     float *y;                      /* [tokens][8] */
+    int planes;                    /* bf16 tables: row_planes of the rows; else unused */
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
-    const char *name;              /* "scalar", "avx2", "avx512" */
+    const char *name;              /* "scalar", "avx2", "avx512", "avx512bf16" */
     void (*tile)(const mi4_cpu_tile_job *job);
     /* Two jobs that differ only in tile and y (same geo, rows, tokens), each
      * written bit for bit as tile() writes it; NULL: call tile() twice. The
@@ -46,16 +51,26 @@ typedef struct mi4_cpu_kernels {
     void (*store_row)(moeint4_dtype dtype, const float *src, int count, void *dst);
     /* gate[i] = act(gate[i], up[i]) for i < count (a multiple of 8). */
     void (*activate)(const mi4_cpu_activation *act, float *gate, const float *up, int count);
+    /* 8 f32 activations (columns 8 * block ...) into block `block` of a row
+     * as tile() reads it; returns the sum of the values as tile() will
+     * multiply them (the group sums add these). */
+    float (*pack_block)(const float *values, float *row, int block);
+    /* bf16 tables: bf16 planes per value of a row made from `dtype` (F32:
+     * what pack_block writes); NULL for f32 tables. */
+    int (*row_planes)(moeint4_dtype dtype);
+    /* F32 activations run on this table instead (NULL: on this one). */
+    const struct mi4_cpu_kernels *(*f32_input)(void);
 } mi4_cpu_kernels;
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
 #if defined(MOEINT4_HAVE_X86_KERNELS)
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
+const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
 #endif
 
-/* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512
- * caps it (the best this CPU runs at or below the named one). */
+/* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|
+ * avx512bf16 caps it (the best this CPU runs at or below the named one). */
 const mi4_cpu_kernels *mi4_cpu_kernels_select(void);
 
 static inline void mi4_cpu_run_tile_pair(const mi4_cpu_kernels *kernels,

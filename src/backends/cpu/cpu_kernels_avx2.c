@@ -232,6 +232,7 @@ static const mi4_cpu_kernels avx2_kernels = {
     .scale_row = avx2_scale_row,
     .store_row = avx2_store_row,
     .activate = avx2_activate,
+    .pack_block = mi4_cpu_pack_block_scaled,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void) { return &avx2_kernels; }

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_scalar_io.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 /* As in the AVX2 kernel: ~2 KB ahead of each of the two tile streams. */
@@ -165,6 +166,7 @@ static const mi4_cpu_kernels avx512_kernels = {
     .scale_row = avx512_scale_row,
     .store_row = avx512_store_row,
     .activate = avx512_activate,
+    .pack_block = mi4_cpu_pack_block_scaled,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void) { return &avx512_kernels; }

@@ -91,20 +91,28 @@ static const mi4_cpu_kernels scalar_kernels = {
     .scale_row = scalar_scale_row,
     .store_row = scalar_store_row,
     .activate = scalar_activate,
+    .pack_block = mi4_cpu_pack_block_scaled,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void) { return &scalar_kernels; }
 
 const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
 {
+    /* tables from the best down; MOEINT4_CPU_KERNEL names the best allowed */
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
+    int cap = 3; /* 3 avx512bf16, 2 avx512, 1 avx2, 0 scalar */
     if (forced && strcmp(forced, "scalar") == 0)
-        return mi4_cpu_kernels_scalar();
+        cap = 0;
+    else if (forced && strcmp(forced, "avx2") == 0)
+        cap = 1;
+    else if (forced && strcmp(forced, "avx512") == 0)
+        cap = 2;
 #if defined(MOEINT4_HAVE_X86_KERNELS)
-    int allow_avx512 = !forced || strcmp(forced, "avx2") != 0;
-    if (allow_avx512 && mi4_cpu_has_avx512())
+    if (cap >= 3 && mi4_cpu_has_avx512_bf16())
+        return mi4_cpu_kernels_avx512bf16();
+    if (cap >= 2 && mi4_cpu_has_avx512())
         return mi4_cpu_kernels_avx512();
-    if (mi4_cpu_has_avx2_fma_f16c())
+    if (cap >= 1 && mi4_cpu_has_avx2_fma_f16c())
         return mi4_cpu_kernels_avx2();
 #endif
     return mi4_cpu_kernels_scalar();

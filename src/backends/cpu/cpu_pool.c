@@ -14,12 +14,12 @@
  * a 10 us job into 0.5-1.5 ms on a busy 2-core VM). */
 #define MI4_POOL_SPIN_NS 50000
 #define MI4_WAIT_SPIN_NS 50000
-/* After spinning, an idle worker keeps yielding for this long before it
- * sleeps (as Intel OpenMP's KMP_BLOCKTIME, 200 ms): waking a sleeping vCPU
- * took about 1 ms on the VMs measured, longer than a whole decode forward,
- * while a yielding thread gives its core to anyone else who wants it.
- * MOEINT4_CPU_IDLE_MS overrides it (0: sleep right after spinning). */
-#define MI4_POOL_IDLE_NS_DEFAULT 200000000
+/* After spinning, an idle worker may keep yielding for a while before it
+ * sleeps (MOEINT4_CPU_IDLE_MS). Default 0: it sleeps right after spinning,
+ * so no core burns between decode steps; a forward wakes the workers
+ * (mi4_cpu_pool_wake) before it plans, and the caller starts the work
+ * alone while they wake (jobs are work-conserving). */
+#define MI4_POOL_IDLE_NS_DEFAULT 0
 
 /* state = generation << 32 | closed bit | workers joined */
 #define STATE_CLOSED 0x80000000ull
@@ -45,6 +45,7 @@ struct mi4_cpu_pool {
     atomic_int finished;         /* joined workers done with the job */
     atomic_int stop;
     atomic_int sleeping;         /* workers asleep on `wake` */
+    atomic_uint wake_calls;      /* mi4_cpu_pool_wake calls: sleepers start spinning */
     int64_t idle_ns;             /* yield this long before sleeping */
 };
 
@@ -117,10 +118,15 @@ static void *worker_main(void *opaque)
             }
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleeping, 1);
-            while (state_generation(atomic_load(&pool->state)) == seen && !atomic_load(&pool->stop))
+            unsigned wake_calls = atomic_load(&pool->wake_calls);
+            while (state_generation(atomic_load(&pool->state)) == seen &&
+                   !atomic_load(&pool->stop) && atomic_load(&pool->wake_calls) == wake_calls)
                 pthread_cond_wait(&pool->wake, &pool->lock);
             atomic_fetch_sub(&pool->sleeping, 1);
             pthread_mutex_unlock(&pool->lock);
+            /* a job is coming (or has come): spin for it again */
+            spin = spinner_start(MI4_POOL_SPIN_NS);
+            idle_deadline = 0;
         }
         if (atomic_load(&pool->stop))
             return NULL;
@@ -196,6 +202,16 @@ void mi4_cpu_pool_destroy(mi4_cpu_pool *pool)
 }
 
 int mi4_cpu_pool_threads(const mi4_cpu_pool *pool) { return pool->num_threads; }
+
+void mi4_cpu_pool_wake(mi4_cpu_pool *pool)
+{
+    if (atomic_load(&pool->sleeping) == 0)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add(&pool->wake_calls, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+}
 
 int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
 {

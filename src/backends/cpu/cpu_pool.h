@@ -1,6 +1,7 @@
 /* A small thread pool owned by one CPU context: num_threads - 1 workers plus
  * the calling thread run one job at a time. Workers spin briefly between
- * jobs (decode calls come back to back) and then sleep.
+ * jobs and then sleep (no core burns between decode steps);
+ * mi4_cpu_pool_wake starts sleepers early, before the job is ready.
  *
  * Jobs must be work-conserving: the caller alone can finish a job, and no
  * thread ever waits for another particular thread, only for work to be done
@@ -22,6 +23,10 @@ typedef void (*mi4_cpu_job_fn)(void *arg, int thread_index, int num_threads);
 mi4_cpu_pool *mi4_cpu_pool_create(int num_threads);
 void mi4_cpu_pool_destroy(mi4_cpu_pool *pool);
 int mi4_cpu_pool_threads(const mi4_cpu_pool *pool);
+
+/* A job is coming soon: sleeping workers wake and spin for it (cheap when
+ * none sleeps). */
+void mi4_cpu_pool_wake(mi4_cpu_pool *pool);
 
 /* Runs job on the caller and on every worker that joins in time; returns
  * when the caller's part and every joined worker's part are done. Returns 0,

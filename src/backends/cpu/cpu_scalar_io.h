@@ -43,4 +43,16 @@ static inline float mi4_cpu_scaled_nibble(uint32_t word, int c)
     return c == 7 ? (float)(word >> 28) : (float)(word & (15u << (4 * c)));
 }
 
+/* pack_block of the f32 tables: 8 activations into block `block` of a
+ * scaled row; returns their sum. */
+static inline float mi4_cpu_pack_block_scaled(const float *values, float *row, int block)
+{
+    float sum = 0.0f;
+    for (int r = 0; r < 8; r++) {
+        row[8 * block + r] = values[r] * mi4_cpu_column_scale(r);
+        sum += values[r];
+    }
+    return sum;
+}
+
 #endif

@@ -1,0 +1,271 @@
+/* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16 -mfma
+ * -mf16c, called only after a run-time check for AVX512_BF16).
+ *
+ * The tile layout is the AVX2 one (cpu_repack.h). As in the AVX-512F table a
+ * 16-lane register holds rows 0-7 of two tiles, one 32-bit word per row. A
+ * 16-bit shift by 4c leaves in each half word the nibble of column c (low
+ * half) or c + 4 (high half) in its low four bits, and one vpermw through a
+ * 32-entry table (bits 0-4 of each half word; entry i = bf16(i % 16 - 8))
+ * turns both into bf16 codes minus 8, exactly. vdpbf16ps then multiplies
+ * that pair of columns with the input pair (x[c], x[c + 4]) and adds both
+ * products to the row's f32 accumulator: products of 8-bit significands are
+ * exact, so per 32 weights one shift, one vpermw and one vdpbf16ps per token,
+ * twice the multiply-adds per instruction of the f32 FMA tables. The group
+ * scale is applied once per group, and the zero point through the group
+ * sums: code - zero = (code - 8) - (zero - 8), which is 0 for GPTQ sym.
+ *
+ * Input rows are bf16 "planes" (row_planes): per 8-column block, 8 bf16 in
+ * the order (x0, x4, x1, x5, x2, x6, x3, x7), one such group of 16 bytes per
+ * plane. BF16 activations are one plane, exact. F16 activations are two
+ * planes, hi = bf16(x) and lo = bf16(x - hi), exact too (11 significant
+ * bits). The activations between the projections are f32 and get two planes,
+ * which keep 16 significant bits (relative error <= 2^-16, far below the
+ * output's rounding). F32 activations run on the AVX-512F table, whose f32
+ * FMAs multiply them exactly. vdpbf16ps treats bf16 subnormals (below 2^-126)
+ * as zero and flushes subnormal results. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_scalar_io.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#ifndef MI4_CPU_PREFETCH_BYTES
+#define MI4_CPU_PREFETCH_BYTES 2048
+#endif
+#define MAX_BLOCK_TOKENS 8
+#define PLANE_BYTES 16
+
+typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
+
+/* entry i (32 of them, vpermw reads 5 index bits) = bf16(i % 16 - 8) */
+static ALWAYS_INLINE __m512i code_table(void)
+{
+    const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    return (__m512i)_mm512_cvtne2ps_pbh(codes, codes);
+}
+
+static ALWAYS_INLINE __m512 load_scales(const uint8_t *a, const uint8_t *b, int bf16)
+{
+    __m256i bits = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+        _mm_loadu_si128((const __m128i *)b), 1);
+    if (bf16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    return _mm512_cvtph_ps(bits);
+}
+
+/* zero - 8 of both tiles' rows, as floats */
+static ALWAYS_INLINE __m512 load_zeros_minus8(const uint8_t *a, const uint8_t *b)
+{
+    __m128i bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a),
+                                       _mm_loadl_epi64((const __m128i *)b));
+    return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)), _mm512_set1_ps(8.0f));
+}
+
+/* The bf16 pair (x[c], x[c + 4]) of plane p of block k, for every lane. */
+static ALWAYS_INLINE __m512bh input_pair(const float *row, size_t k, int planes, int p, int c)
+{
+    const uint8_t *at = (const uint8_t *)row + (k * (size_t)planes + (size_t)p) * PLANE_BYTES +
+                        4 * (size_t)c;
+    return (__m512bh)_mm512_set1_epi32(*(const aliased_i32 *)at);
+}
+
+/* Tokens [t_first, t_first + TB) of jobs a and b (b may be a), P planes per
+ * input value, S accumulator sets per token (chains in flight for TB = 1). */
+static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
+                                      int t_first, const int TB, const int P, const int S)
+{
+    const mi4_cpu_pack_geometry *geo = a->geo;
+    const __m512i table = code_table();
+    const float *rows[MAX_BLOCK_TOKENS];
+    const float *sums[MAX_BLOCK_TOKENS];
+    for (int t = 0; t < TB; t++) {
+        rows[t] = a->x[t_first + t];
+        sums[t] = a->xsum[t_first + t];
+    }
+    __attribute__((aligned(64))) float y[MAX_BLOCK_TOKENS][16];
+    for (int t = 0; t < TB; t++)
+        _mm512_store_ps(y[t], _mm512_setzero_ps());
+    const size_t group_bytes = (size_t)geo->group_blocks * MI4_CPU_BLOCK_BYTES;
+    for (int g = 0; g < geo->num_groups; g++) {
+        __m512 acc[4][MAX_BLOCK_TOKENS];
+        for (int s = 0; s < S; s++)
+            for (int t = 0; t < TB; t++)
+                acc[s][t] = _mm512_setzero_ps();
+        const uint8_t *block_a = a->tile + (size_t)g * group_bytes;
+        const uint8_t *block_b = b->tile + (size_t)g * group_bytes;
+        const size_t block0 = (size_t)g * geo->group_blocks;
+        for (int k = 0; k < geo->group_blocks; k++) {
+            const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
+            if (TB <= 2 && (k & 1) == 0) { /* memory bound: one line per 2 blocks */
+                _mm_prefetch((const char *)(block_a + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+                _mm_prefetch((const char *)(block_b + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+            }
+            __m512i word = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
+                _mm256_load_si256((const __m256i *)(block_b + at)), 1);
+            for (int c = 0; c < 4; c++) {
+                __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
+                __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
+                for (int t = 0; t < TB; t++)
+                    for (int p = 0; p < P; p++)
+                        acc[c % S][t] = _mm512_dpbf16_ps(acc[c % S][t], w,
+                                                         input_pair(rows[t], block0 + k, P, p, c));
+            }
+        }
+        const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
+        const size_t zero_at = geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS;
+        __m512 scale = load_scales(a->tile + scale_at, b->tile + scale_at, a->scales_bf16);
+        __m512 zero_scale =
+            _mm512_mul_ps(load_zeros_minus8(a->tile + zero_at, b->tile + zero_at), scale);
+        for (int t = 0; t < TB; t++) {
+            __m512 v = acc[0][t];
+            for (int s = 1; s < S; s++)
+                v = _mm512_add_ps(v, acc[s][t]);
+            __m512 sum = _mm512_fmadd_ps(v, scale, _mm512_load_ps(y[t]));
+            sum = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sums[t][g]), sum);
+            _mm512_store_ps(y[t], sum);
+        }
+    }
+    for (int t = 0; t < TB; t++) {
+        size_t at = (size_t)(t_first + t) * MI4_CPU_TILE_ROWS;
+        _mm256_storeu_ps(a->y + at, _mm256_load_ps(y[t]));
+        if (b != a)
+            _mm256_storeu_ps(b->y + at, _mm256_load_ps(y[t] + 8));
+    }
+}
+
+typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int);
+#define BLOCK(TB, P, S)                                                                      \
+    static void block_##TB##_##P(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t) \
+    {                                                                                        \
+        pair_tokens(a, b, t, TB, P, S);                                                      \
+    }
+BLOCK(1, 1, 4)
+BLOCK(2, 1, 2)
+BLOCK(3, 1, 1)
+BLOCK(4, 1, 1)
+BLOCK(5, 1, 1)
+BLOCK(6, 1, 1)
+BLOCK(7, 1, 1)
+BLOCK(8, 1, 1)
+BLOCK(1, 2, 4)
+BLOCK(2, 2, 2)
+BLOCK(3, 2, 1)
+BLOCK(4, 2, 1)
+BLOCK(5, 2, 1)
+BLOCK(6, 2, 1)
+BLOCK(7, 2, 1)
+BLOCK(8, 2, 1)
+
+static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
+{
+    static const block_fn one_plane[MAX_BLOCK_TOKENS + 1] = {
+        NULL, block_1_1, block_2_1, block_3_1, block_4_1, block_5_1, block_6_1, block_7_1,
+        block_8_1};
+    static const block_fn two_planes[MAX_BLOCK_TOKENS + 1] = {
+        NULL, block_1_2, block_2_2, block_3_2, block_4_2, block_5_2, block_6_2, block_7_2,
+        block_8_2};
+    const block_fn *by_count = a->planes == 1 ? one_plane : two_planes;
+    int t = 0;
+    for (; t + MAX_BLOCK_TOKENS <= a->tokens; t += MAX_BLOCK_TOKENS)
+        by_count[MAX_BLOCK_TOKENS](a, b, t);
+    if (t < a->tokens)
+        by_count[a->tokens - t](a, b, t);
+}
+
+static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
+
+static int bf16_row_planes(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_BF16 ? 1 : 2; }
+
+/* 8 f32 values -> `planes` bf16 planes at `dst` (block order x0 x4 x1 x5 ...);
+ * returns the sum of what the planes hold. */
+static ALWAYS_INLINE float pack_values(__m256 v, int planes, uint8_t *dst)
+{
+    float sum = 0.0f;
+    for (int p = 0; p < planes; p++) {
+        __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
+        __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+        _mm_storeu_si128((__m128i *)(dst + (size_t)p * PLANE_BYTES),
+                         _mm_unpacklo_epi16(bits, _mm_srli_si128(bits, 8)));
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(held), _mm256_extractf128_ps(held, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+        v = _mm256_sub_ps(v, held); /* exact: what the next plane holds */
+    }
+    return sum;
+}
+
+static float bf16_pack_block(const float *values, float *row, int block)
+{
+    uint8_t *dst = (uint8_t *)row + (size_t)block * 2 * PLANE_BYTES;
+    return pack_values(_mm256_loadu_ps(values), 2, dst);
+}
+
+static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
+{
+    switch (dtype) {
+    case MOEINT4_DTYPE_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k)));
+    case MOEINT4_DTYPE_BF16:
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))), 16));
+    default:
+        return _mm256_loadu_ps((const float *)src + k);
+    }
+}
+
+static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+                           int group_columns, float *dst, float *sums)
+{
+    const int planes = bf16_row_planes(dtype);
+    const __m256 f = _mm256_set1_ps(factor);
+    uint8_t *out = (uint8_t *)dst;
+    int num_groups = (count + group_columns - 1) / group_columns;
+    for (int g = 0; g < num_groups; g++) {
+        int k = g * group_columns;
+        int end = k + group_columns < count ? k + group_columns : count;
+        float sum = 0.0f;
+        for (; k < end; k += 8) {
+            __m256 v;
+            if (k + 8 <= end) {
+                v = load8(dtype, src, k);
+            } else { /* only per-channel rows with count % 8 != 0 */
+                float tail[8] = {0};
+                for (int i = 0; k + i < end; i++)
+                    tail[i] = mi4_cpu_load_value(dtype, src, (size_t)(k + i));
+                v = _mm256_loadu_ps(tail);
+            }
+            sum += pack_values(_mm256_mul_ps(v, f), planes,
+                               out + (size_t)(k / 8) * planes * PLANE_BYTES);
+        }
+        sums[g] = sum;
+    }
+}
+
+/* Output rounding and the activation: the AVX2 table's. */
+static void bf16_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
+{
+    mi4_cpu_kernels_avx2()->store_row(dtype, src, count, dst);
+}
+
+static void bf16_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
+{
+    mi4_cpu_kernels_avx2()->activate(act, gate, up, count);
+}
+
+static const mi4_cpu_kernels avx512bf16_kernels = {
+    .name = "avx512bf16",
+    .tile = bf16_tile,
+    .tile_pair = bf16_tile_pair,
+    .scale_row = bf16_scale_row,
+    .store_row = bf16_store_row,
+    .activate = bf16_activate,
+    .row_planes = bf16_row_planes,
+    .pack_block = bf16_pack_block,
+    .f32_input = mi4_cpu_kernels_avx512,
+};
+
+const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void) { return &avx512bf16_kernels; }
