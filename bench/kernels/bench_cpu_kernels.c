@@ -7,7 +7,7 @@
  *   sgemm  the alternative for many tokens: OpenBLAS sgemm on f32 weights
  *          dequantized once, GFLOP/s (the dequantization not counted).
  * Usage: bench_cpu_kernels [scalar] (default: the selected table; env
- * MOEINT4_CPU_KERNEL=avx2|avx512 caps it). */
+ * MOEINT4_CPU_KERNEL=avx2|avx512|avx512bf16 caps it). */
 #if !defined(MI4_BENCH_NO_BLAS)
 #include <cblas.h>
 #endif

@@ -125,11 +125,14 @@ static void test_every_format_and_group(void **state)
     uint64_t seed = 100;
     for (int f = 0; f < 3; f++)
         for (int g = 0; g < 4; g++)
-            for (int zo = 0; zo <= (formats[f] == MOEINT4_FORMAT_GPTQ_ASYM); zo++) {
-                forward_case fc = {formats[f], zo, 6, 256, 128, groups[g], MOEINT4_DTYPE_F16,
-                                   0, MOEINT4_DTYPE_F32, 5, 2, MOEINT4_ACTIVATION_SILU, 0, 0};
-                run_case(&fc, seed++);
-            }
+            for (int zo = 0; zo <= (formats[f] == MOEINT4_FORMAT_GPTQ_ASYM); zo++)
+                /* f32 runs the f32 tables, bf16 the bf16 one where the CPU has it */
+                for (int d = 0; d < 2; d++) {
+                    forward_case fc = {formats[f], zo, 6, 256, 128, groups[g], MOEINT4_DTYPE_F16,
+                                       0, d ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F32, 5, 2,
+                                       MOEINT4_ACTIVATION_SILU, 0, 0};
+                    run_case(&fc, seed++);
+                }
 }
 
 static void test_every_dtype_and_activation(void **state)

@@ -4,7 +4,8 @@
  * (per-channel rows of any length), every group size, 1..20 tokens (every
  * register block and remainder), f16 and bf16 scales, rows made from f32,
  * f16 and bf16 inputs and from activations (pack_block); the input scaling
- * and output rounding helpers bit for bit. */
+ * and output rounding helpers bit for bit (the bf16 table's rows: within one
+ * bf16 rounding, exact for bf16 inputs). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,9 +100,8 @@ static void test_avx512bf16_present_where_supported(void **state)
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     assert_int_equal(count, 4);
     assert_string_equal(tables[3]->name, "avx512bf16");
-    assert_non_null(tables[3]->row_planes);
-    assert_non_null(tables[3]->f32_input);
-    assert_string_equal(tables[3]->f32_input()->name, "avx512");
+    assert_non_null(tables[3]->wide_input);
+    assert_string_equal(tables[3]->wide_input()->name, "avx512");
 }
 
 static float scale_value(moeint4_dtype dtype, uint16_t bits)
@@ -151,7 +151,7 @@ enum row_source { FROM_F32, FROM_BF16, FROM_F16, FROM_ACTIVATIONS, ROW_SOURCES }
 
 /* Row t of `raw` (values rounded to the source dtype first) into x, group
  * sums into xsum; returns the relative error of the values the row holds
- * (bf16 planes of f32 values: 2^-16; else 0). */
+ * (the bf16 table's rows of non-bf16 values: 2^-8; else 0). */
 static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, float *raw, int in,
                        int group_columns, float *x, float *xsum)
 {
@@ -182,7 +182,7 @@ static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, f
         kernels->scale_row(dtype, dtype == MOEINT4_DTYPE_F32 ? (const void *)raw : half, in, 1.0f,
                            group_columns, x, xsum);
     }
-    return kernels->row_planes && dtype == MOEINT4_DTYPE_F32 ? 0x1p-16 : 0.0;
+    return kernels->wide_input && source != FROM_BF16 ? 0x1p-8 : 0.0;
 }
 
 /* Two tiles (16 rows) through tile() each, against the double loop, then
@@ -229,11 +229,6 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
         for (size_t k = (size_t)geo.in_blocks * 8; k < stride; k++)
             x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
     }
-    int planes = kernels->row_planes
-                     ? kernels->row_planes(source == FROM_BF16  ? MOEINT4_DTYPE_BF16
-                                           : source == FROM_F16 ? MOEINT4_DTYPE_F16
-                                                                : MOEINT4_DTYPE_F32)
-                     : 0;
     enum { Y = MAX_TOKENS * 8 };
     for (int tokens = 1; tokens <= MAX_TOKENS; tokens++) {
         float y[2][Y], y_pair[2][Y];
@@ -249,7 +244,7 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             poison(y_pair[which], Y);
             mi4_cpu_tile_job job = {pack + (size_t)which * geo.tile_bytes, &geo,
                                     scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs, sum_ptrs,
-                                    tokens, y[which], planes};
+                                    tokens, y[which]};
             jobs[which] = job;
             pair[which] = job;
             pair[which].y = y_pair[which];
@@ -288,41 +283,33 @@ static void test_tile_kernels(void **state)
                                  (enum row_source)source, &rng);
 }
 
-/* Column k of a row of bf16 planes (cpu_kernels_avx512bf16.c): the sum of
- * its planes; a block holds (x0, x4, x1, x5, x2, x6, x3, x7) per plane. */
-static double planes_value(const float *row, int planes, int k)
+/* Column k of a bf16 table's row: a block holds (x0, x4, x1, x5, x2, x6,
+ * x3, x7) as bf16. */
+static double bf16_row_value(const float *row, int k)
 {
-    const uint8_t *bytes = (const uint8_t *)row;
     int c = k % 8, at = c < 4 ? 2 * c : 2 * (c - 4) + 1;
-    double v = 0.0;
-    for (int p = 0; p < planes; p++) {
-        uint16_t bits;
-        memcpy(&bits, bytes + ((size_t)(k / 8) * planes + p) * 16 + 2 * at, 2);
-        v += tk_bf16_to_f32(bits);
-    }
-    return v;
+    uint16_t bits;
+    memcpy(&bits, (const uint8_t *)row + (size_t)(k / 8) * 16 + 2 * at, 2);
+    return tk_bf16_to_f32(bits);
 }
 
-/* scale_row of a bf16-plane table: the planes hold x * factor within one
- * rounding (one plane: 2^-8, two: 2^-16 relative), exactly with factor 1
- * and bf16 / f16 inputs; zero padding; group sums of what the planes hold. */
-static void check_planes_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype,
-                             const float *src, int n, int gc, float factor)
+/* scale_row of the bf16 table: x * factor within one bf16 rounding (2^-8
+ * relative), exactly with factor 1 and bf16 inputs; zero padding; group
+ * sums of the values held. */
+static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype,
+                           const float *src, int n, int gc, float factor)
 {
-    int planes = kernels->row_planes(dtype);
     int padded = (n + 7) / 8 * 8, groups = (n + gc - 1) / gc;
-    float dst[264 * 2], sums[64];
-    for (int k = 0; k < 264 * 2; k++)
+    float dst[264], sums[64];
+    for (int k = 0; k < 264; k++)
         dst[k] = NAN;
     kernels->scale_row(dtype, src, n, factor, gc, dst, sums);
-    double relative = factor == 1.0f && dtype != MOEINT4_DTYPE_F32 ? 0.0
-                      : planes == 1                                ? 0x1p-8
-                                                                   : 0x1p-16;
+    double relative = factor == 1.0f && dtype == MOEINT4_DTYPE_BF16 ? 0.0 : 0x1p-8;
     for (int g = 0; g < groups; g++) {
         double sum = 0.0, magnitude = 0.0;
         for (int k = g * gc; k < (g + 1) * gc && k < n; k++) {
             double want = (double)((float)tk_load(dtype, src, (size_t)k) * factor);
-            double held = planes_value(dst, planes, k);
+            double held = bf16_row_value(dst, k);
             if (!(fabs(held - want) <= relative * fabs(want)))
                 fail_msg("%s dtype %d factor %g: column %d holds %.9g, want %.9g", kernels->name,
                          dtype, factor, k, held, want);
@@ -332,14 +319,14 @@ static void check_planes_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype
         assert_true(fabs(sums[g] - sum) <= (gc + 2) * 0x1p-24 * magnitude);
     }
     for (int k = n; k < padded; k++)
-        assert_true(planes_value(dst, planes, k) == 0.0);
-    assert_true(isnan(dst[padded / 8 * planes * 4]));
+        assert_true(bf16_row_value(dst, k) == 0.0);
+    assert_true(isnan(dst[padded / 8 * 4]));
 }
 
 /* scale_row: every f32 variant writes the same scaled columns, bit for bit
  * (one rounding of x * factor, then an exact power of two), zero padding,
- * and group sums within the f32 bound of the exact sum; bf16-plane tables
- * as check_planes_row says. */
+ * and group sums within the f32 bound of the exact sum; the bf16 table as
+ * check_bf16_row says. */
 static void test_scale_row(void **state)
 {
     (void)state;
@@ -358,9 +345,9 @@ static void test_scale_row(void **state)
             float factor = (float)tk_rng_range(&rng, 0.1, 1.0);
             float dst[CPU_TEST_MAX_TABLES][264], sums[CPU_TEST_MAX_TABLES][64];
             for (int i = 0; i < count; i++) {
-                if (tables[i]->row_planes) {
-                    check_planes_row(tables[i], dtypes[d], src, n, gc, factor);
-                    check_planes_row(tables[i], dtypes[d], src, n, gc, 1.0f);
+                if (tables[i]->wide_input) {
+                    check_bf16_row(tables[i], dtypes[d], src, n, gc, factor);
+                    check_bf16_row(tables[i], dtypes[d], src, n, gc, 1.0f);
                     continue;
                 }
                 for (int k = 0; k < 264; k++)

@@ -66,7 +66,6 @@ typedef struct forward_plan {
     float *a_group_sum;           /* [pairs][geo2.num_groups] */
     /* per pair: its token's input row and sums, its activation row and sums */
     const float **pair_x, **pair_xsum, **pair_a, **pair_a_sum;
-    int x_planes, a_planes;       /* bf16 tables: planes of input / activation rows */
     int on_input;                 /* router weight on the input */
     const phase2_item *items;
     int num_items;
@@ -123,7 +122,6 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
         .xsum = plan->pair_xsum + first,
         .tokens = tokens,
         .y = y_gate,
-        .planes = plan->x_planes,
     };
     mi4_cpu_tile_job up = gate;
     up.y = y_up;
@@ -231,7 +229,6 @@ static void phase3_w2(forward_plan *plan, float *scratch)
                 .xsum = plan->pair_a_sum + first,
                 .tokens = tokens,
                 .y = y,
-                .planes = plan->a_planes,
             };
             mi4_cpu_tile_job next = job;
             next.y = y_next;
@@ -354,8 +351,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         return MOEINT4_SUCCESS;
     /* sleeping workers start waking now, while the caller plans */
     mi4_cpu_pool_wake(ctx->pool);
-    if (args->dtype == MOEINT4_DTYPE_F32 && kernels->f32_input)
-        kernels = kernels->f32_input();
+    if (args->dtype != MOEINT4_DTYPE_BF16 && kernels->wide_input)
+        kernels = kernels->wide_input();
     int threads = ctx->num_threads;
     int topk = args->topk;
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
@@ -391,8 +388,6 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.act.limit = args->swiglu_limit;
     plan.act.alpha = args->swiglu_alpha;
     plan.act.beta = args->swiglu_beta;
-    plan.x_planes = kernels->row_planes ? kernels->row_planes(args->dtype) : 0;
-    plan.a_planes = kernels->row_planes ? kernels->row_planes(MOEINT4_DTYPE_F32) : 0;
     plan.x_stride = round_up_floats((size_t)w->geo13.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
     plan.out_tiles_per_item = out_tiles;

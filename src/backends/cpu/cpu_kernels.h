@@ -9,8 +9,8 @@
  *    to a multiple of 8 columns. The scaling lets a kernel turn nibble c of a
  *    word into (code * 16^c) with one AND, exactly, instead of shift + AND;
  *    the products are the same.
- *  - bf16 tables (avx512bf16): bf16 planes (cpu_kernels_avx512bf16.c), at
- *    most 32 bytes per 8 columns, so a row fits where a scaled row does. */
+ *  - the bf16 table (avx512bf16): bf16, 16 bytes per 8 columns in the order
+ *    of cpu_kernels_avx512bf16.c, so a row fits where a scaled row does. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 #define MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 
@@ -32,7 +32,6 @@ typedef struct mi4_cpu_tile_job {
     const float *const *xsum;      /* [tokens] group sums, num_groups each */
     int tokens;
     float *y;                      /* [tokens][8] */
-    int planes;                    /* bf16 tables: row_planes of the rows; else unused */
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
@@ -55,11 +54,9 @@ typedef struct mi4_cpu_kernels {
      * as tile() reads it; returns the sum of the values as tile() will
      * multiply them (the group sums add these). */
     float (*pack_block)(const float *values, float *row, int block);
-    /* bf16 tables: bf16 planes per value of a row made from `dtype` (F32:
-     * what pack_block writes); NULL for f32 tables. */
-    int (*row_planes)(moeint4_dtype dtype);
-    /* F32 activations run on this table instead (NULL: on this one). */
-    const struct mi4_cpu_kernels *(*f32_input)(void);
+    /* F16 and F32 activations run on this table instead (NULL: on this
+     * one); the bf16 table takes BF16 activations only. */
+    const struct mi4_cpu_kernels *(*wide_input)(void);
 } mi4_cpu_kernels;
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);

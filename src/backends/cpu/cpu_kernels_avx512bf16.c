@@ -1,5 +1,9 @@
 /* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16 -mfma
- * -mf16c, called only after a run-time check for AVX512_BF16).
+ * -mf16c, called only after a run-time check for AVX512_BF16), for BF16
+ * activations; F16 and F32 activations run on the AVX-512F table
+ * (wide_input), whose f32 FMAs multiply them exactly (two bf16 planes per
+ * f16 value would be exact too, but halve the speed: 161 against 211 GFLOP/s
+ * per core for the f32 table, measured with bench_cpu_kernels).
  *
  * The tile layout is the AVX2 one (cpu_repack.h). As in the AVX-512F table a
  * 16-lane register holds rows 0-7 of two tiles, one 32-bit word per row. A
@@ -14,15 +18,11 @@
  * scale is applied once per group, and the zero point through the group
  * sums: code - zero = (code - 8) - (zero - 8), which is 0 for GPTQ sym.
  *
- * Input rows are bf16 "planes" (row_planes): per 8-column block, 8 bf16 in
- * the order (x0, x4, x1, x5, x2, x6, x3, x7), one such group of 16 bytes per
- * plane. BF16 activations are one plane, exact. F16 activations are two
- * planes, hi = bf16(x) and lo = bf16(x - hi), exact too (11 significant
- * bits). The activations between the projections are f32 and get two planes,
- * which keep 16 significant bits (relative error <= 2^-16, far below the
- * output's rounding). F32 activations run on the AVX-512F table, whose f32
- * FMAs multiply them exactly. vdpbf16ps treats bf16 subnormals (below 2^-126)
- * as zero and flushes subnormal results. */
+ * Input rows: per 8-column block, 16 bytes of bf16 in the order (x0, x4, x1,
+ * x5, x2, x6, x3, x7). BF16 activations are held exactly; the activations
+ * between the projections are rounded to bf16 once (to nearest even), as
+ * GPU kernels keep them in the activation dtype. vdpbf16ps treats bf16
+ * subnormals (below 2^-126) as zero and flushes subnormal results. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,7 +35,7 @@
 #define MI4_CPU_PREFETCH_BYTES 2048
 #endif
 #define MAX_BLOCK_TOKENS 8
-#define PLANE_BYTES 16
+#define ROW_BLOCK_BYTES 16
 
 typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
 
@@ -64,18 +64,17 @@ static ALWAYS_INLINE __m512 load_zeros_minus8(const uint8_t *a, const uint8_t *b
     return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)), _mm512_set1_ps(8.0f));
 }
 
-/* The bf16 pair (x[c], x[c + 4]) of plane p of block k, for every lane. */
-static ALWAYS_INLINE __m512bh input_pair(const float *row, size_t k, int planes, int p, int c)
+/* The bf16 pair (x[c], x[c + 4]) of block k, for every lane. */
+static ALWAYS_INLINE __m512bh input_pair(const float *row, size_t k, int c)
 {
-    const uint8_t *at = (const uint8_t *)row + (k * (size_t)planes + (size_t)p) * PLANE_BYTES +
-                        4 * (size_t)c;
+    const uint8_t *at = (const uint8_t *)row + k * ROW_BLOCK_BYTES + 4 * (size_t)c;
     return (__m512bh)_mm512_set1_epi32(*(const aliased_i32 *)at);
 }
 
-/* Tokens [t_first, t_first + TB) of jobs a and b (b may be a), P planes per
- * input value, S accumulator sets per token (chains in flight for TB = 1). */
+/* Tokens [t_first, t_first + TB) of jobs a and b (b may be a), S
+ * accumulator sets per token (chains in flight for few tokens). */
 static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
-                                      int t_first, const int TB, const int P, const int S)
+                                      int t_first, const int TB, const int S)
 {
     const mi4_cpu_pack_geometry *geo = a->geo;
     const __m512i table = code_table();
@@ -110,9 +109,8 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
                 __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
                 __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
                 for (int t = 0; t < TB; t++)
-                    for (int p = 0; p < P; p++)
-                        acc[c % S][t] = _mm512_dpbf16_ps(acc[c % S][t], w,
-                                                         input_pair(rows[t], block0 + k, P, p, c));
+                    acc[c % S][t] =
+                        _mm512_dpbf16_ps(acc[c % S][t], w, input_pair(rows[t], block0 + k, c));
             }
         }
         const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
@@ -138,70 +136,48 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
 }
 
 typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int);
-#define BLOCK(TB, P, S)                                                                      \
-    static void block_##TB##_##P(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t) \
-    {                                                                                        \
-        pair_tokens(a, b, t, TB, P, S);                                                      \
+#define BLOCK(TB, S)                                                                        \
+    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)     \
+    {                                                                                       \
+        pair_tokens(a, b, t, TB, S);                                                        \
     }
-BLOCK(1, 1, 4)
-BLOCK(2, 1, 2)
-BLOCK(3, 1, 1)
-BLOCK(4, 1, 1)
-BLOCK(5, 1, 1)
-BLOCK(6, 1, 1)
-BLOCK(7, 1, 1)
-BLOCK(8, 1, 1)
-BLOCK(1, 2, 4)
-BLOCK(2, 2, 2)
-BLOCK(3, 2, 1)
-BLOCK(4, 2, 1)
-BLOCK(5, 2, 1)
-BLOCK(6, 2, 1)
-BLOCK(7, 2, 1)
-BLOCK(8, 2, 1)
+BLOCK(1, 4)
+BLOCK(2, 2)
+BLOCK(3, 1)
+BLOCK(4, 1)
+BLOCK(5, 1)
+BLOCK(6, 1)
+BLOCK(7, 1)
+BLOCK(8, 1)
 
 static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
-    static const block_fn one_plane[MAX_BLOCK_TOKENS + 1] = {
-        NULL, block_1_1, block_2_1, block_3_1, block_4_1, block_5_1, block_6_1, block_7_1,
-        block_8_1};
-    static const block_fn two_planes[MAX_BLOCK_TOKENS + 1] = {
-        NULL, block_1_2, block_2_2, block_3_2, block_4_2, block_5_2, block_6_2, block_7_2,
-        block_8_2};
-    const block_fn *by_count = a->planes == 1 ? one_plane : two_planes;
+    static const block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
+        NULL, block_1, block_2, block_3, block_4, block_5, block_6, block_7, block_8};
     int t = 0;
     for (; t + MAX_BLOCK_TOKENS <= a->tokens; t += MAX_BLOCK_TOKENS)
-        by_count[MAX_BLOCK_TOKENS](a, b, t);
+        block_8(a, b, t);
     if (t < a->tokens)
         by_count[a->tokens - t](a, b, t);
 }
 
 static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
 
-static int bf16_row_planes(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_BF16 ? 1 : 2; }
-
-/* 8 f32 values -> `planes` bf16 planes at `dst` (block order x0 x4 x1 x5 ...);
- * returns the sum of what the planes hold. */
-static ALWAYS_INLINE float pack_values(__m256 v, int planes, uint8_t *dst)
+/* 8 f32 values -> one row block (x0 x4 x1 x5 ...), rounded to bf16; returns
+ * the sum of the rounded values. */
+static ALWAYS_INLINE float pack_values(__m256 v, uint8_t *dst)
 {
-    float sum = 0.0f;
-    for (int p = 0; p < planes; p++) {
-        __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
-        __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-        _mm_storeu_si128((__m128i *)(dst + (size_t)p * PLANE_BYTES),
-                         _mm_unpacklo_epi16(bits, _mm_srli_si128(bits, 8)));
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(held), _mm256_extractf128_ps(held, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-        v = _mm256_sub_ps(v, held); /* exact: what the next plane holds */
-    }
-    return sum;
+    __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
+    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(bits, _mm_srli_si128(bits, 8)));
+    __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(held), _mm256_extractf128_ps(held, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
 static float bf16_pack_block(const float *values, float *row, int block)
 {
-    uint8_t *dst = (uint8_t *)row + (size_t)block * 2 * PLANE_BYTES;
-    return pack_values(_mm256_loadu_ps(values), 2, dst);
+    return pack_values(_mm256_loadu_ps(values), (uint8_t *)row + (size_t)block * ROW_BLOCK_BYTES);
 }
 
 static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
@@ -217,10 +193,10 @@ static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
     }
 }
 
+/* x * factor rounded to bf16 (exact for BF16 inputs and factor 1). */
 static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
                            int group_columns, float *dst, float *sums)
 {
-    const int planes = bf16_row_planes(dtype);
     const __m256 f = _mm256_set1_ps(factor);
     uint8_t *out = (uint8_t *)dst;
     int num_groups = (count + group_columns - 1) / group_columns;
@@ -238,8 +214,7 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
                     tail[i] = mi4_cpu_load_value(dtype, src, (size_t)(k + i));
                 v = _mm256_loadu_ps(tail);
             }
-            sum += pack_values(_mm256_mul_ps(v, f), planes,
-                               out + (size_t)(k / 8) * planes * PLANE_BYTES);
+            sum += pack_values(_mm256_mul_ps(v, f), out + (size_t)(k / 8) * ROW_BLOCK_BYTES);
         }
         sums[g] = sum;
     }
@@ -263,9 +238,8 @@ static const mi4_cpu_kernels avx512bf16_kernels = {
     .scale_row = bf16_scale_row,
     .store_row = bf16_store_row,
     .activate = bf16_activate,
-    .row_planes = bf16_row_planes,
     .pack_block = bf16_pack_block,
-    .f32_input = mi4_cpu_kernels_avx512,
+    .wide_input = mi4_cpu_kernels_avx512,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void) { return &avx512bf16_kernels; }
