@@ -64,11 +64,19 @@ static ALWAYS_INLINE __m512 load_zeros_minus8(const uint8_t *a, const uint8_t *b
     return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)), _mm512_set1_ps(8.0f));
 }
 
-/* The bf16 pair (x[c], x[c + 4]) of block k, for every lane. */
-static ALWAYS_INLINE __m512bh input_pair(const float *row, size_t k, int c)
+/* acc + w . (x[c], x[c + 4]) of block k, the pair broadcast to every lane
+ * from memory inside the instruction (GCC 12 issues a separate broadcast
+ * for the intrinsic: one more uop per multiply). */
+static ALWAYS_INLINE __m512 dot_pair(__m512 acc, __m512bh w, const float *row, size_t k, int c)
 {
-    const uint8_t *at = (const uint8_t *)row + k * ROW_BLOCK_BYTES + 4 * (size_t)c;
-    return (__m512bh)_mm512_set1_epi32(*(const aliased_i32 *)at);
+    const aliased_i32 *pair =
+        (const aliased_i32 *)((const uint8_t *)row + k * ROW_BLOCK_BYTES + 4 * (size_t)c);
+#if defined(__GNUC__)
+    __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*pair));
+    return acc;
+#else
+    return _mm512_dpbf16_ps(acc, w, (__m512bh)_mm512_set1_epi32(*pair));
+#endif
 }
 
 /* Tokens [t_first, t_first + TB) of jobs a and b (b may be a), S
@@ -109,8 +117,7 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
                 __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
                 __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
                 for (int t = 0; t < TB; t++)
-                    acc[c % S][t] =
-                        _mm512_dpbf16_ps(acc[c % S][t], w, input_pair(rows[t], block0 + k, c));
+                    acc[c % S][t] = dot_pair(acc[c % S][t], w, rows[t], block0 + k, c);
             }
         }
         const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
@@ -142,13 +149,13 @@ typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int
         pair_tokens(a, b, t, TB, S);                                                        \
     }
 BLOCK(1, 4)
-BLOCK(2, 2)
-BLOCK(3, 1)
-BLOCK(4, 1)
-BLOCK(5, 1)
-BLOCK(6, 1)
-BLOCK(7, 1)
-BLOCK(8, 1)
+BLOCK(2, 4)
+BLOCK(3, 4)
+BLOCK(4, 3)
+BLOCK(5, 2)
+BLOCK(6, 2)
+BLOCK(7, 2)
+BLOCK(8, 2)
 
 static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
