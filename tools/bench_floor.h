@@ -1,36 +1,45 @@
 /* The machine's limits, measured in the bench's own run: read bandwidth of
- * all cores streaming arrays far larger than the last-level cache, and the
- * OpenBLAS sgemm rate on a large square. Also the cache flush the bench runs
- * between timed forwards. */
+ * all cores streaming an array far larger than the last-level cache (the
+ * best of 1-8 streams per thread), and the compute ceilings of the
+ * instructions the CPU kernels use (bench_ceiling.h). Also the cache flush
+ * the bench runs between timed forwards, and OpenBLAS's kernel family (the
+ * baseline's). */
 #ifndef MOEINT4_TOOLS_BENCH_FLOOR_H
 #define MOEINT4_TOOLS_BENCH_FLOOR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_ceiling.h"
+
 /* The kernel family OpenBLAS picked at load ("Haswell", "Prescott", ...). */
 const char *cli_openblas_core(void);
 /* When OpenBLAS fell back to pre-AVX2 kernels on a CPU that has AVX2 or
  * AVX-512 (a model missing from its table, common in VMs), the
- * OPENBLAS_CORETYPE value that fits the CPU's flags; NULL otherwise. The sgemm
- * peak and the baseline are understated until it is set (at process start). */
+ * OPENBLAS_CORETYPE value that fits the CPU's flags; NULL otherwise. The
+ * baseline is understated until it is set (at process start). */
 const char *cli_openblas_suggestion(void);
 
 /* Last-level cache bytes (sysconf), 32 MiB when the system does not say. */
 size_t cli_last_level_cache_bytes(void);
 
 typedef struct cli_floor {
-    double bandwidth_gbps;      /* median of several all-core passes */
+    double bandwidth_gbps;      /* best all-core pass of the best reader */
+    int bandwidth_streams;      /* streams per thread of that reader */
+    double core_bandwidth_gbps; /* the same on one thread */
+    int core_bandwidth_streams;
     size_t bandwidth_bytes;     /* array size read per pass */
     int bandwidth_threads;
-    double peak_gflops;         /* median OpenBLAS sgemm rate */
-    int sgemm_size;             /* n of the n x n x n sgemm */
-    int sgemm_threads;
+    cli_ceiling ceilings[CLI_CEILING_COUNT];
+    int kernel_ceiling;         /* CLI_CEILING_* bounding the kernel table, or -1 */
+    const char *kernel_table;   /* the CPU kernel table the library runs */
+    double peak_gflops;         /* all-core GFLOP/s of kernel_ceiling (NaN: none) */
 } cli_floor;
 
-/* Measures both limits with `threads` threads (all cores for the floor).
- * Returns 0, or -1 when out of memory. */
-int cli_floor_measure(cli_floor *floor, int threads);
+/* Measures the limits with `threads` threads (all cores for the floor),
+ * for activations of `dtype` (which picks the kernel table). Returns 0, or
+ * -1 when out of memory. */
+int cli_floor_measure(cli_floor *floor, int threads, moeint4_dtype dtype);
 
 /* Reads `words` 64-bit words with `threads` threads; returns their sum (so
  * the reads cannot be optimised away). */

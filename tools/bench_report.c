@@ -67,8 +67,28 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_number(file, "rel_err", r->rel_err, 0);
     cli_json_number(file, "baseline_rel_err", r->baseline_rel_err, 0);
     cli_json_number(file, "baseline_ref_err", r->baseline_ref_err, 0);
+    cli_json_number(file, "compute_fraction", r->compute_fraction, 0);
+    fprintf(file, "    \"below_floor\": %s,\n", r->below_floor ? "true" : "false");
     cli_json_number(file, "bandwidth_gbps", run->bandwidth_gbps, 0);
     cli_json_number(file, "peak_gflops", run->peak_gflops, 0);
+    if (run->floor != NULL) {
+        const cli_floor *f = run->floor;
+        cli_json_number(file, "bandwidth_streams", f->bandwidth_streams, 0);
+        cli_json_number(file, "core_bandwidth_gbps", f->core_bandwidth_gbps, 0);
+        cli_json_string(file, "kernel_table", f->kernel_table);
+        cli_json_string(file, "compute_ceiling",
+                        f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none");
+        fprintf(file, "    \"ceilings\": {");
+        for (int i = 0; i < CLI_CEILING_COUNT; i++) {
+            fprintf(file, "%s\"%s\": ", i ? ", " : "", f->ceilings[i].name);
+            if (f->ceilings[i].available)
+                fprintf(file, "{\"core_gflops\": %.1f, \"all_gflops\": %.1f}",
+                        f->ceilings[i].core_gflops, f->ceilings[i].all_gflops);
+            else
+                fprintf(file, "null");
+        }
+        fprintf(file, "},\n");
+    }
     cli_json_number(file, "prepare_ms", run->prepare_ms, 0);
     cli_json_number(file, "load_average", run->load_average, 0);
     cli_json_number(file, "threads", run->threads, 0);

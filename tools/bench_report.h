@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "bench_floor.h"
 #include "cli.h"
 
 typedef struct cli_bench_record {
@@ -20,6 +21,8 @@ typedef struct cli_bench_record {
     double rel_err;           /* library vs the double reference, sampled rows */
     double baseline_rel_err;  /* baseline vs library, every value */
     double baseline_ref_err;  /* baseline vs the double reference, sampled rows */
+    double compute_fraction;  /* compute term of the floor / median: share of the ceiling */
+    int below_floor;          /* a time below its floor: a measurement error */
 } cli_bench_record;
 
 /* What holds for every record of one run. */
@@ -30,6 +33,7 @@ typedef struct cli_bench_run {
     int threads;
     int warmup;
     double bandwidth_gbps, peak_gflops;   /* NaN on device backends */
+    const cli_floor *floor;               /* host backends: the whole floor; else NULL */
     double prepare_ms;
     double load_average;                  /* 1-minute load when the run began */
     const char *openblas_core;            /* OpenBLAS's kernel family (floor, baseline) */

@@ -29,6 +29,7 @@ typedef struct cli_bench {
     int host;                 /* CPU-side backend: floors, baseline, cache flush */
     double expert_bytes;      /* bytes a forward streams per expert hit */
     int failed_checks;
+    int below_floor;          /* ratios below 1: measurement errors, flagged */
     cli_bench_record records[CLI_MAX_TOKEN_LIST];
 } cli_bench;
 
@@ -184,10 +185,13 @@ static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_benc
         double activation_bytes = 2.0 * (double)r->tokens * p->hidden_size *
                                   (double)tk_dtype_size(o->dtype) + (double)slots * 8.0;
         double memory_s = (r->weight_bytes + activation_bytes) / (bench->floor.bandwidth_gbps * 1e9);
-        double compute_s = flops / (bench->floor.peak_gflops * 1e9);
+        double compute_s =
+            isfinite(bench->floor.peak_gflops) ? flops / (bench->floor.peak_gflops * 1e9) : 0.0;
         r->floor_ms = 1e3 * (memory_s > compute_s ? memory_s : compute_s);
         r->floor_bound = memory_s > compute_s ? "memory" : "compute";
         r->ratio_to_floor = r->median_ms / r->floor_ms;
+        r->compute_fraction = compute_s > 0.0 ? 1e3 * compute_s / r->median_ms : NAN;
+        r->below_floor = r->ratio_to_floor < 1.0;
     }
 }
 
@@ -225,6 +229,7 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
             cli_summarise(seconds, bench->options.iters, &r->baseline_ms, &r->baseline_min_ms,
                           &r->baseline_max_ms);
             r->baseline_ratio_to_floor = r->baseline_ms / r->floor_ms;
+            r->below_floor |= r->baseline_ratio_to_floor < 1.0;
             r->speedup_vs_baseline = r->baseline_ms / r->median_ms;
             r->baseline_rel_err = cli_baseline_agreement(bench, m, in.output, in.baseline_output);
             r->baseline_ref_err = cli_check_rows(&bench->session, m, in.hidden, in.ids + last,
@@ -250,23 +255,35 @@ static void cli_print_header(const cli_bench *bench) {
            bench->run.load_average);
     if (bench->host) {
         const char *suggestion = cli_openblas_suggestion();
-        printf("OpenBLAS kernels: %s%s%s%s\n", bench->run.openblas_core,
+        printf("OpenBLAS kernels (baseline): %s%s%s%s\n", bench->run.openblas_core,
                suggestion ? " -- WARNING: pre-AVX2 kernels on a CPU with wider vectors: the "
-                            "sgemm peak and the baseline are understated; rerun with "
-                            "OPENBLAS_CORETYPE="
+                            "baseline is understated; rerun with OPENBLAS_CORETYPE="
                           : "",
                suggestion ? suggestion : "", suggestion ? " (bench/run_cpu.sh does)" : "");
+        const cli_floor *f = &bench->floor;
+        printf("floor memory term: read bandwidth %.2f GB/s (%d threads x %d streams, best pass; "
+               "one thread %.2f GB/s, %d streams; %.0f MiB array)\n",
+               f->bandwidth_gbps, f->bandwidth_threads, f->bandwidth_streams,
+               f->core_bandwidth_gbps, f->core_bandwidth_streams,
+               f->bandwidth_bytes / 1048576.0);
+        printf("compute ceilings (register-only loops, GFLOP/s per core / all %d cores):",
+               f->bandwidth_threads);
+        for (int i = 0; i < CLI_CEILING_COUNT; i++) {
+            if (f->ceilings[i].available)
+                printf(" %s %.1f / %.1f;", f->ceilings[i].name, f->ceilings[i].core_gflops,
+                       f->ceilings[i].all_gflops);
+            else
+                printf(" %s not on this CPU;", f->ceilings[i].name);
+        }
+        printf("\nfloor compute term: kernel table %s, bounded by %s (%.1f GFLOP/s all cores)\n",
+               f->kernel_table, f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none",
+               f->peak_gflops);
     }
-    if (bench->host)
-        printf("floor: read bandwidth %.2f GB/s (%d threads, %.0f MiB array), sgemm peak %.1f "
-               "GFLOP/s (%d threads, n=%d)\n",
-               bench->floor.bandwidth_gbps, bench->floor.bandwidth_threads,
-               bench->floor.bandwidth_bytes / 1048576.0, bench->floor.peak_gflops,
-               bench->floor.sgemm_threads, bench->floor.sgemm_size);
     printf("caches: %s\n", bench->run.cache_policy);
     printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s %9s\n", "M", "median_ms", "min_ms",
            "max_ms", "floor_ms", "xfloor", "GB/s", "GFLOP/s", "baseline_ms", "xfloor",
            "speedup", "err_ref", "err_base", "base_ref");
+    fflush(stdout);
 }
 
 static void cli_print_record(const cli_bench_record *r) {
@@ -274,19 +291,23 @@ static void cli_print_record(const cli_bench_record *r) {
            (long long)r->tokens, r->median_ms, r->min_ms, r->max_ms, r->floor_ms,
            r->ratio_to_floor, r->gbps, r->gflops, r->baseline_ms, r->baseline_ratio_to_floor,
            r->speedup_vs_baseline, r->rel_err, r->baseline_rel_err, r->baseline_ref_err);
+    if (r->below_floor)
+        printf("       ^ MEASUREMENT ERROR: a time below its floor (x floor < 1) means the floor "
+               "was measured too low (other work on the machine?); do not read this row\n");
     fflush(stdout);
 }
 
 /* Floors, baseline and flush buffer: host backends only. */
 static int cli_bench_prepare_host(cli_bench *bench) {
     const int cores = cli_online_cores();
-    cli_progress(0, "measuring the floor: read bandwidth and sgemm peak on %d cores", cores);
-    if (cli_floor_measure(&bench->floor, cores) != 0) {
+    cli_progress(0, "measuring the floor: read bandwidth and compute ceilings on %d cores", cores);
+    if (cli_floor_measure(&bench->floor, cores, bench->options.dtype) != 0) {
         fprintf(stderr, "moeint4 bench: out of memory measuring the floor\n");
         return CLI_EXIT_FAILURE;
     }
     bench->run.bandwidth_gbps = bench->floor.bandwidth_gbps;
     bench->run.peak_gflops = bench->floor.peak_gflops;
+    bench->run.floor = &bench->floor;
     cli_progress(0, "dequantizing the weights to f32 for the baseline");
     if (cli_baseline_create(&bench->baseline, &bench->session) != CLI_EXIT_OK)
         return CLI_EXIT_FAILURE;
@@ -351,7 +372,12 @@ static int cli_bench_execute(cli_bench *bench) {
         cli_progress(1, "M=%lld done", (long long)o->tokens[i]);
         if (isatty(fileno(stderr))) fprintf(stderr, "\r\033[K");
         cli_print_record(&bench->records[i]);
+        bench->below_floor += bench->records[i].below_floor;
     }
+    if (bench->below_floor > 0)
+        printf("moeint4 bench: %d row(s) ran below their floor: measurement errors (marked "
+               "below_floor in the JSON), not speed\n",
+               bench->below_floor);
     int count = o->num_token_counts;
     if (o->json_path != NULL) status = cli_bench_write_json(o->json_path, &bench->run,
                                                             bench->records, count);
