@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 #include "core/handles.h"
-#include "oracle/oracle.h"
+#include "registry/oracle.h"
 
 moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
                                      const char *err)

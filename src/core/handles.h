@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "core/registry.h"
+#include "registry/registry.h"
 #include "moeint4.h"
 
 /* A context binds a backend choice (or AUTO) to a device. Backend contexts

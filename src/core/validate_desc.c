@@ -2,10 +2,10 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
-#include "core/validate.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
+#include "core/validate_desc.h"
 #include "layout/layout.h"
 
 static moeint4_status check_counts_and_sizes(const moeint4_weights_desc *desc)

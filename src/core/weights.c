@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
 #include "core/handles.h"
-#include "core/validate.h"
-#include "oracle/oracle.h"
+#include "core/validate_desc.h"
+#include "registry/oracle.h"
 
 static void link_weights(moeint4_context *ctx, moeint4_weights *weights)
 {

@@ -4,9 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/desc_views.h"
-#include "core/error.h"
-#include "core/half.h"
+#include "base/desc_views.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "layout/layout.h"
 
 /* The struct as first published (0.1): everything up to and including g_idx. */

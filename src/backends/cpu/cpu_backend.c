@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
 #include "layout/layout.h"
 
 static int cpu_probe(void *user_data, int device_index, char *reason, size_t reason_cap)

@@ -1,7 +1,7 @@
 /* First-fit backend selection (vLLM's WNA16 MoE oracle is the model): an
  * ordered list of backends, each asked whether its hardware is here (probe)
  * and whether it can serve the problem (supports). */
-#include "oracle/oracle.h"
+#include "registry/oracle.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* What the oracle found out about one backend. */
 typedef struct mi4_verdict {

@@ -1,6 +1,6 @@
 /* The backend registry (see registry.h): built-in CPU backend, the XPU and HIP
  * plugins, and third-party backends added with moeint4_register_backend. */
-#include "core/registry.h"
+#include "registry/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Probe results are remembered for the first few device indices; higher
  * indices are probed every time (no engine has that many GPUs per node). */

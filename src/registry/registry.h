@@ -4,8 +4,8 @@
  * (pthread_once) on first use; registration and the probe cache take a
  * mutex. Entries are never removed while the process runs, so pointers to
  * them stay valid and their tables never change once published. */
-#ifndef MOEINT4_CORE_REGISTRY_H
-#define MOEINT4_CORE_REGISTRY_H
+#ifndef MOEINT4_REGISTRY_REGISTRY_H
+#define MOEINT4_REGISTRY_REGISTRY_H
 
 #include <stddef.h>
 
@@ -49,7 +49,7 @@ int mi4_registry_available(const mi4_backend_entry *entry, int device_index, cha
 
 /* Loads the backend plugin `file_name` (e.g. "libmoeint4-hip.so"), searching
  * every directory of MOEINT4_BACKEND_PATH first, then the directory of
- * libmoeint4.so itself (src/core/plugin_loader.c). Returns its checked table
+ * libmoeint4.so itself (src/registry/plugin_loader.c). Returns its checked table
  * (the plugin stays loaded for the life of the process), or NULL with the
  * reason in words ("libmoeint4-hip.so not found in /a:/b"). */
 const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_backend expected_id,
