@@ -34,14 +34,4 @@ struct moeint4_weights {
     struct moeint4_weights *prev, *next; /* in ctx->live_weights */
 };
 
-/* The backend context of `entry` inside `ctx`, created on first use.
- * Sets the thread's error on failure (src/core/context.c). */
-moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_entry *entry,
-                                        void **backend_context);
-
-/* Reports a backend's error text as this thread's message, prefixed with the
- * backend's name. */
-moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
-                                     const char *err);
-
 #endif

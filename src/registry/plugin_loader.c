@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "registry/plugin_loader.h"
+
 #include "base/error.h"
+#include "registry/iface_check.h"
 #include "registry/plugin_elf.h"
 #include "registry/registry.h"
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry/plugin_loader.h"
 #include "registry/registry.h"
 #include "moeint4.h"
 #include "testkit.h"

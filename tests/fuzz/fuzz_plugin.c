@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "registry/plugin_loader.h"
 #include "registry/registry.h"
 #include "fuzz_input.h"
 #include "moeint4.h"

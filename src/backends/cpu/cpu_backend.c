@@ -1,5 +1,5 @@
 /* The CPU backend's table: always present, last in every priority list. */
-#include "backends/cpu/cpu_backend.h"
+#include "registry/builtin.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
