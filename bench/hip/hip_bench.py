@@ -187,6 +187,9 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
     w2 = (torch.randn(E, K, N, dtype=torch.bfloat16, device="cuda", generator=gen) * 0.02)
     has_grouped = hasattr(torch, "_grouped_mm")
     expert_bytes = 3 * N * K * 2
+    # the checkpoint's own bytes per expert (int4 codes + fp16 scales): the floor a
+    # kernel reading int4 directly would have, beside the BF16 one the emulation reads
+    expert_int4_bytes = 3 * N * K // 2 + 3 * N * (K // p["group"]) * 2
     records = []
     stream = torch.cuda.current_stream()
     for M in tokens:
@@ -245,6 +248,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
         floor_mem = bytes_moved / bandwidth * 1e3
         floor_cmp = flops / rate * 1e3
         floor = max(floor_mem, floor_cmp)
+        floor_int4 = max((hit * expert_int4_bytes + 2 * M * K * 2) / bandwidth * 1e3, floor_cmp)
         med = statistics.median(t_ours)
         base_loop = statistics.median(t_loop)
         base_grouped = statistics.median(t_grouped) if t_grouped else None
@@ -252,6 +256,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
         r = dict(preset=name, format="gptq-sym", backend="hip", M=M, median_ms=med,
                  min_ms=min(t_ours), max_ms=max(t_ours), floor_ms=floor,
                  ratio_to_floor=med / floor, baseline_ms=baseline,
+                 floor_int4_ms=floor_int4, ratio_to_int4_floor=med / floor_int4,
                  host_call_ms=statistics.median(t_host),
                  gbps=bytes_moved / (med * 1e-3) / 1e9, tflops=flops / (med * 1e-3) / 1e12,
                  commit=commit, floor_memory_ms=floor_mem, floor_compute_ms=floor_cmp,
@@ -264,6 +269,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
                         f"{len(sets)} routings rotated")
         records.append(r)
         log(f"  M={M:5d} ours {med:8.3f} ms (host call {r['host_call_ms']:.3f})  floor {floor:8.3f} ({r['ratio_to_floor']:5.2f}x)  "
+            f"int4 floor {floor_int4:8.3f} ({r['ratio_to_int4_floor']:5.2f}x)  "
             f"loop {base_loop:8.3f}  grouped {base_grouped if base_grouped else float('nan'):8.3f}"
             f"  {r['gbps']:7.0f} GB/s {r['tflops']:6.1f} TFLOP/s")
     lib.moeint4_weights_release(weights)
