@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs the CPU bench set and writes bench/results/cpu-<date>.json and
 # .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
-# 512; Mixtral-8x7B at M = 1; every format at M = 1. A few minutes.
-# Env: BUILD_DIR (default build-bench), ITERS (default 9), THREADS (default all),
+# 512; Mixtral-8x7B at M = 1 and 8; every format at M = 1. About 5 minutes
+# on a quiet 2-core machine (plus up to QUIET_WAIT per run on a busy one).
+# Env: BUILD_DIR (default build-bench), ITERS (default 15), THREADS (default all),
 # RESULTS_DIR (default bench/results),
 # QUIET_WAIT (seconds to wait, before each run, for the CPUs to be less than
 # 10% busy with other work; default 300; the run starts anyway after that).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
-iters=${ITERS:-9}
+iters=${ITERS:-15}
 threads_arg=()
 if [ -n "${THREADS:-}" ]; then threads_arg=(--threads "$THREADS"); fi
 
@@ -62,7 +63,7 @@ wait_for_quiet() {
 
 runs=(
   "--preset qwen3-30b-a3b --format gptq-sym --tokens 1,8,64,512"
-  "--preset mixtral-8x7b --format gptq-sym --tokens 1"
+  "--preset mixtral-8x7b --format gptq-sym --tokens 1,8"
   "--preset qwen3-30b-a3b --format gptq-asym --tokens 1"
   "--preset qwen3-30b-a3b --format awq --tokens 1"
 )
