@@ -2,9 +2,13 @@
  * median wall time per M for a preset-sized layer, with the routing re-drawn
  * and the caches flushed (a read of 2x the last-level cache) before every
  * timed forward, and the same for each kernel table. Also reports the wall
- * time of the all-thread CPU time, so a shared machine's stolen time shows.
+ * time of the all-thread CPU time, so a shared machine's stolen time shows,
+ * the page faults per forward (fresh scratch memory shows as faults) and the
+ * CPU time the process burns in a 2 ms gap after each forward (idle
+ * workers spinning or yielding between decode steps).
  * Usage: bench_cpu_forward [qwen|mixtral|tiny] [M,...] [threads] [iters] */
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -80,7 +84,8 @@ int main(int argc, char **argv)
             tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, (size_t)m * k, 1.0, x);
             moeint4_forward_args a =
                 tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, x, ids, wts, out, NULL);
-            double times[64], cpu[64], bytes = 0;
+            double times[64], cpu[64], bytes = 0, gap_cpu = 0.0;
+            long faults = 0;
             for (int it = -1; it < iters && it < 64; it++) {
                 tk_route_random(&rng, m, e, topk, ids, wts);
                 char hit[1024] = {0};
@@ -90,10 +95,17 @@ int main(int argc, char **argv)
                 uint64_t acc = 0;
                 for (size_t i = 0; i < flush_words; i += 8) acc += flush[i];
                 sink += acc;
+                struct rusage u0, u1;
+                getrusage(RUSAGE_SELF, &u0);
                 double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID), w0 = now_s(CLOCK_MONOTONIC);
                 mi4_cpu_forward_with(ctx, tables[ti], w, &a, err, sizeof err);
                 double w1 = now_s(CLOCK_MONOTONIC), c1 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+                getrusage(RUSAGE_SELF, &u1);
+                nanosleep(&(struct timespec){0, 2000000}, NULL);
+                double c2 = now_s(CLOCK_PROCESS_CPUTIME_ID);
                 if (it >= 0) {
+                    faults += u1.ru_minflt - u0.ru_minflt;
+                    gap_cpu += c2 - c1;
                     times[it] = w1 - w0;
                     cpu[it] = c1 - c0;
                     bytes = (double)distinct * tile_bytes_per_expert;
@@ -102,10 +114,10 @@ int main(int argc, char **argv)
             qsort(times, (size_t)iters, sizeof(double), compare_doubles);
             qsort(cpu, (size_t)iters, sizeof(double), compare_doubles);
             double med = times[iters / 2];
-            printf("M=%4d median %8.3f ms  min %8.3f  max %8.3f  cpu %8.3f ms  %6.2f GB/s  %7.1f "
-                   "GFLOP/s\n",
+            printf("M=%4d median %8.3f ms  min %8.3f  max %8.3f  cpu %8.3f ms  faults %5.1f  "
+                   "gap cpu %5.2f ms/2 ms  %6.2f GB/s  %7.1f GFLOP/s\n",
                    m, med * 1e3, times[0] * 1e3, times[iters - 1] * 1e3, cpu[iters / 2] * 1e3,
-                   bytes / med * 1e-9,
+                   (double)faults / iters, gap_cpu / iters * 1e3, bytes / med * 1e-9,
                    2.0 * m * topk * 3.0 * n * k / med * 1e-9);
             free(x); free(out); free(ids); free(wts);
         }
