@@ -1,12 +1,14 @@
 /* The CPU backend's thread pool: every unit of a job's work is done exactly
  * once however many workers join, across many back-to-back and spaced jobs
- * (workers spinning, sleeping, or waking after the job closed); a job's
- * caller-side wait sees all the work; a nested run is refused. */
+ * (workers spinning, sleeping, woken early by mi4_cpu_pool_wake, or waking
+ * after the job closed); a job's caller-side wait sees all the work; a
+ * nested run is refused; idle workers sleep instead of burning a core. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -51,6 +53,8 @@ static void run_jobs(int threads, int spaced)
         counting_job job;
         memset(&job, 0, sizeof job);
         job.pool = round == 0 ? pool : NULL;
+        if (round % 2) /* as a forward does before it plans */
+            mi4_cpu_pool_wake(pool);
         assert_int_equal(mi4_cpu_pool_try_run(pool, counting, &job), 0);
         assert_int_equal(atomic_load(&job.done), UNITS);
         for (int u = 0; u < UNITS; u++)
@@ -81,11 +85,42 @@ static void test_spaced(void **state)
     run_jobs(3, 1);
 }
 
+static double process_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* After a job, idle workers sleep (default MOEINT4_CPU_IDLE_MS = 0): over a
+ * 50 ms pause the process uses a small part of a core, not a whole one
+ * (the test is skipped when the environment asks workers to keep yielding). */
+static void test_idle_workers_sleep(void **state)
+{
+    (void)state;
+    const char *idle = getenv("MOEINT4_CPU_IDLE_MS");
+    if (idle && *idle && strcmp(idle, "0") != 0)
+        skip();
+    mi4_cpu_pool *pool = mi4_cpu_pool_create(3);
+    assert_non_null(pool);
+    counting_job job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(mi4_cpu_pool_try_run(pool, counting, &job), 0);
+    double before = process_cpu_seconds();
+    struct timespec pause = {0, 50000000};
+    nanosleep(&pause, NULL);
+    double burned = process_cpu_seconds() - before;
+    mi4_cpu_pool_destroy(pool);
+    if (!(burned < 0.01))
+        fail_msg("idle workers used %.1f ms of CPU over a 50 ms pause", burned * 1e3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_spaced),
+        cmocka_unit_test(test_idle_workers_sleep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
