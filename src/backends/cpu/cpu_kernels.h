@@ -64,6 +64,13 @@ const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
+/* The AVX2 table's row conversions and activation, which the AVX-512
+ * tables use too (memory or latency bound at these sizes). */
+void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+                            int group_columns, float *dst, float *sums);
+void mi4_cpu_avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst);
+void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up,
+                           int count);
 #endif
 
 /* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|

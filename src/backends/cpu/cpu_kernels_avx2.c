@@ -7,6 +7,7 @@
  * one token. */
 #include <immintrin.h>
 
+#include "backends/cpu/cpu_avx2_io.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_scalar_io.h"
 
@@ -111,28 +112,7 @@ static void avx2_tile(const mi4_cpu_tile_job *job)
 static const float column_scales[8] = {1.0f,       0x1p-4f,  0x1p-8f,  0x1p-12f,
                                        0x1p-16f,   0x1p-20f, 0x1p-24f, 1.0f};
 
-static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
-{
-    switch (dtype) {
-    case MOEINT4_DTYPE_F16:
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k)));
-    case MOEINT4_DTYPE_BF16:
-        return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))), 16));
-    default:
-        return _mm256_loadu_ps((const float *)src + k);
-    }
-}
-
-static float horizontal_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-static void avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
+void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
                            int group_columns, float *dst, float *sums)
 {
     const __m256 scales = _mm256_loadu_ps(column_scales);
@@ -143,7 +123,7 @@ static void avx2_scale_row(moeint4_dtype dtype, const void *src, int count, floa
         int end = k + group_columns < count ? k + group_columns : count;
         __m256 sum = _mm256_setzero_ps();
         for (; k + 8 <= end; k += 8) {
-            __m256 v = _mm256_mul_ps(load8(dtype, src, k), f);
+            __m256 v = _mm256_mul_ps(mi4_avx2_load8(dtype, src, k), f);
             sum = _mm256_add_ps(sum, v);
             _mm256_storeu_ps(dst + k, _mm256_mul_ps(v, scales));
         }
@@ -153,13 +133,13 @@ static void avx2_scale_row(moeint4_dtype dtype, const void *src, int count, floa
             dst[k] = v * column_scales[k % 8];
             tail += v;
         }
-        sums[g] = horizontal_sum(sum) + tail;
+        sums[g] = mi4_avx2_sum8(sum) + tail;
     }
     for (int k = count; k % 8 != 0; k++)
         dst[k] = 0.0f;
 }
 
-static void avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
+void mi4_cpu_avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
 {
     int k = 0;
     if (dtype == MOEINT4_DTYPE_F16) {
@@ -203,7 +183,7 @@ static ALWAYS_INLINE __m256 swish_ps(__m256 v, __m256 k)
     return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-static void avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
+void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
 {
     if (act->kind == MOEINT4_ACTIVATION_GELU) { /* erf: libm */
         for (int i = 0; i < count; i++)
@@ -229,9 +209,9 @@ static void avx2_activate(const mi4_cpu_activation *act, float *gate, const floa
 static const mi4_cpu_kernels avx2_kernels = {
     .name = "avx2",
     .tile = avx2_tile,
-    .scale_row = avx2_scale_row,
-    .store_row = avx2_store_row,
-    .activate = avx2_activate,
+    .scale_row = mi4_cpu_avx2_scale_row,
+    .store_row = mi4_cpu_avx2_store_row,
+    .activate = mi4_cpu_avx2_activate,
     .pack_block = mi4_cpu_pack_block_scaled,
 };
 

@@ -13,10 +13,11 @@
  * pair. The row scaling, output rounding and activation are the AVX2 ones. */
 #include <immintrin.h>
 
+#include "backends/cpu/cpu_avx512_tile.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_scalar_io.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define ALWAYS_INLINE MI4_AVX512_INLINE
 /* As in the AVX2 kernel: ~2 KB ahead of each of the two tile streams. */
 #ifndef MI4_CPU_PREFETCH_BYTES
 #define MI4_CPU_PREFETCH_BYTES 2048
@@ -24,30 +25,13 @@
 /* Tokens per register block. Measured per core (bench_cpu_kernels, GCC 12):
  * blocks of 8 run at ~125 GFLOP/s; 12 or 16 (registers enough on paper) at
  * 66-96, GCC shuffling the accumulator array between registers. */
-#define MAX_BLOCK_TOKENS 8
+#define MAX_BLOCK_TOKENS MI4_AVX512_BLOCK_TOKENS
 
 static ALWAYS_INLINE __m512 nibble_as_float(__m512i word, int c)
 {
     __m512i q = c == 7 ? _mm512_srli_epi32(word, 28)
                        : _mm512_and_si512(word, _mm512_set1_epi32((int)(15u << (4 * c))));
     return _mm512_cvtepi32_ps(q);
-}
-
-static ALWAYS_INLINE __m512 load_scales(const uint8_t *a, const uint8_t *b, int bf16)
-{
-    __m256i bits = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-        _mm_loadu_si128((const __m128i *)b), 1);
-    if (bf16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-    return _mm512_cvtph_ps(bits);
-}
-
-static ALWAYS_INLINE __m512 load_zeros(const uint8_t *a, const uint8_t *b)
-{
-    __m128i bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a),
-                                       _mm_loadl_epi64((const __m128i *)b));
-    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
 }
 
 /* Tokens [t_first, t_first + TB) of jobs a and b (b may be a); S
@@ -92,80 +76,38 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
                         _mm512_fmadd_ps(q, _mm512_set1_ps(rows[t][column + c]), acc[c % S][t]);
             }
         }
-        const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
-        const size_t zero_at = geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS;
-        __m512 scale = load_scales(a->tile + scale_at, b->tile + scale_at, a->scales_bf16);
-        __m512 zero_scale = _mm512_mul_ps(load_zeros(a->tile + zero_at, b->tile + zero_at), scale);
-        for (int t = 0; t < TB; t++) {
-            __m512 v = acc[0][t];
-            for (int s = 1; s < S; s++)
-                v = _mm512_add_ps(v, acc[s][t]);
-            __m512 sum = _mm512_fmadd_ps(v, scale, _mm512_load_ps(y[t]));
-            sum = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sums[t][g]), sum);
-            _mm512_store_ps(y[t], sum);
-        }
+        mi4_avx512_group_end(a, b, g, 0.0f, acc, S, sums, TB, y);
     }
-    for (int t = 0; t < TB; t++) {
-        size_t at = (size_t)(t_first + t) * MI4_CPU_TILE_ROWS;
-        _mm256_storeu_ps(a->y + at, _mm256_load_ps(y[t]));
-        if (b != a)
-            _mm256_storeu_ps(b->y + at, _mm256_load_ps(y[t] + 8));
-    }
+    mi4_avx512_store_pair(a, b, t_first, TB, y);
 }
 
-typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int);
-#define BLOCK(TB, S)                                                                        \
-    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)     \
-    {                                                                                       \
-        pair_tokens(a, b, t, TB, S);                                                        \
-    }
-BLOCK(1, 8)
-BLOCK(2, 4)
-BLOCK(3, 3)
-BLOCK(4, 2)
-BLOCK(5, 2)
-BLOCK(6, 2)
-BLOCK(7, 2)
-BLOCK(8, 1)
+MI4_AVX512_BLOCK(1, 8)
+MI4_AVX512_BLOCK(2, 4)
+MI4_AVX512_BLOCK(3, 3)
+MI4_AVX512_BLOCK(4, 2)
+MI4_AVX512_BLOCK(5, 2)
+MI4_AVX512_BLOCK(6, 2)
+MI4_AVX512_BLOCK(7, 2)
+MI4_AVX512_BLOCK(8, 1)
 
 static void avx512_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
-    static const block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
+    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
         NULL, block_1, block_2, block_3, block_4, block_5, block_6, block_7, block_8};
-    int t = 0;
-    for (; t + MAX_BLOCK_TOKENS <= a->tokens; t += MAX_BLOCK_TOKENS)
-        block_8(a, b, t);
-    if (t < a->tokens)
-        by_count[a->tokens - t](a, b, t);
+    mi4_avx512_run_blocks(a, b, by_count);
 }
 
 static void avx512_tile(const mi4_cpu_tile_job *job) { avx512_tile_pair(job, job); }
 
 /* Conversions and the activation are memory or latency bound at these
  * sizes: the AVX2 table's. */
-static void avx512_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
-                             int group_columns, float *dst, float *sums)
-{
-    mi4_cpu_kernels_avx2()->scale_row(dtype, src, count, factor, group_columns, dst, sums);
-}
-
-static void avx512_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
-{
-    mi4_cpu_kernels_avx2()->store_row(dtype, src, count, dst);
-}
-
-static void avx512_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
-{
-    mi4_cpu_kernels_avx2()->activate(act, gate, up, count);
-}
-
 static const mi4_cpu_kernels avx512_kernels = {
     .name = "avx512",
     .tile = avx512_tile,
     .tile_pair = avx512_tile_pair,
-    .scale_row = avx512_scale_row,
-    .store_row = avx512_store_row,
-    .activate = avx512_activate,
+    .scale_row = mi4_cpu_avx2_scale_row,
+    .store_row = mi4_cpu_avx2_store_row,
+    .activate = mi4_cpu_avx2_activate,
     .pack_block = mi4_cpu_pack_block_scaled,
 };
 

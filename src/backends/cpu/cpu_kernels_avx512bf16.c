@@ -27,14 +27,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_avx2_io.h"
+#include "backends/cpu/cpu_avx512_tile.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_scalar_io.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define ALWAYS_INLINE MI4_AVX512_INLINE
 #ifndef MI4_CPU_PREFETCH_BYTES
 #define MI4_CPU_PREFETCH_BYTES 2048
 #endif
-#define MAX_BLOCK_TOKENS 8
+#define MAX_BLOCK_TOKENS MI4_AVX512_BLOCK_TOKENS
 #define ROW_BLOCK_BYTES 16
 
 typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
@@ -44,24 +46,6 @@ static ALWAYS_INLINE __m512i code_table(void)
 {
     const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     return (__m512i)_mm512_cvtne2ps_pbh(codes, codes);
-}
-
-static ALWAYS_INLINE __m512 load_scales(const uint8_t *a, const uint8_t *b, int bf16)
-{
-    __m256i bits = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-        _mm_loadu_si128((const __m128i *)b), 1);
-    if (bf16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-    return _mm512_cvtph_ps(bits);
-}
-
-/* zero - 8 of both tiles' rows, as floats */
-static ALWAYS_INLINE __m512 load_zeros_minus8(const uint8_t *a, const uint8_t *b)
-{
-    __m128i bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a),
-                                       _mm_loadl_epi64((const __m128i *)b));
-    return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)), _mm512_set1_ps(8.0f));
 }
 
 /* acc + w . (x[c], x[c + 4]) of block k, the pair broadcast to every lane
@@ -120,52 +104,26 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
                     acc[c % S][t] = dot_pair(acc[c % S][t], w, rows[t], block0 + k, c);
             }
         }
-        const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
-        const size_t zero_at = geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS;
-        __m512 scale = load_scales(a->tile + scale_at, b->tile + scale_at, a->scales_bf16);
-        __m512 zero_scale =
-            _mm512_mul_ps(load_zeros_minus8(a->tile + zero_at, b->tile + zero_at), scale);
-        for (int t = 0; t < TB; t++) {
-            __m512 v = acc[0][t];
-            for (int s = 1; s < S; s++)
-                v = _mm512_add_ps(v, acc[s][t]);
-            __m512 sum = _mm512_fmadd_ps(v, scale, _mm512_load_ps(y[t]));
-            sum = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sums[t][g]), sum);
-            _mm512_store_ps(y[t], sum);
-        }
+        /* the table holds code - 8: take zero - 8 off */
+        mi4_avx512_group_end(a, b, g, 8.0f, acc, S, sums, TB, y);
     }
-    for (int t = 0; t < TB; t++) {
-        size_t at = (size_t)(t_first + t) * MI4_CPU_TILE_ROWS;
-        _mm256_storeu_ps(a->y + at, _mm256_load_ps(y[t]));
-        if (b != a)
-            _mm256_storeu_ps(b->y + at, _mm256_load_ps(y[t] + 8));
-    }
+    mi4_avx512_store_pair(a, b, t_first, TB, y);
 }
 
-typedef void (*block_fn)(const mi4_cpu_tile_job *, const mi4_cpu_tile_job *, int);
-#define BLOCK(TB, S)                                                                        \
-    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)     \
-    {                                                                                       \
-        pair_tokens(a, b, t, TB, S);                                                        \
-    }
-BLOCK(1, 4)
-BLOCK(2, 4)
-BLOCK(3, 4)
-BLOCK(4, 3)
-BLOCK(5, 2)
-BLOCK(6, 2)
-BLOCK(7, 2)
-BLOCK(8, 2)
+MI4_AVX512_BLOCK(1, 4)
+MI4_AVX512_BLOCK(2, 4)
+MI4_AVX512_BLOCK(3, 4)
+MI4_AVX512_BLOCK(4, 3)
+MI4_AVX512_BLOCK(5, 2)
+MI4_AVX512_BLOCK(6, 2)
+MI4_AVX512_BLOCK(7, 2)
+MI4_AVX512_BLOCK(8, 2)
 
 static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
-    static const block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
+    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
         NULL, block_1, block_2, block_3, block_4, block_5, block_6, block_7, block_8};
-    int t = 0;
-    for (; t + MAX_BLOCK_TOKENS <= a->tokens; t += MAX_BLOCK_TOKENS)
-        block_8(a, b, t);
-    if (t < a->tokens)
-        by_count[a->tokens - t](a, b, t);
+    mi4_avx512_run_blocks(a, b, by_count);
 }
 
 static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
@@ -177,27 +135,12 @@ static ALWAYS_INLINE float pack_values(__m256 v, uint8_t *dst)
     __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
     _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(bits, _mm_srli_si128(bits, 8)));
     __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(held), _mm256_extractf128_ps(held, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    return mi4_avx2_sum8(held);
 }
 
 static float bf16_pack_block(const float *values, float *row, int block)
 {
     return pack_values(_mm256_loadu_ps(values), (uint8_t *)row + (size_t)block * ROW_BLOCK_BYTES);
-}
-
-static ALWAYS_INLINE __m256 load8(moeint4_dtype dtype, const void *src, int k)
-{
-    switch (dtype) {
-    case MOEINT4_DTYPE_F16:
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k)));
-    case MOEINT4_DTYPE_BF16:
-        return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))), 16));
-    default:
-        return _mm256_loadu_ps((const float *)src + k);
-    }
 }
 
 /* x * factor rounded to bf16 (exact for BF16 inputs and factor 1). */
@@ -214,7 +157,7 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
         for (; k < end; k += 8) {
             __m256 v;
             if (k + 8 <= end) {
-                v = load8(dtype, src, k);
+                v = mi4_avx2_load8(dtype, src, k);
             } else { /* only per-channel rows with count % 8 != 0 */
                 float tail[8] = {0};
                 for (int i = 0; k + i < end; i++)
@@ -228,23 +171,13 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
 }
 
 /* Output rounding and the activation: the AVX2 table's. */
-static void bf16_store_row(moeint4_dtype dtype, const float *src, int count, void *dst)
-{
-    mi4_cpu_kernels_avx2()->store_row(dtype, src, count, dst);
-}
-
-static void bf16_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count)
-{
-    mi4_cpu_kernels_avx2()->activate(act, gate, up, count);
-}
-
 static const mi4_cpu_kernels avx512bf16_kernels = {
     .name = "avx512bf16",
     .tile = bf16_tile,
     .tile_pair = bf16_tile_pair,
     .scale_row = bf16_scale_row,
-    .store_row = bf16_store_row,
-    .activate = bf16_activate,
+    .store_row = mi4_cpu_avx2_store_row,
+    .activate = mi4_cpu_avx2_activate,
     .pack_block = bf16_pack_block,
     .wide_input = mi4_cpu_kernels_avx512,
 };
