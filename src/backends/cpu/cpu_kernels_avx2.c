@@ -56,9 +56,10 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
         const uint8_t *block = job->tile + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_BYTES;
         const size_t column0 = (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
         for (int b = 0; b < geo->group_blocks; b++) {
-            /* one or two tokens: memory bound; pull lines ~2 KB ahead (past
-             * the tile's end is the next tile, usually the next one read) */
-            if (TB <= 2 && (b & 1) == 0)
+            /* pull lines ~2 KB ahead (past the tile's end is the next tile,
+             * usually the next one read), whatever the token count: the
+             * first pass over a tile streams it from DRAM */
+            if ((b & 1) == 0)
                 _mm_prefetch((const char *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES +
                                             MI4_CPU_PREFETCH_BYTES),
                              _MM_HINT_T0);
