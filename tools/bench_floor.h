@@ -1,6 +1,6 @@
 /* The machine's limits, measured in the bench's own run: read bandwidth of
  * all cores streaming an array far larger than the last-level cache (the
- * best of 1-8 streams per thread), and the compute ceilings of the
+ * best of 1-8 streams per thread, with and without software prefetch), and the compute ceilings of the
  * instructions the CPU kernels use (bench_ceiling.h). Also the cache flush
  * the bench runs between timed forwards, and OpenBLAS's kernel family (the
  * baseline's). */
@@ -26,6 +26,7 @@ size_t cli_last_level_cache_bytes(void);
 typedef struct cli_floor {
     double bandwidth_gbps;      /* best all-core pass of the best reader */
     int bandwidth_streams;      /* streams per thread of that reader */
+    int bandwidth_prefetch;     /* its software prefetch distance in bytes (0: none) */
     double core_bandwidth_gbps; /* the same on one thread */
     int core_bandwidth_streams;
     size_t bandwidth_bytes;     /* array size read per pass */

@@ -74,6 +74,7 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     if (run->floor != NULL) {
         const cli_floor *f = run->floor;
         cli_json_number(file, "bandwidth_streams", f->bandwidth_streams, 0);
+        cli_json_number(file, "bandwidth_prefetch_bytes", f->bandwidth_prefetch, 0);
         cli_json_number(file, "core_bandwidth_gbps", f->core_bandwidth_gbps, 0);
         cli_json_string(file, "kernel_table", f->kernel_table);
         cli_json_string(file, "compute_ceiling",

@@ -14,9 +14,6 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 /* How far ahead the decode kernel prefetches. Measured per core from DRAM:
  * 1 KB 6.5-7.1, 2 KB 7.0-7.6, 4 KB 7.2-7.4 GB/s (bench_cpu_kernels). */
-#ifndef MI4_CPU_PREFETCH_BYTES
-#define MI4_CPU_PREFETCH_BYTES 2048
-#endif
 #define MAX_BLOCK_TOKENS 8
 
 static ALWAYS_INLINE __m256 nibble_as_float(__m256i word, int c)

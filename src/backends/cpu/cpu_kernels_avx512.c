@@ -18,10 +18,6 @@
 #include "backends/cpu/cpu_scalar_io.h"
 
 #define ALWAYS_INLINE MI4_AVX512_INLINE
-/* As in the AVX2 kernel: ~2 KB ahead of each of the two tile streams. */
-#ifndef MI4_CPU_PREFETCH_BYTES
-#define MI4_CPU_PREFETCH_BYTES 2048
-#endif
 /* Tokens per register block. Measured per core (bench_cpu_kernels, GCC 12):
  * blocks of 8 run at ~125 GFLOP/s; 12 or 16 (registers enough on paper) at
  * 66-96, GCC shuffling the accumulator array between registers. */

@@ -33,9 +33,6 @@
 #include "backends/cpu/cpu_scalar_io.h"
 
 #define ALWAYS_INLINE MI4_AVX512_INLINE
-#ifndef MI4_CPU_PREFETCH_BYTES
-#define MI4_CPU_PREFETCH_BYTES 2048
-#endif
 #define MAX_BLOCK_TOKENS MI4_AVX512_BLOCK_TOKENS
 #define ROW_BLOCK_BYTES 16
 
@@ -63,8 +60,29 @@ static ALWAYS_INLINE __m512 dot_pair(__m512 acc, __m512bh w, const float *row, s
 #endif
 }
 
+/* Block k of the group at block_a / block_b into accumulator sets
+ * first_set + c (mod S), c = column pair 0..3. */
+static ALWAYS_INLINE void block_step(__m512 (*acc)[MAX_BLOCK_TOKENS], const uint8_t *block_a,
+                                     const uint8_t *block_b, int k, size_t row_block,
+                                     const float *const *rows, const __m512i table, const int TB,
+                                     const int S, const int first_set)
+{
+    const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
+    __m512i word = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
+        _mm256_load_si256((const __m256i *)(block_b + at)), 1);
+    for (int c = 0; c < 4; c++) {
+        __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
+        __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
+        for (int t = 0; t < TB; t++)
+            acc[(first_set + c) % S][t] =
+                dot_pair(acc[(first_set + c) % S][t], w, rows[t], row_block, c);
+    }
+}
+
 /* Tokens [t_first, t_first + TB) of jobs a and b (b may be a), S
- * accumulator sets per token (chains in flight for few tokens). */
+ * accumulator sets per token (chains in flight for few tokens: with 8 sets
+ * the odd blocks use the other four). */
 static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
                                       int t_first, const int TB, const int S)
 {
@@ -81,40 +99,34 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
         _mm512_store_ps(y[t], _mm512_setzero_ps());
     const size_t group_bytes = (size_t)geo->group_blocks * MI4_CPU_BLOCK_BYTES;
     for (int g = 0; g < geo->num_groups; g++) {
-        __m512 acc[4][MAX_BLOCK_TOKENS];
+        __m512 acc[8][MAX_BLOCK_TOKENS];
         for (int s = 0; s < S; s++)
             for (int t = 0; t < TB; t++)
                 acc[s][t] = _mm512_setzero_ps();
         const uint8_t *block_a = a->tile + (size_t)g * group_bytes;
         const uint8_t *block_b = b->tile + (size_t)g * group_bytes;
         const size_t block0 = (size_t)g * geo->group_blocks;
-        for (int k = 0; k < geo->group_blocks; k++) {
+        int k = 0;
+        for (; k + 1 < geo->group_blocks; k += 2) {
+            /* one line (two blocks) ahead per stream, whatever the token
+             * count: the first pass over a tile pair streams it from DRAM
+             * (Qwen3 M = 64 forward on one core: 30-31 -> 23 ms of CPU) */
             const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
-            /* one line per 2 blocks, whatever the token count: the first
-             * pass over a tile pair streams it from DRAM (bf16 table, Qwen3
-             * M = 64 forward on one core: 30-31 -> 23 ms of CPU) */
-            if ((k & 1) == 0) {
-                _mm_prefetch((const char *)(block_a + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
-                _mm_prefetch((const char *)(block_b + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
-            }
-            __m512i word = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
-                _mm256_load_si256((const __m256i *)(block_b + at)), 1);
-            for (int c = 0; c < 4; c++) {
-                __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
-                __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
-                for (int t = 0; t < TB; t++)
-                    acc[c % S][t] = dot_pair(acc[c % S][t], w, rows[t], block0 + k, c);
-            }
+            _mm_prefetch((const char *)(block_a + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+            _mm_prefetch((const char *)(block_b + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
+            block_step(acc, block_a, block_b, k, block0 + k, rows, table, TB, S, 0);
+            block_step(acc, block_a, block_b, k + 1, block0 + k + 1, rows, table, TB, S, 4);
         }
+        if (k < geo->group_blocks) /* per-channel rows of an odd block count */
+            block_step(acc, block_a, block_b, k, block0 + k, rows, table, TB, S, 0);
         /* the table holds code - 8: take zero - 8 off */
         mi4_avx512_group_end(a, b, g, 8.0f, acc, S, sums, TB, y);
     }
     mi4_avx512_store_pair(a, b, t_first, TB, y);
 }
 
-MI4_AVX512_BLOCK(1, 4)
-MI4_AVX512_BLOCK(2, 4)
+MI4_AVX512_BLOCK(1, 8)
+MI4_AVX512_BLOCK(2, 8)
 MI4_AVX512_BLOCK(3, 4)
 MI4_AVX512_BLOCK(4, 3)
 MI4_AVX512_BLOCK(5, 2)
