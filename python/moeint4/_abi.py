@@ -219,6 +219,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_memory_free", None, [c_void_p, c_void_p]),
     ("moeint4_memory_copy", STATUS, [c_void_p, c_void_p, c_void_p, c_size_t, c_enum]),
     ("moeint4_context_backend", STATUS, [c_void_p, POINTER(c_enum)]),
+    ("moeint4_debug_live_allocations", STATUS, [POINTER(c_int64)]),
     ("moeint4_oracle_select", STATUS, [POINTER(Problem), c_enum, c_int, POINTER(c_enum)]),
     ("moeint4_oracle_explain", STATUS,
      [POINTER(Problem), c_enum, c_int, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
