@@ -230,7 +230,7 @@ class Weights(Closing):
         expect_shape(xv, (None, self.hidden_size), "[M, K]")
         expect_contiguous(xv)
         tokens = xv.shape[0]
-        ids = int32_view("topk_ids", topk_ids, "[M, topk]", (tokens, None))
+        ids = int32_view("topk_ids", topk_ids, "[M, topk]", (tokens, None), self.num_experts)
         weights = float32_view("topk_weights", topk_weights, "[M, topk]", (tokens, ids.shape[1]))
         if out is None:
             ov = View("out", empty_like(xv), xv.kind, xv.dtype, xv.shape, xv.device, True)
