@@ -174,8 +174,9 @@ def host_array_like(obj: Any, array: np.ndarray, bf16: bool = False) -> Any:
     """Returns `array` as `obj`'s kind: numpy as is, torch as a CPU tensor
     (bf16 bit patterns viewed as torch.bfloat16 when bf16=True)."""
     if obj is not None and is_torch(obj):
-        tensor = _torch().from_numpy(array)
-        return tensor.view(_torch().bfloat16) if bf16 else tensor
+        if bf16:  # through int16: torch before 2.3 has no uint16
+            return _torch().from_numpy(array.view(np.int16)).view(_torch().bfloat16)
+        return _torch().from_numpy(array)
     return array
 
 
