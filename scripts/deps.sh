@@ -7,6 +7,7 @@ packages=(
   libopenblas-dev          # moeint4 bench: the sgemm peer baseline (the library makes no BLAS call)
   libcmocka-dev            # unit and conformance tests
   python3-numpy python3-pytest python3-setuptools python3-pip  # Python binding tests
+  python3-torch            # torch op, torch.distributed expert-parallel example (CPU, gloo)
   gnuplot-nox              # bench --plot
   libze-dev                # XPU: Level Zero headers + loader (dlopen'ed at run time)
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd  # XPU: OpenCL runtime; PoCL runs its kernels on the CPU in tests
