@@ -297,3 +297,28 @@ def test_gpu_compile_reduce_overhead_uses_cuda_graphs(gpu_layer, gpu_weights):
         x, tw, ids = _tensors(gpu_layer, 8, 4, "cuda", "bf16")
         got = fn(x, tw, ids).clone()
         assert torch.equal(got, gpu_weights.forward(x, ids, tw))
+
+
+# ---------------------------------------------------------------- the example
+
+def _run_example(*args):
+    import os
+    import subprocess
+    import sys
+    from helpers import REPO
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    result = subprocess.run([sys.executable, str(REPO / "examples" / "python" /
+                                                 "torch_moe_block.py"), *args],
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith("OK")
+
+
+def test_example_moe_block_on_cpu():
+    _run_example("--tokens", "16")
+
+
+@needs_gpu
+@pytest.mark.skipif(not HAS_COMPILE, reason="no torch.compile")
+def test_example_moe_block_compiled_on_gpu(gpu_layer):
+    _run_example("--device", "cuda", "--compile", "--tokens", "64")
