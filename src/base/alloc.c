@@ -1,4 +1,4 @@
-#include "core/alloc.h"
+#include "base/alloc.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
