@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "moeint4.h"
 
 /* Blocks allocated through these wrappers and not yet freed, process-wide:
