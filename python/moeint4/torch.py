@@ -161,9 +161,9 @@ def fused_experts(hidden_states: torch.Tensor, w1: Weights, w2: Any, topk_weight
     for name in ("use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16"):
         if quantization.get(name):
             raise ValueError(f"{name}=True: moeint4 runs int4 weights with 16-bit activations")
-    unknown = set(quantization) - _VLLM_QUANTIZATION_KEYWORDS
-    if unknown:
-        raise TypeError(f"fused_experts() got unexpected keyword arguments {sorted(unknown)}")
+    for name in quantization:  # (plain loops: torch.compile traces this function)
+        if name not in _VLLM_QUANTIZATION_KEYWORDS:
+            raise TypeError(f"fused_experts() got an unexpected keyword argument {name!r}")
     if global_num_experts not in (-1, w1.num_experts):
         raise ValueError(f"global_num_experts = {global_num_experts} but the weights were "
                          f"prepared for {w1.num_experts} experts")

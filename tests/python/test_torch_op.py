@@ -128,7 +128,7 @@ def test_bad_arguments_are_refused(layer, cpu_weights):
         mtorch.fused_experts(x, cpu_weights, None, tw, ids, global_num_experts=7)
     with pytest.raises(ValueError, match="use_fp8_w8a8"):
         mtorch.fused_experts(x, cpu_weights, None, tw, ids, use_fp8_w8a8=True)
-    with pytest.raises(TypeError, match="unexpected keyword"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'renormalise'"):
         mtorch.fused_experts(x, cpu_weights, None, tw, ids, renormalise=True)
     with pytest.raises(TypeError, match="moeint4.Weights"):
         mtorch.fused_experts(x, torch.zeros(1), None, tw, ids)
@@ -289,14 +289,23 @@ def test_gpu_cuda_graph_capture_and_replay(gpu_layer, gpu_weights, M):
 
 @needs_gpu
 @pytest.mark.skipif(not HAS_COMPILE, reason="no torch.compile")
-def test_gpu_compile_reduce_overhead_uses_cuda_graphs(gpu_layer, gpu_weights):
+def test_gpu_compile_reduce_overhead_uses_cuda_graphs(gpu_layer, gpu_weights, monkeypatch):
     _needs_async()
+    calls = []
+    forward = moeint4.Weights.forward
+
+    def recording(self, *args, **kwargs):  # which forwards ran inside a capture
+        calls.append(kwargs.get("asynchronous", False))
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(moeint4.Weights, "forward", recording)
     fn = torch.compile(lambda x, tw, ids: mtorch.fused_experts(x, gpu_weights, None, tw, ids),
                        fullgraph=True, mode="reduce-overhead")
     for _ in range(4):  # the first calls record, later ones replay the graph
         x, tw, ids = _tensors(gpu_layer, 8, 4, "cuda", "bf16")
         got = fn(x, tw, ids).clone()
         assert torch.equal(got, gpu_weights.forward(x, ids, tw))
+    assert True in calls, "torch.compile(mode='reduce-overhead') captured no forward"
 
 
 # ---------------------------------------------------------------- the example
