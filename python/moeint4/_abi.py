@@ -144,8 +144,8 @@ ASYNC_FORWARD_FIELDS = [
 ]
 
 
-class ForwardArgsAsync(Structure):
-    _fields_ = ForwardArgs._fields_ + ASYNC_FORWARD_FIELDS
+class ForwardArgsAsync(ForwardArgs):  # a subclass: moeint4_forward's argtype takes it
+    _fields_ = ASYNC_FORWARD_FIELDS
 
 
 class Problem(Structure):

@@ -298,11 +298,13 @@ class Weights(Closing):
     __call__ = forward
 
     def _forward_args(self, asynchronous: bool, workspace: Any) -> Any:
-        if not asynchronous and workspace is None:
-            return _abi.new_struct(_abi.ForwardArgs)
+        """The library's whole struct when it has the async fields (flags 0 =
+        the synchronous default), else the first-published one."""
         if not has_async_forward():
-            raise NotImplementedError("this libmoeint4 has no asynchronous forward (no "
-                                      "moeint4_forward_workspace_size); update the library")
+            if asynchronous or workspace is not None:
+                raise NotImplementedError("this libmoeint4 has no asynchronous forward (no "
+                                          "moeint4_forward_workspace_size); update the library")
+            return _abi.new_struct(_abi.ForwardArgs)
         args = _abi.new_struct(_abi.ForwardArgsAsync)
         args.flags = _abi.FORWARD_ASYNC if asynchronous else 0
         if workspace is not None:

@@ -51,8 +51,9 @@ def _build_dir():
 def installed(tmp_path_factory):
     """(prefix, libdir) after `cmake --install <build> --prefix <prefix>`."""
     prefix = tmp_path_factory.mktemp("install") / "prefix"
-    subprocess.run(["cmake", "--install", str(_build_dir()), "--prefix", str(prefix)],
-                   check=True, capture_output=True, text=True)
+    result = subprocess.run(["cmake", "--install", str(_build_dir()), "--prefix", str(prefix)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
     libraries = sorted(prefix.rglob(SONAME))
     assert len(libraries) == 1, libraries
     return prefix, libraries[0].parent
