@@ -54,7 +54,7 @@ def _run(output: torch.Tensor, weights: int, hidden_states: torch.Tensor,
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
     _check_expert_map(w, expert_map)
-    capturing = hidden_states.is_cuda and torch.cuda.is_current_stream_capturing()
+    capturing = _capturing(hidden_states)
     workspace = None
     if capturing:
         if not has_async_forward():
@@ -67,6 +67,11 @@ def _run(output: torch.Tensor, weights: int, hidden_states: torch.Tensor,
     w.forward(hidden_states, topk_ids, topk_weights, activation=ACTIVATIONS[activation],
               apply_router_weight_on_input=apply_router_weight_on_input, out=output,
               asynchronous=capturing, workspace=workspace)
+
+
+def _capturing(hidden_states: torch.Tensor) -> bool:
+    """Whether this call is being captured into a CUDA/HIP graph."""
+    return hidden_states.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
 def _fused_experts_kernel(weights: int, hidden_states: torch.Tensor, topk_weights: torch.Tensor,

@@ -144,6 +144,32 @@ def test_bad_arguments_are_refused(layer, cpu_weights):
     assert (out == 7.0).all()
 
 
+def test_inside_a_capture_the_op_runs_async_with_a_torch_workspace(layer, cpu_weights,
+                                                                   monkeypatch):
+    """The capture branch, on CPU tensors (the CPU backend accepts the flag):
+    asynchronous=True and a torch uint8 workspace of workspace_size bytes."""
+    if not moeint4.has_async_forward():
+        pytest.skip("this libmoeint4 has no asynchronous forward")
+    seen = []
+    forward = moeint4.Weights.forward
+
+    def recording(self, *args, **kwargs):
+        seen.append((kwargs.get("asynchronous"), kwargs.get("workspace")))
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(moeint4.Weights, "forward", recording)
+    monkeypatch.setattr(mtorch, "_capturing", lambda hidden_states: True)
+    x, tw, ids = _tensors(layer, 6, 2, dtype="f16")
+    got = torch.ops.moeint4.fused_experts(cpu_weights.handle, x, tw, ids)
+    (asynchronous, workspace), = seen
+    assert asynchronous is True and isinstance(workspace, torch.Tensor)
+    assert workspace.dtype == torch.uint8
+    assert workspace.numel() == max(cpu_weights.workspace_size(6, 2, "f16"), 1)
+    mtorch.check(cpu_weights)
+    monkeypatch.undo()
+    assert torch.equal(got, cpu_weights.forward(x, ids, tw))
+
+
 def test_meta_tensors_never_reach_the_library(layer):
     x, tw, ids = (t.to("meta") for t in _tensors(layer, 11, 2, dtype="bf16"))
     got = torch.ops.moeint4.fused_experts(0, x, tw, ids)  # no weights needed: shapes only
