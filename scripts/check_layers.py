@@ -11,7 +11,9 @@ Without arguments it reads the sources (no build needed) and checks:
   - built-in code names its includes by their path from src/ ("base/error.h");
   - include/moeint4.h (the user's header) includes no other header of ours,
     include/moeint4_backend.h only moeint4.h;
-  - tools/ (the installed `moeint4` command) includes nothing from tests/;
+  - tools/ (the installed `moeint4` command, and tools/synth, its synthetic
+    layers and reference) includes only include/ and tools/, never tests/ or
+    src/;
   - no include loops anywhere (src/, include/, tools/, tests/, bench/).
 
 With --objects BUILD_DIR it also reads the object files of a build with nm and
@@ -102,7 +104,8 @@ def resolve(path, name):
     if path.startswith("src/"):
         candidates.append("src/" + name)
     else:
-        candidates += ["src/" + name, "include/" + name, "tests/kit/" + name, "tools/" + name]
+        candidates += ["src/" + name, "include/" + name, "tests/kit/" + name, "tools/" + name,
+                       "tools/synth/" + name]
     for candidate in candidates:
         if exists(candidate):
             return candidate
@@ -121,6 +124,11 @@ def check_include(path, name, target, problems):
     if path.startswith("tools/"):
         if target and target.startswith("tests/"):
             bad("the installed command must not use the test kit or other test code")
+        elif target and path.startswith("tools/synth/") and not (
+                target.startswith("tools/synth/") or target.startswith("include/")):
+            bad("tools/synth uses the library through include/ only")
+        elif target and target.startswith("src/"):
+            bad("the command uses the library through include/ only")
         return
     if not path.startswith("src/"):
         return  # tests/ and bench/ may reach anything (internal tests)

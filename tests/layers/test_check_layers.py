@@ -22,7 +22,8 @@ CLEAN = {
     "src/backends/gpu/CMakeLists.txt": "# a plugin\n",
     "src/backends/gpu/gpu.c": '#include "gpu.h"\n#include "moeint4_backend.h"\n',
     "src/backends/gpu/gpu.h": "#include <stdint.h>\n",
-    "tools/cli.c": '#include "moeint4.h"\n',
+    "tools/cli.c": '#include "moeint4.h"\n#include "synth.h"\n',
+    "tools/synth/synth.h": '#include "moeint4.h"\n',
     "tests/kit/kit.h": '#include "moeint4.h"\n',
     "tests/core/test.c": '#include "kit.h"\n#include "core/handles.h"\n',
 }
@@ -42,6 +43,8 @@ CASES = [
      {"include/moeint4.h": '#include "moeint4_backend.h"\n'}, "a public header includes only"),
     ("the command includes the test kit", {"tools/cli.c": '#include "kit.h"\n'},
      "must not use the test kit"),
+    ("the command includes library internals", {"tools/cli.c": '#include "core/handles.h"\n'},
+     "the command uses the library through include/ only"),
     ("include loop", {"src/core/a.h": '#include "core/b.h"\n', "src/core/b.h": '#include "core/a.h"\n'},
      "include loop: src/core/a.h <-> src/core/b.h"),
 ]

@@ -1,10 +1,10 @@
-/* Test kit: random numbers, the kit's own 16-bit float conversions (written
+/* Synthetic layers: random numbers, the kit's own 16-bit float conversions (written
  * with ldexp/frexp arithmetic, deliberately unlike the library's bit tricks),
  * and dtype helpers. */
 #include <math.h>
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 void tk_rng_seed(tk_rng *rng, uint64_t seed) { rng->state = seed; }
 
