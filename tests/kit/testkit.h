@@ -5,7 +5,26 @@
 #ifndef MOEINT4_TESTS_KIT_TESTKIT_H
 #define MOEINT4_TESTS_KIT_TESTKIT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "synth.h"
+
+/* ---- poisoning: outputs filled before a call, so an unwritten element fails ---- */
+/* 0xff bytes: NaN in f32, f16 and bf16 alike, codes 15 in packed int4 bytes. */
+#define TK_POISON 0xff
+void tk_poison(void *data, size_t bytes);
+/* malloc'd and poisoned (at least one byte); NULL when out of memory. */
+void *tk_poisoned_alloc(size_t bytes);
+/* malloc'd copy of `bytes` bytes of src (at least one byte). */
+void *tk_copy_alloc(const void *src, size_t bytes);
+/* 1 when every byte still holds TK_POISON: the call wrote nothing there. */
+int tk_still_poisoned(const void *data, size_t bytes);
+
+/* bf16 bit patterns on a line where adjacent representable values are
+ * adjacent integers (negative values mirrored), so |a - b| counts ulps. */
+int32_t tk_bf16_ordinal(uint16_t bits);
+
 
 /* ---- tests/data/vllm: cases produced by vLLM's own helpers ---- */
 /* Reads a whole file into a malloc'd buffer; returns NULL when missing.

@@ -126,8 +126,6 @@ size_t tk_dtype_size(moeint4_dtype dtype);
 double tk_load(moeint4_dtype dtype, const void *data, size_t index);
 /* Stores value rounded (nearest even) to dtype at data[index]. */
 void tk_store(moeint4_dtype dtype, void *data, size_t index, double value);
-/* Fills with 0xff bytes: NaN in f32, f16 and bf16 alike. */
-void tk_poison(void *data, size_t bytes);
 
 /* ---- the reference: double precision, natural-order weights ---- */
 typedef struct tk_activation {

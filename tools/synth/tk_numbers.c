@@ -129,12 +129,6 @@ void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double 
         tk_store(dtype, data, i, amplitude * tk_rng_normal(rng));
 }
 
-void tk_poison(void *data, size_t bytes)
-{
-    /* 0xff bytes: a NaN in f32, f16 and bf16 alike. */
-    memset(data, 0xff, bytes);
-}
-
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count)
 {
     double diff = 0.0, norm = 0.0;
