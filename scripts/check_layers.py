@@ -9,6 +9,9 @@ Without arguments it reads the sources (no build needed) and checks:
     CMakeLists.txt: a separate shared object) includes only its own files and
     the public headers, never src/;
   - built-in code names its includes by their path from src/ ("base/error.h");
+  - a header's include guard spells its path: src/base/error.h has
+    MOEINT4_BASE_ERROR_H, src/backends/cpu/cpu_pool.h
+    MOEINT4_BACKENDS_CPU_CPU_POOL_H (include/moeint4.h: MOEINT4_H);
   - include/moeint4.h (the user's header) includes no other header of ours,
     include/moeint4_backend.h only moeint4.h;
   - tools/ (the installed `moeint4` command, and tools/synth, its synthetic
@@ -193,7 +196,29 @@ def find_cycles(edges):
     return result
 
 
+GUARD_RE = re.compile(r"^\s*#\s*ifndef\s+(\w+)", re.M)
+
+
+def expected_guard(path):
+    inside = path.split("/", 1)[1]  # drop src/ or include/
+    return "MOEINT4_" + re.sub(r"[^A-Z0-9]", "_", inside.upper()) if inside != "moeint4.h" \
+        else "MOEINT4_H"
+
+
+def check_guard(path, problems):
+    with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as handle:
+        match = GUARD_RE.search(handle.read())
+    want = "MOEINT4_BACKEND_H" if path == "include/moeint4_backend.h" else expected_guard(path)
+    if not match or match.group(1) != want:
+        problems.append(f"{path}: include guard {match.group(1) if match else '(none)'}, "
+                        f"expected {want} (guards spell the path)")
+
+
 def check_sources(problems):
+    for top in ("include", "src"):
+        for path in source_files(top):
+            if path.endswith(".h"):
+                check_guard(path, problems)
     edges = defaultdict(set)
     for top in ("include", "src", "tools", "tests", "bench"):
         for path in source_files(top):

@@ -10,18 +10,23 @@ import tempfile
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                       "check_layers.py")
 
+def header(guard, body):
+    return f"#ifndef {guard}\n#define {guard}\n{body}#endif\n"
+
+
 CLEAN = {
-    "include/moeint4.h": "#include <stddef.h>\n",
-    "include/moeint4_backend.h": '#include "moeint4.h"\n',
-    "src/base/error.h": '#include "moeint4.h"\n',
-    "src/layout/layout.h": '#include "base/error.h"\n',
-    "src/registry/registry.h": '#include "moeint4_backend.h"\n#include "layout/layout.h"\n',
-    "src/core/handles.h": '#include "registry/registry.h"\n',
+    "include/moeint4.h": header("MOEINT4_H", "#include <stddef.h>\n"),
+    "include/moeint4_backend.h": header("MOEINT4_BACKEND_H", '#include "moeint4.h"\n'),
+    "src/base/error.h": header("MOEINT4_BASE_ERROR_H", '#include "moeint4.h"\n'),
+    "src/layout/layout.h": header("MOEINT4_LAYOUT_LAYOUT_H", '#include "base/error.h"\n'),
+    "src/registry/registry.h": header("MOEINT4_REGISTRY_REGISTRY_H",
+                                      '#include "moeint4_backend.h"\n#include "layout/layout.h"\n'),
+    "src/core/handles.h": header("MOEINT4_CORE_HANDLES_H", '#include "registry/registry.h"\n'),
     "src/backends/cpu/cpu.c": '#include "core/handles.h"\n#include "backends/cpu/cpu.h"\n',
-    "src/backends/cpu/cpu.h": '#include "base/error.h"\n',
+    "src/backends/cpu/cpu.h": header("MOEINT4_BACKENDS_CPU_CPU_H", '#include "base/error.h"\n'),
     "src/backends/gpu/CMakeLists.txt": "# a plugin\n",
     "src/backends/gpu/gpu.c": '#include "gpu.h"\n#include "moeint4_backend.h"\n',
-    "src/backends/gpu/gpu.h": "#include <stdint.h>\n",
+    "src/backends/gpu/gpu.h": header("MOEINT4_BACKENDS_GPU_GPU_H", "#include <stdint.h>\n"),
     "tools/cli.c": '#include "moeint4.h"\n#include "synth.h"\n',
     "tools/synth/synth.h": '#include "moeint4.h"\n',
     "tests/kit/kit.h": '#include "moeint4.h"\n',
@@ -29,6 +34,9 @@ CLEAN = {
 }
 
 CASES = [
+    ("a guard that does not spell the path",
+     {"src/backends/gpu/gpu.h": header("MOEINT4_GPU_H", "")},
+     "src/backends/gpu/gpu.h: include guard MOEINT4_GPU_H, expected MOEINT4_BACKENDS_GPU_GPU_H"),
     ("base includes core", {"src/base/error.h": '#include "core/handles.h"\n'},
      "base/ must not include core/"),
     ("layout includes registry", {"src/layout/layout.h": '#include "registry/registry.h"\n'},
@@ -37,15 +45,17 @@ CASES = [
      "a plugin (src/backends/gpu) includes only its own files"),
     ("one backend includes another",
      {"src/backends/cpu/cpu.c": '#include "backends/gpu/gpu.h"\n'}, "one backend includes another"),
-    ("bare include in built-in code", {"src/layout/layout.h": '#include "error.h"\n',
-                                       "src/layout/error.h": "\n"}, "names includes from src/"),
+    ("bare include in built-in code",
+     {"src/layout/layout.h": header("MOEINT4_LAYOUT_LAYOUT_H", '#include "error.h"\n'),
+      "src/layout/error.h": header("MOEINT4_LAYOUT_ERROR_H", "")}, "names includes from src/"),
     ("the user's header includes the backend header",
      {"include/moeint4.h": '#include "moeint4_backend.h"\n'}, "a public header includes only"),
     ("the command includes the test kit", {"tools/cli.c": '#include "kit.h"\n'},
      "must not use the test kit"),
     ("the command includes library internals", {"tools/cli.c": '#include "core/handles.h"\n'},
      "the command uses the library through include/ only"),
-    ("include loop", {"src/core/a.h": '#include "core/b.h"\n', "src/core/b.h": '#include "core/a.h"\n'},
+    ("include loop", {"src/core/a.h": header("MOEINT4_CORE_A_H", '#include "core/b.h"\n'),
+                      "src/core/b.h": header("MOEINT4_CORE_B_H", '#include "core/a.h"\n')},
      "include loop: src/core/a.h <-> src/core/b.h"),
 ]
 
