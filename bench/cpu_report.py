@@ -28,14 +28,25 @@ def fmt(value, spec):
 
 
 def cpu_model():
+    """Model name, family/model numbers and the SIMD flags the kernels care about."""
+    fields, flags = {}, []
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                elif key == "flags" and not flags:
+                    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+                              "avx512_bf16", "avx512_vnni", "amx_bf16")
+                    flags = [f for f in value.split() if f in wanted]
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    if not fields:
+        return platform.processor() or "unknown"
+    return (f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}; {' '.join(flags) or 'no AVX2'})")
 
 
 def find(records, preset, fmt_name, m):
