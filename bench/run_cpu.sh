@@ -4,6 +4,7 @@
 # 512; Mixtral-8x7B at M = 1 and 8; every format at M = 1. About 5 minutes
 # on a quiet 2-core machine (plus up to QUIET_WAIT per run on a busy one).
 # Env: BUILD_DIR (default build-bench), ITERS (default 15), THREADS (default all),
+# BASELINE_CORETYPE (OpenBLAS kernels of the baseline; default: the widest the CPU has),
 # RESULTS_DIR (default bench/results),
 # QUIET_WAIT (seconds to wait, before each run, for the CPUs to be less than
 # 10% busy with other work; default 300; the run starts anyway after that).
@@ -20,15 +21,22 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_BUILD
 ninja -C "$build" moeint4_cli >/dev/null
 cli="$build/bin/moeint4"
 
-# OpenBLAS falls back to its pre-AVX2 (Prescott) kernels on CPU models missing
-# from its table (this VM's Xeon is one): the sgemm peak and the baseline would
-# then be understated several times. Use the kernels the CPU's flags allow.
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  suggested=$("$cli" info | sed -n 's/.*suggested OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')
-  if [ -n "$suggested" ]; then
-    export OPENBLAS_CORETYPE=$suggested
-    echo "run_cpu.sh: OpenBLAS picked pre-AVX2 kernels here; using OPENBLAS_CORETYPE=$suggested" >&2
-  fi
+# The baseline should be OpenBLAS at its best: its kernels for this CPU's
+# widest vectors. OpenBLAS falls back to pre-AVX2 (Prescott) kernels on CPU
+# models missing from its table, and an environment may force older ones
+# (the development VM sets OPENBLAS_CORETYPE=Haswell; its AVX-512 Cooperlake
+# kernels ran sgemm 1.5-2x faster there). BASELINE_CORETYPE overrides.
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has() { case " $flags " in *" $1 "*) return 0 ;; esac; return 1; }
+best=
+if has avx512_bf16 && has avx512f; then best=Cooperlake
+elif has avx512f && has avx512bw && has avx512vl && has avx512dq; then best=SkylakeX
+elif has avx2 && has fma; then best=Haswell
+fi
+coretype=${BASELINE_CORETYPE:-$best}
+if [ -n "$coretype" ] && [ "${OPENBLAS_CORETYPE:-}" != "$coretype" ]; then
+  echo "run_cpu.sh: OpenBLAS kernels for the baseline: OPENBLAS_CORETYPE=$coretype (was '${OPENBLAS_CORETYPE:-unset}')" >&2
+  export OPENBLAS_CORETYPE=$coretype
 fi
 coretype_note=${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE }
 
