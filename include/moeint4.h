@@ -305,7 +305,30 @@ typedef struct moeint4_forward_args {
     /* Device backends: the caller's stream/queue (hipStream_t, cl_command_queue,
      * ze_command_list_handle_t); NULL = the context's default. CPU: ignored. */
     void *stream;
+    /* ---- appended after the first release (struct_size rules: a smaller
+     * struct gets 0 / NULL for these) ---- */
+    uint32_t flags;               /* MOEINT4_FORWARD_* bits; 0 = default */
+    /* Caller-owned device scratch of workspace_bytes (device backends), or
+     * NULL: the backend takes scratch from its own per-context pool
+     * (synchronous forwards only). moeint4_forward_workspace_size gives the
+     * bytes. One workspace per concurrently running stream: two forwards in
+     * flight at once must not share one. CPU: ignored. */
+    void *workspace;
+    size_t workspace_bytes;
 } moeint4_forward_args;
+
+/* Asynchronous, graph-capturable forward (device backends): the call only
+ * enqueues work on `stream` and returns, with no host synchronization, no
+ * host read or write of device memory and no allocation or free, so it may
+ * be captured into a CUDA/HIP graph. It needs a caller workspace. A slot
+ * with a bad id (outside [0, num_experts)) or a non-finite router weight
+ * cannot be a return status then: it contributes nothing (the other slots
+ * are computed as usual) and the first such slot is kept in a sticky
+ * device-side record of the weights that moeint4_forward_check reads and
+ * clears. Limits: a captured forward has a fixed num_tokens (capture one
+ * graph per batch size, with a workspace sized for the largest); the
+ * CPU backend accepts the flag and runs synchronously as usual. */
+#define MOEINT4_FORWARD_ASYNC 0x1u
 
 /* Runs the expert half of a MoE layer:
  *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
@@ -322,6 +345,27 @@ typedef struct moeint4_forward_args {
  * another context. Thread-safe for concurrent calls on the same weights. */
 MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_weights *weights,
                                            const moeint4_forward_args *args);
+
+/* Workspace bytes a forward (synchronous or MOEINT4_FORWARD_ASYNC) with up
+ * to max_tokens tokens and this topk and dtype needs on these weights; 0 on
+ * backends that take no caller workspace (CPU). The bound covers every tile
+ * choice, the router weight on either side and an unaligned workspace
+ * pointer. Errors: INVALID_ARGUMENT (NULL weights or bytes, max_tokens < 0,
+ * topk outside [1, num_experts], dtype). */
+MOEINT4_API moeint4_status moeint4_forward_workspace_size(const moeint4_weights *weights,
+                                                          int64_t max_tokens, int topk,
+                                                          moeint4_dtype dtype, size_t *bytes);
+
+/* Synchronizes `stream` (NULL = the context's default), then reads and
+ * clears the weights' sticky device-side record of asynchronous forwards:
+ * INVALID_ARGUMENT with the message the synchronous path gives
+ * ("topk_ids[m][j] = X is outside [0, E)", "topk_weights[m][j] = X is not
+ * finite") when a bad slot was seen since the last check, SUCCESS otherwise
+ * (always on the CPU backend). Forwards still running on other streams are
+ * covered only once the caller has synchronized them. DEVICE_ERROR when the
+ * stream or the read fails. */
+MOEINT4_API moeint4_status moeint4_forward_check(moeint4_context *ctx,
+                                                 const moeint4_weights *weights, void *stream);
 
 /* ------------------------------------------------------------------------ */
 /* Device memory helpers (for callers without a framework)                  */
@@ -453,6 +497,14 @@ typedef struct moeint4_backend_iface {
                                   moeint4_copy_kind kind, char *err, size_t err_cap);
     /* Optional: extras looked up by name without changing this table. */
     void *(*get_proc_address)(void *user_data, const char *name);
+    /* ---- appended (a smaller struct_size leaves them NULL) ---- */
+    /* Optional (NULL: 0 bytes): moeint4_forward_workspace_size. */
+    moeint4_status (*forward_workspace_size)(void *backend_context, const void *backend_weights,
+                                             int64_t max_tokens, int topk, moeint4_dtype dtype,
+                                             size_t *bytes, char *err, size_t err_cap);
+    /* Optional (NULL: always SUCCESS): moeint4_forward_check. */
+    moeint4_status (*forward_check)(void *backend_context, const void *backend_weights,
+                                    void *stream, char *err, size_t err_cap);
 } moeint4_backend_iface;
 
 /* Entry point a backend plugin .so exports: returns its table, or NULL when

@@ -128,7 +128,12 @@ class ForwardArgs(Structure):
         ("swiglu_beta", c_float),
         ("apply_router_weight_on_input", c_int),
         ("stream", c_void_p),
+        ("flags", c_uint32),
+        ("workspace", c_void_p),
+        ("workspace_bytes", c_size_t),
     ]
+
+FORWARD_ASYNC = 0x1
 
 
 class Problem(Structure):
@@ -164,6 +169,9 @@ MemoryFreeFn = CFUNCTYPE(None, c_void_p, c_void_p)
 MemoryCopyFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_void_p, c_size_t, c_enum,
                          POINTER(c_char), c_size_t)
 GetProcAddressFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p)
+ForwardWorkspaceSizeFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_int64, c_int, c_enum,
+                                   POINTER(c_size_t), POINTER(c_char), c_size_t)
+ForwardCheckFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_void_p, POINTER(c_char), c_size_t)
 
 
 class BackendIface(Structure):
@@ -187,6 +195,8 @@ class BackendIface(Structure):
         ("memory_free", MemoryFreeFn),
         ("memory_copy", MemoryCopyFn),
         ("get_proc_address", GetProcAddressFn),
+        ("forward_workspace_size", ForwardWorkspaceSizeFn),
+        ("forward_check", ForwardCheckFn),
     ]
 
 
@@ -215,6 +225,9 @@ FUNCTIONS: List[Function] = [
     ("moeint4_weights_backend", STATUS, [c_void_p, POINTER(c_enum)]),
     ("moeint4_weights_memory", STATUS, [c_void_p, POINTER(c_size_t), POINTER(c_size_t)]),
     ("moeint4_forward", STATUS, [c_void_p, c_void_p, POINTER(ForwardArgs)]),
+    ("moeint4_forward_workspace_size", STATUS,
+     [c_void_p, c_int64, c_int, c_enum, POINTER(c_size_t)]),
+    ("moeint4_forward_check", STATUS, [c_void_p, c_void_p, c_void_p]),
     ("moeint4_memory_alloc", STATUS, [c_void_p, c_size_t, POINTER(c_void_p)]),
     ("moeint4_memory_free", None, [c_void_p, c_void_p]),
     ("moeint4_memory_copy", STATUS, [c_void_p, c_void_p, c_void_p, c_size_t, c_enum]),

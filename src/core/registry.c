@@ -3,6 +3,7 @@
 #include "core/registry.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -42,7 +43,11 @@ static int default_priority(moeint4_backend id)
  * own storage, so the caller's strings need not outlive registration. */
 static void entry_adopt_iface(mi4_backend_entry *entry, const moeint4_backend_iface *iface)
 {
-    entry->iface = *iface;
+    /* members past a smaller table's struct_size stay NULL (optional ones) */
+    size_t bytes = iface->struct_size < sizeof entry->iface ? iface->struct_size
+                                                            : sizeof entry->iface;
+    memset(&entry->iface, 0, sizeof entry->iface);
+    memcpy(&entry->iface, iface, bytes);
     entry->iface.struct_size = sizeof entry->iface;
     entry->iface.id = entry->id;
     entry->iface.name = entry->name;
@@ -59,10 +64,12 @@ moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char 
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "api version %u, core expects %d", (unsigned)iface->api_version,
                              MOEINT4_BACKEND_API_VERSION);
-    if (iface->struct_size < sizeof *iface)
+    /* the table as first published ended at get_proc_address */
+    const size_t first_size = offsetof(moeint4_backend_iface, forward_workspace_size);
+    if (iface->struct_size < first_size)
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "backend table struct_size = %zu, core expects at least %zu",
-                             iface->struct_size, sizeof *iface);
+                             iface->struct_size, first_size);
     const char *missing = !iface->probe            ? "probe"
                           : !iface->supports       ? "supports"
                           : !iface->context_create ? "context_create"
