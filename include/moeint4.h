@@ -334,7 +334,12 @@ typedef struct moeint4_forward_args {
  *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
  * Slots whose expert maps to -1 (not local) contribute nothing; a token with
  * no local slot gets zeros. Accumulation is in f32; the result is rounded once
- * to `dtype`.
+ * to `dtype`. Precision per backend: CPU uses the exact int4 weights with f32
+ * inputs and intermediate. HIP (every dtype alike) holds the weights as BF16
+ * (each dequantized weight rounded once), rounds the input rows and the
+ * intermediate activation to BF16 as well (the matrix cores' operand type),
+ * accumulates in f32 and rounds the output once: relative error ~4e-3 for
+ * F32, F16 and BF16 callers alike.
  * Memory: CPU backend: host pointers. GPU backends: device pointers, work is
  * enqueued on `stream` and the call returns when it completes (see each
  * backend's notes in README.md).
