@@ -104,13 +104,13 @@ def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
         for a in structs:
             check(lib, lib.moeint4_forward(ctx, weights, C.byref(a)), "async forward (capture)")
     times = []
-    for r in range(replays + 2):
+    for r in range(replays + 2):  # replay() runs on the current stream: time it there
         flush.zero_()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(stream)
+        start.record()
         graph.replay()
-        end.record(stream)
+        end.record()
         end.synchronize()
         if r >= 2:
             times.append(start.elapsed_time(end) / GRAPH_FORWARDS)

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/handles.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)

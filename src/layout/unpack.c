@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "layout/int4_packing.h"
 #include "layout/layout.h"
 

@@ -207,7 +207,7 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
         random_inputs(&b, num_experts, 3000 + (uint64_t)kind + (uint64_t)m);
         /* the bad slots of this round; the second only when it differs */
         const int64_t bad_slots[2] = {kind == 0 ? 1 : last * topk, last * topk};
-        const int bad_count = kind == 0 && last * topk != 1 ? 2 : 1;
+        const int bad_count = kind == 0 && m > 1 ? 2 : 1;
         int32_t saved_ids[2];
         for (int i = 0; i < bad_count; i++) {
             saved_ids[i] = b.ids[bad_slots[i]];

@@ -485,13 +485,15 @@ static void check_memory_report(moeint4_context *ctx, moeint4_format format, int
         (size_t)layer.num_local_experts * 3 * (size_t)intermediate * (size_t)hidden;
     size_t int4_bytes = weights_count / 2, bf16_bytes = weights_count * 2;
     size_t map_bytes = (size_t)layer.num_experts * sizeof(int32_t);
+    size_t record_bytes = 4 * sizeof(int); /* the bad-slot record of asynchronous forwards */
     size_t host_bytes = 0, device_bytes = 0, only_host = 0, only_device = 0;
     assert_int_equal(moeint4_weights_memory(w, &host_bytes, &device_bytes), MOEINT4_SUCCESS);
-    print_message("E=%d (local %d) K=%d N=%d: device %zu bytes (bf16 %zu + map %zu), host %zu\n",
+    print_message("E=%d (local %d) K=%d N=%d: device %zu bytes (bf16 %zu + map %zu + record "
+                  "%zu), host %zu\n",
                   layer.num_experts, layer.num_local_experts, hidden, intermediate, device_bytes,
-                  bf16_bytes, map_bytes, host_bytes);
-    assert_int_equal(device_bytes, bf16_bytes + map_bytes);
-    assert_int_equal(device_bytes - map_bytes, 4 * int4_bytes);
+                  bf16_bytes, map_bytes, record_bytes, host_bytes);
+    assert_int_equal(device_bytes, bf16_bytes + map_bytes + record_bytes);
+    assert_int_equal(device_bytes - map_bytes - record_bytes, 4 * int4_bytes);
     assert_true(host_bytes > 0 && host_bytes < 4096); /* the weights live on the device */
     assert_int_equal(moeint4_weights_memory(w, NULL, &only_device), MOEINT4_SUCCESS);
     assert_int_equal(moeint4_weights_memory(w, &only_host, NULL), MOEINT4_SUCCESS);
