@@ -131,12 +131,7 @@ class ForwardArgs(Structure):
         ("swiglu_beta", c_float),
         ("apply_router_weight_on_input", c_int),
         ("stream", c_void_p),
-        ("flags", c_uint32),
-        ("workspace", c_void_p),
-        ("workspace_bytes", c_size_t),
     ]
-
-FORWARD_ASYNC = 0x1
 
 
 # Fields appended for the asynchronous, graph-capturable forward, and the
@@ -212,6 +207,7 @@ class BackendIface(Structure):
         ("memory_free", MemoryFreeFn),
         ("memory_copy", MemoryCopyFn),
         ("get_proc_address", GetProcAddressFn),
+        # appended with the asynchronous forward (optional members)
         ("forward_workspace_size", ForwardWorkspaceSizeFn),
         ("forward_check", ForwardCheckFn),
     ]
@@ -242,9 +238,6 @@ FUNCTIONS: List[Function] = [
     ("moeint4_weights_backend", STATUS, [c_void_p, POINTER(c_enum)]),
     ("moeint4_weights_memory", STATUS, [c_void_p, POINTER(c_size_t), POINTER(c_size_t)]),
     ("moeint4_forward", STATUS, [c_void_p, c_void_p, POINTER(ForwardArgs)]),
-    ("moeint4_forward_workspace_size", STATUS,
-     [c_void_p, c_int64, c_int, c_enum, POINTER(c_size_t)]),
-    ("moeint4_forward_check", STATUS, [c_void_p, c_void_p, c_void_p]),
     ("moeint4_memory_alloc", STATUS, [c_void_p, c_size_t, POINTER(c_void_p)]),
     ("moeint4_memory_free", None, [c_void_p, c_void_p]),
     ("moeint4_memory_copy", STATUS, [c_void_p, c_void_p, c_void_p, c_size_t, c_enum]),
