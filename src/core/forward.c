@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/handles.h"
+#include "core/struct_size.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)
 {
@@ -34,11 +35,6 @@ static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *by
 
 static moeint4_status check_scalars(const moeint4_weights *weights, const moeint4_forward_args *args)
 {
-    if (args->struct_size < sizeof *args)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "args->struct_size = %zu, expected at least sizeof(moeint4_forward_args) "
-                        "= %zu",
-                        args->struct_size, sizeof *args);
     if (dtype_bytes(args->dtype) == 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->dtype = %d is not F32, F16 or BF16",
                         (int)args->dtype);
@@ -106,19 +102,26 @@ static moeint4_status check_host_data(const moeint4_weights *weights,
 }
 
 MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_weights *weights,
-                                           const moeint4_forward_args *args)
+                                           const moeint4_forward_args *caller_args)
 {
     mi4_clear_error();
     if (!ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
     if (!weights)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
-    if (!args)
+    if (!caller_args)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args is NULL");
     if (weights->ctx != ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "weights were prepared with another context than ctx");
-    moeint4_status status = check_scalars(weights, args);
+    /* Everything below, the backend included, sees the full-size copy. */
+    moeint4_forward_args normalized;
+    moeint4_status status = MI4_STRUCT_READ(normalized, caller_args, MOEINT4_FORWARD_ARGS_MIN_SIZE,
+                                            "args", "moeint4_forward_args");
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    const moeint4_forward_args *args = &normalized;
+    status = check_scalars(weights, args);
     if (status != MOEINT4_SUCCESS)
         return status;
     size_t activation_bytes, routing_bytes;

@@ -18,7 +18,13 @@ typedef struct mi4_backend_slot {
 struct moeint4_context {
     moeint4_context_options options;  /* copy, defaults filled in, struct_size = sizeof */
     moeint4_backend requested;        /* AUTO or forced (env var resolved) */
-    pthread_mutex_t lock;             /* guards slots and the weights list */
+    pthread_mutex_t lock;             /* guards slots, the binding and the weights list */
+    /* The one backend this context's weights and memory helpers use: the
+     * forced one from the start; for AUTO set by the first prepare (the
+     * oracle's choice) or, before any prepare, the first memory helper call
+     * (the first available backend), and never changed afterwards. */
+    const mi4_backend_entry *bound;
+    const char *bound_by;             /* what bound it, for messages */
     mi4_backend_slot slots[MI4_MAX_BACKENDS];
     int num_slots;
     struct moeint4_weights *live_weights; /* prepared handles not yet released */
@@ -38,6 +44,13 @@ struct moeint4_weights {
  * Sets the thread's error on failure (src/core/context.c). */
 moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_entry *entry,
                                         void **backend_context);
+
+/* The backend that serves `problem` on ctx: the bound one (which must
+ * support it: else UNSUPPORTED saying what bound the context), or for an
+ * unbound AUTO context the oracle's choice, which then binds it
+ * (src/core/context.c). */
+moeint4_status mi4_context_choose(moeint4_context *ctx, const moeint4_problem *problem,
+                                  const mi4_backend_entry **chosen);
 
 /* Reports a backend's error text as this thread's message, prefixed with the
  * backend's name. */

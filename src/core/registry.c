@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/struct_size.h"
 
 /* Probe results are remembered for the first few device indices; higher
  * indices are probed every time (no engine has that many GPUs per node). */
@@ -42,8 +43,10 @@ static int default_priority(moeint4_backend id)
  * own storage, so the caller's strings need not outlive registration. */
 static void entry_adopt_iface(mi4_backend_entry *entry, const moeint4_backend_iface *iface)
 {
-    entry->iface = *iface;
-    entry->iface.struct_size = sizeof entry->iface;
+    /* Checked (mi4_backend_iface_check): at least the first published size;
+     * functions appended since stay NULL for an older table. */
+    mi4_struct_read(&entry->iface, sizeof entry->iface, iface, MOEINT4_BACKEND_IFACE_MIN_SIZE,
+                    "iface", "moeint4_backend_iface", MOEINT4_VERSION_MISMATCH);
     entry->iface.id = entry->id;
     entry->iface.name = entry->name;
     entry->priority =
@@ -59,10 +62,11 @@ moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char 
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "api version %u, core expects %d", (unsigned)iface->api_version,
                              MOEINT4_BACKEND_API_VERSION);
-    if (iface->struct_size < sizeof *iface)
+    if (iface->struct_size < MOEINT4_BACKEND_IFACE_MIN_SIZE)
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
-                             "backend table struct_size = %zu, core expects at least %zu",
-                             iface->struct_size, sizeof *iface);
+                             "backend table struct_size = %zu is below the first published size "
+                             "of moeint4_backend_iface (%zu)",
+                             iface->struct_size, (size_t)MOEINT4_BACKEND_IFACE_MIN_SIZE);
     const char *missing = !iface->probe            ? "probe"
                           : !iface->supports       ? "supports"
                           : !iface->context_create ? "context_create"

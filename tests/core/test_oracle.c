@@ -115,7 +115,10 @@ static void run_forward(moeint4_context *ctx, moeint4_weights *weights, float *o
         assert_status_says(moeint4_forward(ctx, weights, &args), expected, words);
 }
 
-static void test_auto_context_uses_the_choice(void **state)
+/* An AUTO context binds to its first weights' backend: later weights and
+ * the memory helpers use it too (memory from moeint4_memory_alloc always
+ * suits the forward), and a problem it cannot serve is refused, saying why. */
+static void test_auto_context_binds_to_its_first_weights(void **state)
 {
     (void)state;
     moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
@@ -123,15 +126,20 @@ static void test_auto_context_uses_the_choice(void **state)
     util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 21);
     util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 22);
     moeint4_weights_desc desc = tk_layer_desc(&gptq);
-    moeint4_weights *on_fake = NULL, *on_cpu = NULL;
+    moeint4_weights *on_fake = NULL, *refused = NULL;
     assert_ok(moeint4_weights_prepare(ctx, &desc, &on_fake));
-    desc = tk_layer_desc(&awq);
-    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_cpu));
     moeint4_backend backend;
     assert_ok(moeint4_weights_backend(on_fake, &backend));
     assert_int_equal(backend, gptq_only_id);
-    assert_ok(moeint4_weights_backend(on_cpu, &backend));
-    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    /* not the first available backend (fake-nosupport): the weights' one */
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, gptq_only_id);
+    desc = tk_layer_desc(&awq);
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &refused), MOEINT4_UNSUPPORTED,
+                       "this AUTO context is bound to backend fake-gptq (by its first prepared "
+                       "weights");
+    assert_null(refused);
+    assert_true(strstr(moeint4_last_error(), "fake backend serves one format only") != NULL);
 
     float output[3 * 64];
     for (int i = 0; i < 3 * 64; i++)
@@ -139,18 +147,41 @@ static void test_auto_context_uses_the_choice(void **state)
     run_forward(ctx, on_fake, output, MOEINT4_SUCCESS, NULL);
     for (int i = 0; i < 3 * 64; i++)
         assert_true(output[i] == FAKE_OUTPUT_VALUE);
+    /* destroy releases what is still alive */
+    int released = gptq_only.weights_released;
+    moeint4_context_destroy(ctx);
+    assert_int_equal(gptq_only.weights_released, released + 1);
+    assert_int_equal(gptq_only.contexts_destroyed, gptq_only.contexts_created);
+
+    /* AWQ on a fresh AUTO context goes to the CPU, and so do its helpers */
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
+    moeint4_weights *on_cpu = NULL;
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_cpu));
+    assert_ok(moeint4_weights_backend(on_cpu, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    void *memory = NULL;
+    assert_ok(moeint4_memory_alloc(ctx, 64, &memory)); /* host memory, as the CPU forward needs */
+    moeint4_memory_free(ctx, memory);
     for (int i = 0; i < 3 * 64; i++)
         output[i] = NAN;
     run_forward(ctx, on_cpu, output, MOEINT4_SUCCESS, NULL);
     for (int i = 0; i < 3 * 64; i++)
         assert_true(isfinite(output[i]) && output[i] != FAKE_OUTPUT_VALUE);
-
-    /* destroy releases what is still alive */
-    int released = gptq_only.weights_released;
-    moeint4_weights_release(on_cpu);
     moeint4_context_destroy(ctx);
-    assert_int_equal(gptq_only.weights_released, released + 1);
-    assert_int_equal(gptq_only.contexts_destroyed, gptq_only.contexts_created);
+
+    /* a memory helper before any prepare binds to the first available
+     * backend, which then must serve the weights */
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, no_support_id);
+    desc = tk_layer_desc(&gptq);
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &refused), MOEINT4_UNSUPPORTED,
+                       "bound to backend fake-nosupport (by a memory helper called before any "
+                       "weights were prepared");
+    assert_null(refused);
+    moeint4_context_destroy(ctx);
     tk_layer_free(&gptq);
     tk_layer_free(&awq);
 }
@@ -234,12 +265,17 @@ static void test_explain_table(void **state)
     assert_non_null(chosen_line);
     assert_true(strstr(table, "fake-gptq") < chosen_line);
     assert_non_null(strstr(table, "chosen: fake-gptq (first in priority order"));
-    /* one line per backend + requested + chosen */
+    /* how an AUTO context binds is said too */
+    assert_non_null(strstr(table, "binding: an AUTO context binds to fake-gptq at its first "
+                                  "prepare"));
+    assert_non_null(strstr(table, "before any prepare bind it to the first available backend "
+                                  "(fake-nosupport)"));
+    /* one line per backend + requested + chosen + binding */
     int count = 0, lines = 0;
     assert_ok(moeint4_backend_list(NULL, 0, &count));
     for (size_t i = 0; i < length; i++)
         lines += table[i] == '\n';
-    assert_int_equal(lines, count + 2);
+    assert_int_equal(lines, count + 3);
 
     char small[16];
     memset(small, 'x', sizeof small);
@@ -263,7 +299,7 @@ static void test_bad_problems(void **state)
     moeint4_problem problem = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
     problem.struct_size = 4;
     assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
-                       MOEINT4_VERSION_MISMATCH, "problem->struct_size = 4");
+                       MOEINT4_INVALID_ARGUMENT, "problem->struct_size = 4");
     problem = problem_for((moeint4_format)9);
     assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
                        MOEINT4_INVALID_ARGUMENT, "problem->format = 9");
@@ -342,7 +378,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_fit_order),
         cmocka_unit_test(test_forced_backend_refuses),
-        cmocka_unit_test(test_auto_context_uses_the_choice),
+        cmocka_unit_test(test_auto_context_binds_to_its_first_weights),
         cmocka_unit_test(test_backend_errors_reach_the_caller),
         cmocka_unit_test(test_probe_is_cached_per_device),
         cmocka_unit_test(test_explain_table),
