@@ -181,6 +181,28 @@ MOEINT4_API moeint4_status moeint4_backend_list(moeint4_backend *ids, int capaci
  * compiled = 0 or available = 0 and a reason. */
 MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_backend_info *info);
 
+/* What a backend's forward() computes in, for activations of one dtype.
+ * Each field is the dtype a quantity is held in on the way (F32: not
+ * rounded below f32; the caller's dtype for `inputs`: used as given). The
+ * output is rounded once from the f32 accumulator to the caller's dtype.
+ * Where a backend has several paths, the coarsest is stated. */
+typedef struct moeint4_precision {
+    size_t struct_size;
+    int stated;                  /* 1: stated; 0: not stated (a third-party backend), fields 0 */
+    moeint4_dtype inputs;        /* hidden_states as the first projection reads them */
+    moeint4_dtype weights;       /* dequantized weights (q - zero) * scale (F32: exact) */
+    moeint4_dtype intermediate;  /* act(gate, up), the input of the second projection */
+    moeint4_dtype accumulation;  /* the dot products */
+} moeint4_precision;
+#define MOEINT4_PRECISION_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_precision, accumulation)
+
+/* The precision of backend `id` for activations of `dtype` (the table in
+ * docs/ARCHITECTURE.md, "Precision"). Unknown id or dtype, or struct_size
+ * below the minimum: INVALID_ARGUMENT. A known backend without a stated
+ * precision succeeds with stated = 0. */
+MOEINT4_API moeint4_status moeint4_backend_precision(moeint4_backend id, moeint4_dtype dtype,
+                                                     moeint4_precision *precision);
+
 /* Parses "auto", "cpu", "xpu", "hip" or a registered name (case-insensitive). */
 MOEINT4_API moeint4_status moeint4_backend_from_name(const char *name, moeint4_backend *id);
 
@@ -348,7 +370,8 @@ typedef struct moeint4_forward_args {
  *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
  * Slots whose expert maps to -1 (not local) contribute nothing; a token with
  * no local slot gets zeros. Accumulation is in f32; the result is rounded once
- * to `dtype`.
+ * to `dtype`. What inputs, weights and the intermediate are held in on the
+ * way differs by backend: moeint4_backend_precision says.
  * Memory: CPU backend: host pointers. GPU backends: device pointers, work is
  * enqueued on `stream` and the call returns when it completes (see each
  * backend's notes in README.md).

@@ -197,6 +197,18 @@ def new_struct(cls: Any) -> Any:
     return value
 
 
+class Precision(Structure):
+    """moeint4_precision: what a backend computes in for one dtype."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("stated", c_int),
+        ("inputs", c_enum),
+        ("weights", c_enum),
+        ("intermediate", c_enum),
+        ("accumulation", c_enum),
+    ]
+
+
 # ---- every exported function: name, restype, argtypes ----
 # STATUS marks a function whose result is turned into MoeInt4Error.
 Function = Tuple[str, Any, List[Any]]
@@ -227,6 +239,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_layout_dequantize_f32", STATUS, [POINTER(QuantMatrix), POINTER(c_float)]),
     ("moeint4_layout_validate", STATUS, [POINTER(QuantMatrix)]),
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
+    ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
 ]
 
 STRUCTS = [BackendInfo, ContextOptions, QuantMatrix, WeightsDesc, ForwardArgs, Problem,
