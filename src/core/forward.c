@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/handles.h"
-#include "core/struct_size.h"
+#include "base/struct_size.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)
 {

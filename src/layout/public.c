@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
-#include "core/struct_size.h"
+#include "base/error.h"
+#include "base/struct_size.h"
 #include "layout/layout.h"
 
 #define SOURCE_NAME "src"

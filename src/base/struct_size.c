@@ -1,9 +1,9 @@
 /* The struct_size rule (struct_size.h). */
-#include "core/struct_size.h"
+#include "base/struct_size.h"
 
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 static size_t caller_size(const void *caller)
 {

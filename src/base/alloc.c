@@ -1,4 +1,4 @@
-#include "core/alloc.h"
+#include "base/alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * caller's struct of any size from its first published size upwards becomes
  * this library's full-size version, zeros (every field's default) past the
  * caller's size. Every entry point reads its structs only through these. */
-#ifndef MOEINT4_CORE_STRUCT_SIZE_H
-#define MOEINT4_CORE_STRUCT_SIZE_H
+#ifndef MOEINT4_BASE_STRUCT_SIZE_H
+#define MOEINT4_BASE_STRUCT_SIZE_H
 
 #include <stddef.h>
 

@@ -5,9 +5,9 @@
  * here in the same change. */
 #include <string.h>
 
-#include "core/error.h"
-#include "core/registry.h"
-#include "core/struct_size.h"
+#include "base/error.h"
+#include "registry/registry.h"
+#include "base/struct_size.h"
 
 #define F32 MOEINT4_DTYPE_F32
 #define F16 MOEINT4_DTYPE_F16
