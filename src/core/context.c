@@ -6,9 +6,9 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "core/context.h"
 #include "core/handles.h"
-#include "base/struct_size.h"
 #include "core/weights_list.h"
 #include "registry/oracle.h"
 

@@ -4,8 +4,8 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "core/handles.h"
 #include "base/struct_size.h"
+#include "core/handles.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)
 {

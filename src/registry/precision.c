@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "registry/registry.h"
 #include "base/struct_size.h"
+#include "registry/registry.h"
 
 #define F32 MOEINT4_DTYPE_F32
 #define F16 MOEINT4_DTYPE_F16
