@@ -23,6 +23,7 @@ int tk_cmocka_skips(void) { return skips; }
 int tk_cmocka_run(const char *name, const struct CMUnitTest *tests, size_t count,
                   CMFixtureFunction setup, CMFixtureFunction teardown, int argc, char **argv)
 {
+    skips = 0; /* this run's */
     const char *only = argc > 1 && argv[1][0] ? argv[1] : NULL;
     const char *leave_out = argc > 2 && argv[2][0] ? argv[2] : NULL;
     size_t selected = 0;
@@ -34,10 +35,8 @@ int tk_cmocka_run(const char *name, const struct CMUnitTest *tests, size_t count
                only ? only : "", leave_out ? leave_out : "");
         return 1; /* a run that checks nothing must not pass */
     }
-    if (only)
-        cmocka_set_test_filter(only);
-    if (leave_out)
-        cmocka_set_skip_filter(leave_out);
+    cmocka_set_test_filter(only); /* NULL: none (and none left from an earlier run) */
+    cmocka_set_skip_filter(leave_out);
     int failed = _cmocka_run_group_tests(name, tests, count, setup, teardown);
     if (failed)
         return 1;
