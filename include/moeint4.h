@@ -20,9 +20,8 @@
  *    previous sizeof (explicit padding first if the struct ended in tail
  *    padding), so an older caller's struct_size never covers part of it;
  *    its comment gives its default (0 / NULL unless said otherwise), which
- *    the library applies to callers whose size ends before it (inside the
- *    library: mi4_struct_read in src/base/struct_size.c, then the entry
- *    point sets any non-zero default); the _MIN_SIZE macros never change.
+ *    the library applies to callers whose size ends before it; the
+ *    _MIN_SIZE macros never change.
  *    Structs the library fills (moeint4_backend_info, moeint4_precision)
  *    are written up to the caller's struct_size only.
  *  - Numeric values of enums are pinned forever; new values are appended.
