@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fake_backend.h"
 #include "moeint4.h"
 #include "testkit.h"
 
@@ -320,75 +321,17 @@ static void test_backend_info(void **state)
     assert_int_equal(blank.name[0], 0);
 }
 
-/* A third-party backend table: an older one works (functions it lacks are
- * absent); one below the minimum is VERSION_MISMATCH. */
-static int table_probe(void *user_data, int device_index, char *reason, size_t cap)
-{
-    (void)user_data;
-    (void)device_index;
-    (void)reason;
-    (void)cap;
-    return 1;
-}
-
-static int table_supports(void *user_data, const moeint4_problem *problem, char *reason,
-                          size_t cap)
-{
-    (void)user_data;
-    (void)problem;
-    (void)reason;
-    (void)cap;
-    return 0;
-}
-
-static moeint4_status table_context_create(void *user_data,
-                                           const moeint4_context_options *options, void **out,
-                                           char *err, size_t cap)
-{
-    (void)user_data;
-    (void)options;
-    (void)err;
-    (void)cap;
-    *out = NULL;
-    return MOEINT4_SUCCESS;
-}
-
-static moeint4_status table_prepare(void *backend_context, const moeint4_weights_desc *desc,
-                                    void **out, char *err, size_t cap)
-{
-    (void)backend_context;
-    (void)desc;
-    (void)out;
-    (void)err;
-    (void)cap;
-    return MOEINT4_UNSUPPORTED;
-}
-
-static moeint4_status table_forward(void *backend_context, const void *weights,
-                                    const moeint4_forward_args *args, char *err, size_t cap)
-{
-    (void)backend_context;
-    (void)weights;
-    (void)args;
-    (void)err;
-    (void)cap;
-    return MOEINT4_UNSUPPORTED;
-}
-
+/* A third-party backend table (tests/core/fake_backend.c): an older one
+ * works (functions it lacks are absent); one below the minimum is
+ * VERSION_MISMATCH. */
 static void test_backend_iface(void **state)
 {
     (void)state;
-    moeint4_backend_iface iface;
-    memset(&iface, 0, sizeof iface);
-    iface.api_version = MOEINT4_BACKEND_API_VERSION;
-    iface.probe = table_probe;
-    iface.supports = table_supports;
-    iface.context_create = table_context_create;
-    iface.prepare = table_prepare;
-    iface.forward = table_forward;
+    static fake_control older_control = {.name = "older-table", .priority = 5000, .probe_ok = 1};
+    static fake_control newer_control = {.name = "newer-table", .priority = 5001, .probe_ok = 1};
+    moeint4_backend_iface iface = fake_backend_iface(&older_control);
     moeint4_backend id = MOEINT4_BACKEND_AUTO;
     guarded g;
-    iface.name = "older-table";
     moeint4_backend_iface *older = guarded_copy(&g, &iface, MOEINT4_BACKEND_IFACE_MIN_SIZE);
     assert_int_equal(moeint4_register_backend(older, &id), MOEINT4_SUCCESS);
     guarded_free(&g);
@@ -399,7 +342,7 @@ static void test_backend_iface(void **state)
     assert_string_equal(info.name, "older-table");
     assert_int_equal(info.available, 1);
 
-    iface.name = "newer-table";
+    iface = fake_backend_iface(&newer_control);
     moeint4_backend_iface *newer = newer_copy(&iface, sizeof iface, 0);
     assert_int_equal(moeint4_register_backend(newer, &id), MOEINT4_SUCCESS);
     free(newer);

@@ -32,6 +32,7 @@
 #include "conformance_cases.h"
 #include "conformance_expect.h"
 #include "conformance_run.h"
+#include "fake_backend.h"
 #include "moeint4.h"
 
 #define MAX_BACKENDS 32
@@ -170,68 +171,10 @@ static void test_tolerances_follow_the_stated_precision(void **state)
 
 /* ---- the expectations bite: a backend that refuses everything ---- */
 
-static int refuser_probe(void *user_data, int device, char *reason, size_t cap)
+/* A backend that is there and serves nothing (tests/core/fake_backend.c). */
+static moeint4_backend register_refuser(fake_control *control)
 {
-    (void)user_data;
-    (void)device;
-    (void)reason;
-    (void)cap;
-    return 1;
-}
-
-static int refuser_supports(void *user_data, const moeint4_problem *problem, char *reason,
-                            size_t cap)
-{
-    (void)user_data;
-    (void)problem;
-    snprintf(reason, cap, "serves nothing");
-    return 0;
-}
-
-static moeint4_status refuser_context(void *user_data, const moeint4_context_options *options,
-                                      void **out, char *err, size_t cap)
-{
-    (void)user_data;
-    (void)options;
-    (void)err;
-    (void)cap;
-    *out = NULL;
-    return MOEINT4_SUCCESS;
-}
-
-static moeint4_status refuser_prepare(void *backend_context, const moeint4_weights_desc *desc,
-                                      void **out, char *err, size_t cap)
-{
-    (void)backend_context;
-    (void)desc;
-    (void)out;
-    snprintf(err, cap, "serves nothing");
-    return MOEINT4_UNSUPPORTED;
-}
-
-static moeint4_status refuser_forward(void *backend_context, const void *weights,
-                                      const moeint4_forward_args *args, char *err, size_t cap)
-{
-    (void)backend_context;
-    (void)weights;
-    (void)args;
-    snprintf(err, cap, "serves nothing");
-    return MOEINT4_UNSUPPORTED;
-}
-
-static moeint4_backend register_refuser(const char *name)
-{
-    moeint4_backend_iface iface;
-    memset(&iface, 0, sizeof iface);
-    iface.struct_size = sizeof iface;
-    iface.api_version = MOEINT4_BACKEND_API_VERSION;
-    iface.name = name;
-    iface.platform_priority = 5000; /* after the CPU: AUTO never lands here */
-    iface.probe = refuser_probe;
-    iface.supports = refuser_supports;
-    iface.context_create = refuser_context;
-    iface.prepare = refuser_prepare;
-    iface.forward = refuser_forward;
+    moeint4_backend_iface iface = fake_backend_iface(control);
     moeint4_backend id = MOEINT4_BACKEND_AUTO;
     assert_int_equal(moeint4_register_backend(&iface, &id), MOEINT4_SUCCESS);
     return id;
@@ -245,14 +188,19 @@ static void test_refusals_inside_the_expected_set_fail(void **state)
     const suite *s = *state;
     conf_summary summary;
     print_message("the FAIL lines below are this self-check's, expected\n");
-    moeint4_backend held = register_refuser("conformance-self-check");
+    /* after the CPU (priority 1000): AUTO never lands on them */
+    static fake_control held_control = {.name = "conformance-self-check", .priority = 5000,
+                                        .probe_ok = 1};
+    static fake_control free_control = {.name = "conformance-refuses-all", .priority = 5001,
+                                        .probe_ok = 1};
+    moeint4_backend held = register_refuser(&held_control);
     conf_run_matrix(held, "conformance-self-check", s->cases, s->num_cases, 1, "_g128_",
                     &summary);
     assert_true(summary.unexpectedly_unsupported > 0);
     assert_int_equal(summary.failed, summary.unexpectedly_unsupported);
     assert_true(summary.unsupported > 0); /* the other formats at g128 */
     assert_int_equal(summary.passed, 0);
-    moeint4_backend free_to_refuse = register_refuser("conformance-refuses-all");
+    moeint4_backend free_to_refuse = register_refuser(&free_control);
     conf_run_matrix(free_to_refuse, "conformance-refuses-all", s->cases, s->num_cases, 1, "_g128_",
                     &summary);
     assert_int_equal(summary.failed, 0);
