@@ -58,6 +58,21 @@ static moeint4_status check_options(const moeint4_context_options *options)
     return MOEINT4_SUCCESS;
 }
 
+/* Frees a context and all it holds; leaves the thread's error alone (a
+ * failing create reports why after undoing itself). */
+static void context_free(moeint4_context *ctx)
+{
+    while (ctx->live_weights)
+        mi4_weights_destroy(ctx->live_weights);
+    for (int i = ctx->num_slots - 1; i >= 0; i--) {
+        const mi4_backend_entry *entry = ctx->slots[i].entry;
+        if (entry->iface.context_destroy)
+            entry->iface.context_destroy(entry->iface.user_data, ctx->slots[i].backend_context);
+    }
+    pthread_mutex_destroy(&ctx->lock);
+    mi4_free(ctx);
+}
+
 MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options *options,
                                                   moeint4_context **ctx)
 {
@@ -110,7 +125,7 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
         void *backend_context = NULL;
         status = mi4_context_backend_slot(created, first, &backend_context);
         if (status != MOEINT4_SUCCESS) {
-            moeint4_context_destroy(created);
+            context_free(created);
             return status;
         }
     }
@@ -119,20 +134,12 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     return MOEINT4_SUCCESS;
 }
 
+
 MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx)
 {
     mi4_clear_error();
-    if (!ctx)
-        return;
-    while (ctx->live_weights)
-        mi4_weights_destroy(ctx->live_weights);
-    for (int i = ctx->num_slots - 1; i >= 0; i--) {
-        const mi4_backend_entry *entry = ctx->slots[i].entry;
-        if (entry->iface.context_destroy)
-            entry->iface.context_destroy(entry->iface.user_data, ctx->slots[i].backend_context);
-    }
-    pthread_mutex_destroy(&ctx->lock);
-    mi4_free(ctx);
+    if (ctx)
+        context_free(ctx);
 }
 
 /* Binds an unbound AUTO context to `entry`; returns the binding in force
