@@ -134,7 +134,6 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     return MOEINT4_SUCCESS;
 }
 
-
 MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx)
 {
     mi4_clear_error();
