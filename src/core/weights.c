@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "core/context.h"
 #include "core/handles.h"
