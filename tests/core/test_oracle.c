@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core_test_util.h"
@@ -182,6 +183,69 @@ static void test_auto_context_binds_to_its_first_weights(void **state)
                        "weights were prepared");
     assert_null(refused);
     moeint4_context_destroy(ctx);
+    tk_layer_free(&gptq);
+    tk_layer_free(&awq);
+}
+
+/* Threads racing to bind one AUTO context with problems the oracle sends to
+ * different backends: one binding wins, every success is on it, every
+ * prepare it cannot serve is refused saying so. */
+typedef struct racer {
+    moeint4_context *ctx;
+    const moeint4_weights_desc *desc;
+    moeint4_weights *weights;
+    moeint4_status status;
+    char message[512];
+} racer;
+
+static void *race_prepare(void *arg)
+{
+    racer *r = arg;
+    r->status = moeint4_weights_prepare(r->ctx, r->desc, &r->weights);
+    snprintf(r->message, sizeof r->message, "%s", moeint4_last_error());
+    return NULL;
+}
+
+static void test_racing_prepares_bind_once(void **state)
+{
+    (void)state;
+    tk_layer gptq, awq;
+    util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 31);
+    util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 32);
+    moeint4_weights_desc descs[2] = {tk_layer_desc(&gptq), tk_layer_desc(&awq)};
+    for (int round = 0; round < 20; round++) {
+        moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
+        enum { RACERS = 6 };
+        racer racers[RACERS];
+        pthread_t threads[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            memset(&racers[i], 0, sizeof racers[i]);
+            racers[i].ctx = ctx;
+            racers[i].desc = &descs[(i + round) % 2];
+            assert_int_equal(pthread_create(&threads[i], NULL, race_prepare, &racers[i]), 0);
+        }
+        for (int i = 0; i < RACERS; i++)
+            pthread_join(threads[i], NULL);
+        moeint4_backend bound;
+        assert_ok(moeint4_context_backend(ctx, &bound));
+        assert_true(bound == gptq_only_id || bound == MOEINT4_BACKEND_CPU);
+        int served = 0;
+        for (int i = 0; i < RACERS; i++) {
+            if (racers[i].status == MOEINT4_SUCCESS) {
+                moeint4_backend backend;
+                assert_ok(moeint4_weights_backend(racers[i].weights, &backend));
+                assert_int_equal(backend, bound);
+                served++;
+            } else {
+                assert_int_equal(racers[i].status, MOEINT4_UNSUPPORTED);
+                assert_non_null(strstr(racers[i].message, "this AUTO context is bound to"));
+                assert_null(racers[i].weights);
+            }
+        }
+        /* the CPU serves both problems; the fake only GPTQ */
+        assert_int_equal(served, bound == MOEINT4_BACKEND_CPU ? RACERS : RACERS / 2);
+        moeint4_context_destroy(ctx);
+    }
     tk_layer_free(&gptq);
     tk_layer_free(&awq);
 }
@@ -379,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_first_fit_order),
         cmocka_unit_test(test_forced_backend_refuses),
         cmocka_unit_test(test_auto_context_binds_to_its_first_weights),
+        cmocka_unit_test(test_racing_prepares_bind_once),
         cmocka_unit_test(test_backend_errors_reach_the_caller),
         cmocka_unit_test(test_probe_is_cached_per_device),
         cmocka_unit_test(test_explain_table),
