@@ -57,10 +57,10 @@ typedef struct forward_plan {
     const int *pair_token;        /* token index within the chunk */
     const float *pair_in_factor;  /* router weight on the input, or 1 */
     const float *pair_out_factor; /* router weight on the output, or 1 */
-    float *x;                     /* [tokens][x_stride] scaled input rows */
+    float *x;                     /* [tokens][x_stride] input rows, kernels' form */
     size_t x_stride;
     float *xsum;                  /* [tokens][geo13.num_groups] */
-    float *a;                     /* [pairs][a_stride] scaled activations */
+    float *a;                     /* [pairs][a_stride] activation rows, kernels' form */
     size_t a_stride;
     float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
     float *a_group_sum;           /* [pairs][geo2.num_groups] */

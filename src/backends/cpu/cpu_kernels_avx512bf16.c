@@ -21,7 +21,8 @@
  * Input rows: per 8-column block, 16 bytes of bf16 in the order (x0, x4, x1,
  * x5, x2, x6, x3, x7). BF16 activations are held exactly; the activations
  * between the projections are rounded to bf16 once (to nearest even), as
- * GPU kernels keep them in the activation dtype. vdpbf16ps treats bf16
+ * GPU kernels keep them in the activation dtype (the CPU's BF16 row of
+ * src/registry/precision.c says so). vdpbf16ps treats bf16
  * subnormals (below 2^-126) as zero and flushes subnormal results. */
 #include <immintrin.h>
 #include <stdint.h>
