@@ -15,6 +15,29 @@
 /* Tokens per register block (both tables). */
 #define MI4_AVX512_BLOCK_TOKENS 8
 
+/* The register block's inputs: row and group-sum pointers of tokens
+ * [t_first, t_first + tokens), and its y (in memory between groups: the
+ * registers hold accumulators) cleared. */
+static MI4_AVX512_INLINE void mi4_avx512_block_start(const mi4_cpu_tile_job *a, int t_first,
+                                                     int tokens, const float **rows,
+                                                     const float **sums, float (*y)[16])
+{
+    for (int t = 0; t < tokens; t++) {
+        rows[t] = a->x[t_first + t];
+        sums[t] = a->xsum[t_first + t];
+        _mm512_store_ps(y[t], _mm512_setzero_ps());
+    }
+}
+
+/* Clears accumulator sets [0, sets) of tokens [0, tokens). */
+static MI4_AVX512_INLINE void mi4_avx512_clear(__m512 (*acc)[MI4_AVX512_BLOCK_TOKENS], int sets,
+                                               int tokens)
+{
+    for (int s = 0; s < sets; s++)
+        for (int t = 0; t < tokens; t++)
+            acc[s][t] = _mm512_setzero_ps();
+}
+
 /* y[t] += scale * dot[t] - (zero - zero_bias) * scale * xsum[t][g] for the
  * two tiles' rows of group g, dot[t] the sum of acc[0..sets)[t]. */
 static MI4_AVX512_INLINE void mi4_avx512_group_end(const mi4_cpu_tile_job *a,

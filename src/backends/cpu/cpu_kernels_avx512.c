@@ -38,20 +38,12 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
     const mi4_cpu_pack_geometry *geo = a->geo;
     const float *rows[MAX_BLOCK_TOKENS];
     const float *sums[MAX_BLOCK_TOKENS];
-    for (int t = 0; t < TB; t++) {
-        rows[t] = a->x[t_first + t];
-        sums[t] = a->xsum[t_first + t];
-    }
-    /* the sums live in memory between groups: registers hold accumulators */
     __attribute__((aligned(64))) float y[MAX_BLOCK_TOKENS][16];
-    for (int t = 0; t < TB; t++)
-        _mm512_store_ps(y[t], _mm512_setzero_ps());
+    mi4_avx512_block_start(a, t_first, TB, rows, sums, y);
     const size_t group_bytes = (size_t)geo->group_blocks * MI4_CPU_BLOCK_BYTES;
     for (int g = 0; g < geo->num_groups; g++) {
         __m512 acc[8][MAX_BLOCK_TOKENS];
-        for (int s = 0; s < S; s++)
-            for (int t = 0; t < TB; t++)
-                acc[s][t] = _mm512_setzero_ps();
+        mi4_avx512_clear(acc, S, TB);
         const uint8_t *block_a = a->tile + (size_t)g * group_bytes;
         const uint8_t *block_b = b->tile + (size_t)g * group_bytes;
         const size_t column0 = (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
