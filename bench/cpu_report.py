@@ -132,9 +132,9 @@ def main(argv):
         f"- CPU kernel table and the instruction bounding it: "
         f"{', '.join(sorted({str(r.get('kernel_table')) + ' (' + str(r.get('compute_ceiling')) + ')' for r in records}))}",
         "- floor = max((weight + activation bytes) / read bandwidth, flops / compute ceiling), "
-        "both measured in each run (see bench/README.md): the bandwidth is the best pass of a "
-        "1-8 stream reader, the ceiling a register-only loop of the kernel's instruction on all "
-        "cores; baseline = weights dequantized to f32 at load + OpenBLAS sgemm per expert, "
+        "both measured in each run (see bench/README.md): the bandwidth is the fastest 16 MiB-per-"
+        "thread round of a 1-8 stream reader (with and without software prefetch), the ceiling a "
+        "register-only loop of the kernel's instruction on all cores; baseline = weights dequantized to f32 at load + OpenBLAS sgemm per expert, "
         "same routing, same run",
         "- a time below its floor (x floor < 1) is a measurement error and is marked so",
         "- bound: which term sets the floor; load: the machine's 1-minute load average when "
