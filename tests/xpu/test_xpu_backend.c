@@ -1,6 +1,6 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
  * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
- * found on the device, expert_map, determinism across runs and chunkings,
+ * and non-finite router weights found on the device (output untouched), expert_map, determinism across runs and chunkings,
  * the oneDNN path against the reference, memory accounting, and an OpenCL
  * "framework" handing in its own context, queue and SVM memory. */
 #include <math.h>
@@ -187,6 +187,48 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
     moeint4_weights_release(weights);
     tk_layer_free(&layer);
     moeint4_context_destroy(ctx);
+}
+
+/* A non-finite router weight is INVALID_ARGUMENT naming the first bad slot,
+ * whatever the path: one chunk, several chunks (the bad slot in a later
+ * one), every expert through oneDNN; the output stays untouched. */
+static void test_non_finite_router_weight_output_untouched(void **state)
+{
+    (void)state;
+    const char *configs[][2] = {{"0", "64"}, {"2", "64"}, {"3", "1"}};
+    tk_rng rng;
+    tk_layer layer;
+    make_layer(&layer, &rng, 3, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    topk_weights[9 * TOPK + 1] = INFINITY;
+    topk_weights[6 * TOPK + 0] = NAN;
+    ids[10 * TOPK] = E; /* a bad id after the first bad weight: the weight is reported */
+    uint8_t *out = malloc((size_t)M * K * 4);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; ++c) {
+        moeint4_context *ctx = xpu_context(configs[c][0], configs[c][1]);
+        moeint4_weights *weights = prepare(ctx, &layer);
+        device_io io;
+        io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+        moeint4_forward_args args = make_args(&io, MOEINT4_DTYPE_F32);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        const char *message = moeint4_last_error();
+        if (!strstr(message, "topk_weights[6][0] = ") || !strstr(message, "nan is not finite"))
+            fail_msg("chunks %s, oneDNN from %s: \"%s\"", configs[c][0], configs[c][1],
+                     message);
+        assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        for (size_t i = 0; i < io.out_bytes; ++i)
+            assert_int_equal(out[i], 0xff);
+        io_free(ctx, &io);
+        moeint4_weights_release(weights);
+        moeint4_context_destroy(ctx);
+    }
+    free(out);
+    tk_layer_free(&layer);
 }
 
 /* Runs one forward on a fresh context with the given chunking and oneDNN
@@ -406,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_backend_is_listed_available_in_test_mode),
         cmocka_unit_test(test_asymmetric_formats_are_unsupported_with_reason),
         cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
+        cmocka_unit_test(test_non_finite_router_weight_output_untouched),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
         cmocka_unit_test(test_memory_accounting),
         cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),

@@ -52,30 +52,13 @@
  *  - Concurrency: kernel objects hold their arguments, so forward() calls on
  *    one context are serialised by the context's mutex.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/desc_views.h"
+#include "layout/layout.h"
 #include "xpu_backend.h"
-
-const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT] = {
-    "mi4_route_init",  "mi4_route_count",   "mi4_route_scan",    "mi4_route_scatter",
-    "mi4_w13_gemm",    "mi4_w2_gemm",       "mi4_combine",       "mi4_dnnl_gather",
-    "mi4_dnnl_dequant", "mi4_dnnl_activate", "mi4_dnnl_scatter", "mi4_dnnl_scales_t",
-};
-
-moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
-{
-    if (err && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* ---- runtime choice ---- */
 
@@ -202,6 +185,7 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
     ctx->onednn_min_tokens =
         env_int("MOEINT4_XPU_ONEDNN_MIN_TOKENS", MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS);
     ctx->chunk_tokens = env_int("MOEINT4_XPU_CHUNK_TOKENS", 0);
+    ctx->reserve_tokens = env_int("MOEINT4_XPU_RESERVE_TOKENS", MI4_XPU_DEFAULT_RESERVE_TOKENS);
     create_dnnl(ctx);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;
@@ -214,6 +198,7 @@ static void xpu_context_destroy(void *user_data, void *backend_context)
     if (!ctx)
         return;
     mi4_xpu_dnnl_destroy(ctx->dnnl);
+    mi4_xpu_scratch_free(ctx);
     ctx->rt->ops->destroy(ctx->rt);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -227,7 +212,8 @@ static void xpu_release(void *backend_context, void *backend_weights)
     mi4_xpu_weights *w = backend_weights;
     if (!w)
         return;
-    void *buffers[] = {w->expert_map, w->w13_packed, w->w13_scales, w->w2_packed, w->w2_scales};
+    void *buffers[] = {w->expert_map, w->w13_packed, w->w13_scales, w->w2_packed, w->w2_scales,
+                       w->errors};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
         ctx->rt->ops->free(ctx->rt, buffers[i]);
     free(w);
@@ -243,22 +229,26 @@ static moeint4_status upload(mi4_xpu_context *ctx, mi4_xpu_weights *w, const voi
     return st;
 }
 
-/* One projection: the layout module's XPU conversion on the host, then up. */
+/* One projection: the layout module's XPU conversion of each expert on the
+ * host (the core validated the descriptor before prepare), then up. */
 static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w,
                                         const moeint4_quant_matrix *m, const char *name,
                                         uint8_t **packed, uint16_t **scales, char *err, size_t cap)
 {
     size_t rows = (size_t)m->num_experts * (size_t)m->out_features;
+    size_t packed_per_expert = (size_t)m->out_features * (size_t)(m->in_features / 2);
+    size_t scales_per_expert = (size_t)m->out_features * (size_t)mi4_layout_num_groups(m);
     size_t packed_bytes = rows * (size_t)(m->in_features / 2);
-    size_t scale_bytes = rows * (size_t)mi4_num_groups(m->in_features, m->group_size) * 2;
+    size_t scale_bytes = (size_t)m->num_experts * scales_per_expert * 2;
     uint8_t *host_packed = malloc(packed_bytes ? packed_bytes : 1);
     uint16_t *host_scales = malloc(scale_bytes ? scale_bytes : 1);
     moeint4_status st = MOEINT4_OUT_OF_MEMORY;
     if (!host_packed || !host_scales) {
         mi4_xpu_fail(err, cap, st, "xpu: no host memory to convert %s", name);
-    } else if ((st = moeint4_layout_gptq_to_xpu(m, host_packed, host_scales)) != MOEINT4_SUCCESS) {
-        mi4_xpu_fail(err, cap, st, "%s: %s", name, moeint4_last_error());
     } else {
+        for (int e = 0; e < m->num_experts; ++e)
+            mi4_layout_xpu_expert(m, e, host_packed + (size_t)e * packed_per_expert,
+                                  host_scales + (size_t)e * scales_per_expert);
         st = upload(ctx, w, host_packed, packed_bytes, (void **)packed, err, cap);
         if (st == MOEINT4_SUCCESS)
             st = upload(ctx, w, host_scales, scale_bytes, (void **)scales, err, cap);
@@ -300,6 +290,13 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
         st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, err, cap);
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
+    if (st == MOEINT4_SUCCESS)
+        st = ctx->rt->ops->alloc(ctx->rt, 2 * sizeof(int32_t), (void **)&w->errors, err, cap);
+    /* forwards of up to reserve_tokens tokens (top-8) allocate nothing */
+    if (st == MOEINT4_SUCCESS)
+        st = mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
+                             mi4_xpu_chunk_scratch_bytes(w, ctx->reserve_tokens, 8), NULL, err,
+                             cap);
     pthread_mutex_unlock(&ctx->lock);
     free(map);
     if (st != MOEINT4_SUCCESS) {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "xpu_dnnl.h"
-#include "xpu_runtime.h"
+#include "xpu_common.h"
 
 #define MI4_DNNL_3 (DNNL_VERSION_MAJOR >= 3)
 #define MI4_DNNL_INT4 (DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 5))

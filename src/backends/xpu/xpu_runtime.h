@@ -9,25 +9,7 @@
 #include <stddef.h>
 
 #include "moeint4.h"
-
-/* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
-typedef enum mi4_xpu_kernel {
-    MI4_XPU_ROUTE_INIT,
-    MI4_XPU_ROUTE_COUNT,
-    MI4_XPU_ROUTE_SCAN,
-    MI4_XPU_ROUTE_SCATTER,
-    MI4_XPU_W13_GEMM,
-    MI4_XPU_W2_GEMM,
-    MI4_XPU_COMBINE,
-    MI4_XPU_DNNL_GATHER,
-    MI4_XPU_DNNL_DEQUANT,
-    MI4_XPU_DNNL_ACTIVATE,
-    MI4_XPU_DNNL_SCATTER,
-    MI4_XPU_DNNL_SCALES_T,
-    MI4_XPU_KERNEL_COUNT
-} mi4_xpu_kernel;
-
-extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
+#include "xpu_common.h"
 
 /* Rows per GEMM tile; kernels/common.cl has the same MI4_TILE_ROWS. */
 #define MI4_XPU_TILE_ROWS 8
@@ -45,6 +27,7 @@ typedef struct mi4_xpu_arg {
 #define MI4_XPU_PTR(p) ((mi4_xpu_arg){1, sizeof(void *), (const void *)(p)})
 #define MI4_XPU_INT(v) ((mi4_xpu_arg){0, sizeof(int), &(v)})
 #define MI4_XPU_FLOAT(v) ((mi4_xpu_arg){0, sizeof(float), &(v)})
+#define MI4_XPU_LONG(v) ((mi4_xpu_arg){0, sizeof(long long), &(v)})
 
 typedef enum mi4_xpu_runtime_kind {
     MI4_XPU_LEVEL_ZERO = 1,
@@ -91,10 +74,6 @@ moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xp
 
 /* OpenCL handles for the oneDNN path (NULL unless rt is an OpenCL runtime). */
 void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, void **queue);
-
-/* err/cap convention of the backend interface; returns `status`. */
-moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Embedded program text and SPIR-V (generated at build time). */
 extern const char mi4_xpu_kernel_source[];

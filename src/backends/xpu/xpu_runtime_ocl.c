@@ -26,10 +26,22 @@ typedef struct ocl_runtime {
     cl_kernel kernels[MI4_XPU_KERNEL_COUNT];
 } ocl_runtime;
 
-static int test_cpu_mode(void)
+/* Test selectors (read where a device is chosen: probe and context
+ * creation): MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device,
+ * MOEINT4_XPU_TEST_ANY_GPU=1 any OpenCL GPU with coarse-grained SVM (e.g.
+ * NVIDIA's), so the kernels run on a real GPU that is not Intel's. */
+enum { TEST_CPU = 1, TEST_ANY_GPU = 2 };
+
+static int env_is_1(const char *name)
 {
-    const char *value = getenv("MOEINT4_XPU_TEST_CPU_DEVICE");
+    const char *value = getenv(name);
     return value && strcmp(value, "1") == 0;
+}
+
+static int test_modes(void)
+{
+    return (env_is_1("MOEINT4_XPU_TEST_CPU_DEVICE") ? TEST_CPU : 0) |
+           (env_is_1("MOEINT4_XPU_TEST_ANY_GPU") ? TEST_ANY_GPU : 0);
 }
 
 static void append(char *buf, size_t cap, const char *text)
@@ -67,9 +79,9 @@ static int device_acceptable(cl_platform_id platform, cl_device_id device, int t
              (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) ? "" : " without SVM");
     if (!(svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER))
         return 0;
-    if ((type & CL_DEVICE_TYPE_GPU) && vendor == INTEL_VENDOR_ID)
+    if ((type & CL_DEVICE_TYPE_GPU) && (vendor == INTEL_VENDOR_ID || (test_mode & TEST_ANY_GPU)))
         return 1;
-    return test_mode && (type & CL_DEVICE_TYPE_CPU) &&
+    return (test_mode & TEST_CPU) && (type & CL_DEVICE_TYPE_CPU) &&
            strstr(platform_name, "Portable Computing Language") != NULL;
 }
 
@@ -79,7 +91,7 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
 {
     cl_platform_id platforms[MAX_PLATFORMS];
     cl_uint num_platforms = 0;
-    int test_mode = test_cpu_mode();
+    int test_mode = test_modes();
     cl_int rc = clGetPlatformIDs(MAX_PLATFORMS, platforms, &num_platforms);
     if (rc != CL_SUCCESS || num_platforms == 0) {
         snprintf(reason, cap, "OpenCL: no platform (clGetPlatformIDs returned %d)", (int)rc);
@@ -115,7 +127,8 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
     else
         snprintf(reason, cap, "OpenCL: no Intel GPU platform (found: %s)%s",
                  seen_list[0] ? seen_list : "no devices",
-                 test_mode ? "" : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
+                 (test_mode & TEST_CPU) ? ""
+                                        : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
     return 0;
 }
 
@@ -280,7 +293,7 @@ static moeint4_status adopt_native(ocl_runtime *rt, const moeint4_context_option
         clGetDeviceInfo(rt->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_device is not an OpenCL cl_device_id");
-    if (!device_acceptable(platform, rt->device, test_cpu_mode(), seen, sizeof seen))
+    if (!device_acceptable(platform, rt->device, test_modes(), seen, sizeof seen))
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE,
                             "native_device (%s) is not an Intel GPU with SVM", seen);
     rt->base.is_test_cpu_device = (type & CL_DEVICE_TYPE_GPU) == 0;

@@ -2,8 +2,8 @@
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
  * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_LANES
  * work-items owns one output column and one tile of up to MI4_TILE_ROWS
- * sorted slots of one expert (tiles[2t] = expert, tiles[2t+1] = first row of
- * the tile in sorted_slots). The lanes split the reduction dimension in
+ * sorted slots of one expert (mi4_find_tile: the routing's tile list; groups
+ * past its end return at once). The lanes split the reduction dimension in
  * chunks of 8 codes (one 32-bit word; groups are multiples of 8, so a chunk
  * never straddles two), so neighbouring lanes read neighbouring words of the
  * weight row and of the activations; each lane scales its chunk sums by the
@@ -40,7 +40,7 @@ float mi4_code(uint word, int i) { return (float)((int)((word >> (4 * i)) & 15u)
  * act(gate, up). With weight_on_input the router weight scales x first,
  * which is the same as scaling both dot products. */
 __kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
-void mi4_w13_gemm(__global const int *tiles, __global const int *route, int num_local,
+void mi4_w13_gemm(__global const int *route, int num_local,
                   __global const int *sorted_slots, __global const uchar *hidden, int dtype,
                   __global const float *topk_weights, int weight_on_input, int topk,
                   __global const uchar *packed, __global const ushort *scales, int scales_bf16,
@@ -52,9 +52,9 @@ void mi4_w13_gemm(__global const int *tiles, __global const int *route, int num_
     float sums[MI4_SUMS]; /* gate sums [0, TILE), up sums [TILE, 2 TILE) */
     int n = (int)get_group_id(0);
     int lane = (int)get_local_id(0);
-    int tile = (int)get_global_id(1);
-    int expert = tiles[2 * tile];
-    int row0 = tiles[2 * tile + 1];
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
+        return; /* the whole work-group: no barrier is skipped by part of it */
     int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
     int groups = K / group_size, words = K / 8;
     __global const uint *w_gate =
@@ -95,7 +95,7 @@ void mi4_w13_gemm(__global const int *tiles, __global const int *route, int num_
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
 __kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
-void mi4_w2_gemm(__global const int *tiles, __global const int *route, int num_local,
+void mi4_w2_gemm(__global const int *route, int num_local,
                  __global const int *sorted_slots, __global const float *act,
                  __global const float *topk_weights, int weight_on_input,
                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
@@ -106,9 +106,9 @@ void mi4_w2_gemm(__global const int *tiles, __global const int *route, int num_l
     float sums[MI4_SUMS];
     int k = (int)get_group_id(0);
     int lane = (int)get_local_id(0);
-    int tile = (int)get_global_id(1);
-    int expert = tiles[2 * tile];
-    int row0 = tiles[2 * tile + 1];
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
+        return; /* the whole work-group: no barrier is skipped by part of it */
     int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
     int groups = N / group_size, words = N / 8;
     __global const uint *w = (__global const uint *)(packed + ((long)expert * K + k) * (N / 2));
@@ -139,11 +139,12 @@ void mi4_w2_gemm(__global const int *tiles, __global const int *route, int num_l
 /* out[m][k] = sum over the token's local slots, in slot order (deterministic);
  * a token with no local slot gets 0. Rounded once to dtype. */
 __kernel void mi4_combine(__global const int *slot_expert, __global const float *slot_out,
-                          int num_tokens, int topk, int K, int dtype, __global uchar *output)
+                          int num_tokens, int topk, int K, int dtype,
+                          __global const int *errors, __global uchar *output)
 {
     int k = (int)get_global_id(0);
     int m = (int)get_global_id(1);
-    if (k >= K || m >= num_tokens)
+    if (k >= K || m >= num_tokens || mi4_errors_set(errors))
         return;
     float sum = 0.0f;
     for (int j = 0; j < topk; ++j) {
@@ -152,4 +153,14 @@ __kernel void mi4_combine(__global const int *slot_expert, __global const float 
             sum += slot_out[(long)slot * K + k];
     }
     mi4_store(output, dtype, (long)m * K + k, sum);
+}
+
+/* A forward of several chunks combines into staging; this copies it to the
+ * output once every chunk has run, unless the error record is set. */
+__kernel void mi4_copy_out(__global const uint *staging, long words, __global const int *errors,
+                           __global uint *output)
+{
+    long i = (long)get_global_id(0) + (long)get_global_id(1) * (long)get_global_size(0);
+    if (i < words && !mi4_errors_set(errors))
+        output[i] = staging[i];
 }
