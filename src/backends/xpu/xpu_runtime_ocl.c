@@ -17,6 +17,19 @@
 #define MAX_PLATFORMS 16
 #define MAX_DEVICES 16
 
+/* MOEINT4_XPU_PROFILE=1 (bench only): the runtime's own queue records an
+ * event per launch; each wait adds the device times per kernel, and destroy
+ * prints them to stderr. Launches on a caller's queue are not timed. */
+#define MAX_PENDING 256
+
+typedef struct ocl_profile {
+    cl_event pending[MAX_PENDING];
+    mi4_xpu_kernel pending_kernel[MAX_PENDING];
+    int num_pending;
+    double total_us[MI4_XPU_KERNEL_COUNT], min_us[MI4_XPU_KERNEL_COUNT];
+    long count[MI4_XPU_KERNEL_COUNT];
+} ocl_profile;
+
 typedef struct ocl_runtime {
     mi4_xpu_runtime base;
     cl_device_id device;
@@ -24,6 +37,7 @@ typedef struct ocl_runtime {
     cl_command_queue queue;
     cl_program program;
     cl_kernel kernels[MI4_XPU_KERNEL_COUNT];
+    ocl_profile *profile; /* NULL unless MOEINT4_XPU_PROFILE=1 */
 } ocl_runtime;
 
 /* Test selectors (read where a device is chosen: probe and context
@@ -178,6 +192,36 @@ static moeint4_status ocl_copy(mi4_xpu_runtime *base, void *queue, void *dst, co
     return MOEINT4_SUCCESS;
 }
 
+static void profile_collect(ocl_runtime *rt)
+{
+    ocl_profile *p = rt->profile;
+    for (int i = 0; p && i < p->num_pending; ++i) {
+        cl_ulong start = 0, end = 0;
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                NULL);
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+        clReleaseEvent(p->pending[i]);
+        mi4_xpu_kernel k = p->pending_kernel[i];
+        double us = (double)(end - start) * 1e-3;
+        p->total_us[k] += us;
+        if (p->count[k] == 0 || us < p->min_us[k])
+            p->min_us[k] = us;
+        p->count[k]++;
+    }
+    if (p)
+        p->num_pending = 0;
+}
+
+static void profile_print(ocl_runtime *rt)
+{
+    ocl_profile *p = rt->profile;
+    fprintf(stderr, "xpu profile (%s): kernel, launches, mean us, min us\n", rt->base.device_name);
+    for (int k = 0; k < MI4_XPU_KERNEL_COUNT; ++k)
+        if (p->count[k] > 0)
+            fprintf(stderr, "xpu profile: %-18s %8ld %10.2f %10.2f\n", mi4_xpu_kernel_names[k],
+                    p->count[k], p->total_us[k] / (double)p->count[k], p->min_us[k]);
+}
+
 static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_kernel which,
                                  const size_t global[2], const size_t local[2], int num_args,
                                  const mi4_xpu_arg *args, char *err, size_t cap)
@@ -193,8 +237,16 @@ static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_ker
                                 "OpenCL: setting argument %d of %s returned %d", i,
                                 mi4_xpu_kernel_names[which], (int)rc);
     }
+    int timed = rt->profile && !queue;
+    if (timed && rt->profile->num_pending == MAX_PENDING) {
+        clFinish(rt->queue);
+        profile_collect(rt);
+    }
+    cl_event *event = timed ? &rt->profile->pending[rt->profile->num_pending] : NULL;
     cl_int rc = clEnqueueNDRangeKernel(queue_or_default(rt, queue), kernel, 2, NULL, global,
-                                       local, 0, NULL, NULL);
+                                       local, 0, NULL, event);
+    if (timed && rc == CL_SUCCESS)
+        rt->profile->pending_kernel[rt->profile->num_pending++] = which;
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: launching %s (%zu x %zu) returned %d",
@@ -205,6 +257,8 @@ static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_ker
 static moeint4_status ocl_wait(mi4_xpu_runtime *base, void *queue, char *err, size_t cap)
 {
     cl_int rc = clFinish(queue_or_default(as_ocl(base), queue));
+    if (!queue)
+        profile_collect(as_ocl(base));
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR, "OpenCL: clFinish returned %d",
                             (int)rc);
@@ -236,6 +290,13 @@ static void ocl_destroy(mi4_xpu_runtime *base)
     ocl_runtime *rt = as_ocl(base);
     if (!rt)
         return;
+    if (rt->profile) {
+        if (rt->queue)
+            clFinish(rt->queue);
+        profile_collect(rt);
+        profile_print(rt);
+        free(rt->profile);
+    }
     for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i)
         if (rt->kernels[i])
             clReleaseKernel(rt->kernels[i]);
@@ -329,8 +390,12 @@ static moeint4_status create_own(ocl_runtime *rt, int device_index, char *err, s
     rt->base.is_test_cpu_device = is_cpu;
     cl_int rc;
     rt->context = clCreateContext(NULL, 1, &rt->device, NULL, NULL, &rc);
+    cl_queue_properties timed[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    if (env_is_1("MOEINT4_XPU_PROFILE"))
+        rt->profile = calloc(1, sizeof *rt->profile);
     if (rc == CL_SUCCESS)
-        rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device, NULL, &rc);
+        rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device,
+                                                       rt->profile ? timed : NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: creating a context and queue returned %d", (int)rc);

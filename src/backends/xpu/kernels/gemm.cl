@@ -18,17 +18,23 @@
 #define MI4_LANES 32
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
 
-/* Adds each lane's sums[0..count) over the work-group; the totals end in
- * scratch[0..count). Every lane must call it. */
-void mi4_add_lanes(__local float *scratch, const float *sums, int count, int lane)
+/* Adds each lane's sums over the work-group: rows [0, rows) of each of the
+ * `halves` halves (w13: gate and up; w2: one), the rows a tile really has,
+ * so a one-row tile (M = 1) reduces 1/8 of the array. Totals end in
+ * scratch[h * MI4_TILE_ROWS + r]. Every lane must call it. */
+void mi4_add_lanes(__local float *scratch, const float *sums, int rows, int halves, int lane)
 {
-    for (int i = 0; i < count; ++i)
-        scratch[lane * MI4_SUMS + i] = sums[i];
+    for (int h = 0; h < halves; ++h)
+        for (int r = 0; r < rows; ++r)
+            scratch[lane * MI4_SUMS + h * MI4_TILE_ROWS + r] = sums[h * MI4_TILE_ROWS + r];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int stride = MI4_LANES / 2; stride > 0; stride >>= 1) {
         if (lane < stride)
-            for (int i = 0; i < count; ++i)
-                scratch[lane * MI4_SUMS + i] += scratch[(lane + stride) * MI4_SUMS + i];
+            for (int h = 0; h < halves; ++h)
+                for (int r = 0; r < rows; ++r) {
+                    int i = h * MI4_TILE_ROWS + r;
+                    scratch[lane * MI4_SUMS + i] += scratch[(lane + stride) * MI4_SUMS + i];
+                }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -63,27 +69,34 @@ void mi4_w13_gemm(__global const int *route, int num_local,
     __global const ushort *s_gate = scales + ((long)expert * 2 * N + n) * groups;
     __global const ushort *s_up = s_gate + (long)N * groups;
 
+    /* loops over the tile's rows run to MI4_TILE_ROWS, unrolled, with a
+     * guard: constant indices keep sums and x_row in registers */
+#pragma unroll
     for (int i = 0; i < MI4_SUMS; ++i)
         sums[i] = 0.0f;
-    for (int r = 0; r < rows; ++r)
-        x_row[r] = (long)(sorted_slots[row0 + r] / topk) * K;
+#pragma unroll
+    for (int r = 0; r < MI4_TILE_ROWS; ++r)
+        x_row[r] = r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
     for (int c = lane; c < words; c += MI4_LANES) {
         uint wg = w_gate[c], wu = w_up[c];
         int g = c * 8 / group_size;
         float sg = mi4_load_scale(s_gate, scales_bf16, g);
         float su = mi4_load_scale(s_up, scales_bf16, g);
-        for (int r = 0; r < rows; ++r) {
-            float pg = 0.0f, pu = 0.0f;
-            for (int i = 0; i < 8; ++i) {
-                float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
-                pg += mi4_code(wg, i) * x;
-                pu += mi4_code(wu, i) * x;
+#pragma unroll
+        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
+            if (r < rows) {
+                float pg = 0.0f, pu = 0.0f;
+                for (int i = 0; i < 8; ++i) {
+                    float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
+                    pg += mi4_code(wg, i) * x;
+                    pu += mi4_code(wu, i) * x;
+                }
+                sums[r] += pg * sg;
+                sums[MI4_TILE_ROWS + r] += pu * su;
             }
-            sums[r] += pg * sg;
-            sums[MI4_TILE_ROWS + r] += pu * su;
         }
     }
-    mi4_add_lanes(scratch, sums, MI4_SUMS, lane);
+    mi4_add_lanes(scratch, sums, rows, 2, lane);
     if (lane < rows) { /* lane r finishes row r */
         int slot = sorted_slots[row0 + lane];
         float scale = weight_on_input ? topk_weights[slot] : 1.0f;
@@ -114,21 +127,26 @@ void mi4_w2_gemm(__global const int *route, int num_local,
     __global const uint *w = (__global const uint *)(packed + ((long)expert * K + k) * (N / 2));
     __global const ushort *s = scales + ((long)expert * K + k) * groups;
 
+#pragma unroll
     for (int i = 0; i < MI4_SUMS; ++i)
         sums[i] = 0.0f;
-    for (int r = 0; r < rows; ++r)
-        a_row[r] = (long)sorted_slots[row0 + r] * N;
+#pragma unroll
+    for (int r = 0; r < MI4_TILE_ROWS; ++r)
+        a_row[r] = r < rows ? (long)sorted_slots[row0 + r] * N : 0;
     for (int c = lane; c < words; c += MI4_LANES) {
         uint word = w[c];
         float sc = mi4_load_scale(s, scales_bf16, c * 8 / group_size);
-        for (int r = 0; r < rows; ++r) {
-            float part = 0.0f;
-            for (int i = 0; i < 8; ++i)
-                part += mi4_code(word, i) * act[a_row[r] + 8 * c + i];
-            sums[r] += part * sc;
+#pragma unroll
+        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
+            if (r < rows) {
+                float part = 0.0f;
+                for (int i = 0; i < 8; ++i)
+                    part += mi4_code(word, i) * act[a_row[r] + 8 * c + i];
+                sums[r] += part * sc;
+            }
         }
     }
-    mi4_add_lanes(scratch, sums, MI4_TILE_ROWS, lane);
+    mi4_add_lanes(scratch, sums, rows, 1, lane);
     if (lane < rows) {
         int slot = sorted_slots[row0 + lane];
         float scale = weight_on_input ? 1.0f : topk_weights[slot];
