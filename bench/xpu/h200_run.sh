@@ -48,8 +48,11 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
-  echo "== $preset: M = 1, device time per kernel (OpenCL profiling events)"
-  MOEINT4_XPU_PROFILE=1 timeout 120 $CLI bench --backend xpu --preset $preset --tokens 1 --iters 50
+  for ahead in 1 2 4 8; do
+    echo "== $preset: M = 1, words loaded ahead $ahead: device time per kernel (OpenCL profiling events)"
+    MOEINT4_XPU_KERNEL_AHEAD=$ahead MOEINT4_XPU_PROFILE=1 timeout 120 \
+      $CLI bench --backend xpu --preset $preset --tokens 1 --iters 50
+  done
   echo "== $preset: moeint4 bench --backend xpu"
   timeout 150 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 20 \
     --json "$OUT/xpu-$preset.json"

@@ -17,6 +17,12 @@
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_LANES 32
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
+/* Words each lane loads before it multiplies (a GEMV at M = 1 is bound by
+ * how many bytes are in flight); the sums keep the one-word order. The
+ * OpenCL runtime may set it (MOEINT4_XPU_KERNEL_AHEAD, tuning). */
+#ifndef MI4_AHEAD
+#define MI4_AHEAD 4
+#endif
 
 /* Adds each lane's sums over the work-group: rows [0, rows) of each of the
  * `halves` halves (w13: gate and up; w2: one), the rows a tile really has,
@@ -77,22 +83,35 @@ void mi4_w13_gemm(__global const int *route, int num_local,
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         x_row[r] = r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
-    for (int c = lane; c < words; c += MI4_LANES) {
-        uint wg = w_gate[c], wu = w_up[c];
-        int g = c * 8 / group_size;
-        float sg = mi4_load_scale(s_gate, scales_bf16, g);
-        float su = mi4_load_scale(s_up, scales_bf16, g);
+    for (int c0 = lane; c0 < words; c0 += MI4_LANES * MI4_AHEAD) {
+        uint wg[MI4_AHEAD], wu[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
 #pragma unroll
-        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-            if (r < rows) {
-                float pg = 0.0f, pu = 0.0f;
-                for (int i = 0; i < 8; ++i) {
-                    float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
-                    pg += mi4_code(wg, i) * x;
-                    pu += mi4_code(wu, i) * x;
+        for (int j = 0; j < MI4_AHEAD; ++j) { /* all loads first: more bytes in flight */
+            int c = c0 + j * MI4_LANES;
+            int g = c * 8 / group_size;
+            wg[j] = c < words ? w_gate[c] : 0x88888888u; /* code 8 = 0 */
+            wu[j] = c < words ? w_up[c] : 0x88888888u;
+            sg[j] = c < words ? mi4_load_scale(s_gate, scales_bf16, g) : 0.0f;
+            su[j] = c < words ? mi4_load_scale(s_up, scales_bf16, g) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < MI4_AHEAD; ++j) {
+            int c = c0 + j * MI4_LANES;
+            if (c >= words)
+                break;
+#pragma unroll
+            for (int r = 0; r < MI4_TILE_ROWS; ++r) {
+                if (r < rows) {
+                    float pg = 0.0f, pu = 0.0f;
+                    for (int i = 0; i < 8; ++i) {
+                        float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
+                        pg += mi4_code(wg[j], i) * x;
+                        pu += mi4_code(wu[j], i) * x;
+                    }
+                    sums[r] += pg * sg[j];
+                    sums[MI4_TILE_ROWS + r] += pu * su[j];
                 }
-                sums[r] += pg * sg;
-                sums[MI4_TILE_ROWS + r] += pu * su;
             }
         }
     }
@@ -133,16 +152,28 @@ void mi4_w2_gemm(__global const int *route, int num_local,
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         a_row[r] = r < rows ? (long)sorted_slots[row0 + r] * N : 0;
-    for (int c = lane; c < words; c += MI4_LANES) {
-        uint word = w[c];
-        float sc = mi4_load_scale(s, scales_bf16, c * 8 / group_size);
+    for (int c0 = lane; c0 < words; c0 += MI4_LANES * MI4_AHEAD) {
+        uint word[MI4_AHEAD];
+        float sc[MI4_AHEAD];
 #pragma unroll
-        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-            if (r < rows) {
-                float part = 0.0f;
-                for (int i = 0; i < 8; ++i)
-                    part += mi4_code(word, i) * act[a_row[r] + 8 * c + i];
-                sums[r] += part * sc;
+        for (int j = 0; j < MI4_AHEAD; ++j) {
+            int c = c0 + j * MI4_LANES;
+            word[j] = c < words ? w[c] : 0x88888888u;
+            sc[j] = c < words ? mi4_load_scale(s, scales_bf16, c * 8 / group_size) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < MI4_AHEAD; ++j) {
+            int c = c0 + j * MI4_LANES;
+            if (c >= words)
+                break;
+#pragma unroll
+            for (int r = 0; r < MI4_TILE_ROWS; ++r) {
+                if (r < rows) {
+                    float part = 0.0f;
+                    for (int i = 0; i < 8; ++i)
+                        part += mi4_code(word[j], i) * act[a_row[r] + 8 * c + i];
+                    sums[r] += part * sc[j];
+                }
             }
         }
     }
