@@ -42,19 +42,20 @@ PY
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== XPU tests on the H200 (OpenCL runtime, NVIDIA driver)"
-  timeout 300 ctest --test-dir /work/wt/xpu/build-x --output-on-failure -j4 \
-    -R '^test_xpu_(kernels|backend|onednn|conformance|conformance_onednn_chunked)$' > "$OUT/ctest.txt" 2>&1
+  timeout 150 ctest --test-dir /work/wt/xpu/build-x --output-on-failure -j4 \
+    -R '^test_xpu_(kernels|backend|conformance)$' > "$OUT/ctest.txt" 2>&1
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
 fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
-  for ahead in 1 2 4 8; do
+  aheads="1 4 8"; [ $preset = mixtral-8x7b ] && aheads="1 4"
+  for ahead in $aheads; do
     echo "== $preset: M = 1, words loaded ahead $ahead: device time per kernel (OpenCL profiling events)"
-    MOEINT4_XPU_KERNEL_AHEAD=$ahead MOEINT4_XPU_PROFILE=1 timeout 120 \
-      $CLI bench --backend xpu --preset $preset --tokens 1 --iters 50
+    MOEINT4_XPU_KERNEL_AHEAD=$ahead MOEINT4_XPU_PROFILE=1 timeout 60 \
+      $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
   done
   echo "== $preset: moeint4 bench --backend xpu"
-  timeout 150 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 20 \
+  timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"
 done
 echo "== done $(date -u +%FT%TZ)"
