@@ -48,8 +48,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
-  aheads="1 4 8"; [ $preset = mixtral-8x7b ] && aheads="1 4"
-  for ahead in $aheads; do
+  for ahead in ${AHEADS:-1 2 4}; do
     echo "== $preset: M = 1, words loaded ahead $ahead: device time per kernel (OpenCL profiling events)"
     MOEINT4_XPU_KERNEL_AHEAD=$ahead MOEINT4_XPU_PROFILE=1 timeout 60 \
       $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30

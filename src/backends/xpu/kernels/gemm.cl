@@ -17,11 +17,12 @@
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_LANES 32
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
-/* Words each lane loads before it multiplies (a GEMV at M = 1 is bound by
- * how many bytes are in flight); the sums keep the one-word order. The
- * OpenCL runtime may set it (MOEINT4_XPU_KERNEL_AHEAD, tuning). */
+/* Words each lane loads before it multiplies; the sums keep the one-word
+ * order. 1 was fastest on the H200 (NVIDIA OpenCL, 2026-12-01: 4 and 8 were
+ * slower at M = 1). The OpenCL runtime may set it (MOEINT4_XPU_KERNEL_AHEAD,
+ * tuning). */
 #ifndef MI4_AHEAD
-#define MI4_AHEAD 4
+#define MI4_AHEAD 1
 #endif
 
 /* Adds each lane's sums over the work-group: rows [0, rows) of each of the
@@ -45,8 +46,15 @@ void mi4_add_lanes(__local float *scratch, const float *sums, int rows, int halv
     }
 }
 
-/* The signed value of code i (0..7) of a word of eight. */
-float mi4_code(uint word, int i) { return (float)((int)((word >> (4 * i)) & 15u) - 8); }
+/* sum_i code_i(word) * x_i, added left to right (the order is part of the
+ * determinism promise). */
+float mi4_dot8(uint word, float8 x)
+{
+    int8 codes = as_int8((uint8)(word) >> (uint8)(0, 4, 8, 12, 16, 20, 24, 28) & (uint8)(15u));
+    float8 c = convert_float8(codes - 8);
+    return c.s0 * x.s0 + c.s1 * x.s1 + c.s2 * x.s2 + c.s3 * x.s3 + c.s4 * x.s4 + c.s5 * x.s5 +
+           c.s6 * x.s6 + c.s7 * x.s7;
+}
 
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
@@ -103,14 +111,9 @@ void mi4_w13_gemm(__global const int *route, int num_local,
 #pragma unroll
             for (int r = 0; r < MI4_TILE_ROWS; ++r) {
                 if (r < rows) {
-                    float pg = 0.0f, pu = 0.0f;
-                    for (int i = 0; i < 8; ++i) {
-                        float x = mi4_load(hidden, dtype, x_row[r] + 8 * c + i);
-                        pg += mi4_code(wg[j], i) * x;
-                        pu += mi4_code(wu[j], i) * x;
-                    }
-                    sums[r] += pg * sg[j];
-                    sums[MI4_TILE_ROWS + r] += pu * su[j];
+                    float8 x = mi4_load8(hidden, dtype, x_row[r] + 8 * c);
+                    sums[r] += mi4_dot8(wg[j], x) * sg[j];
+                    sums[MI4_TILE_ROWS + r] += mi4_dot8(wu[j], x) * su[j];
                 }
             }
         }
@@ -168,12 +171,8 @@ void mi4_w2_gemm(__global const int *route, int num_local,
                 break;
 #pragma unroll
             for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-                if (r < rows) {
-                    float part = 0.0f;
-                    for (int i = 0; i < 8; ++i)
-                        part += mi4_code(word[j], i) * act[a_row[r] + 8 * c + i];
-                    sums[r] += part * sc[j];
-                }
+                if (r < rows)
+                    sums[r] += mi4_dot8(word[j], vload8(0, act + a_row[r] + 8 * c)) * sc[j];
             }
         }
     }
