@@ -1,7 +1,7 @@
 /* Int4 grouped GEMMs on the XPU layout. Weights: packed [E, OUT, IN/2] bytes
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
- * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_LANES
- * work-items owns one output column and one tile of up to MI4_TILE_ROWS
+ * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_COLS x
+ * MI4_LANES work-items owns MI4_COLS output columns (MI4_LANES each) and one tile of up to MI4_TILE_ROWS
  * sorted slots of one expert (mi4_find_tile: the routing's tile list; groups
  * past its end return at once). The lanes split the reduction dimension in
  * chunks of 8 codes (one 32-bit word; groups are multiples of 8, so a chunk
@@ -16,6 +16,11 @@
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_LANES 32
+/* Columns per work-group, each served by its own MI4_LANES lanes: one
+ * 32-lane group per column left a GPU with too few work-items resident
+ * (NVIDIA keeps at most 32 work-groups per multiprocessor). The host's
+ * MI4_XPU_GEMM_COLUMNS must match. */
+#define MI4_COLS 4
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
 /* Words each lane loads before it multiplies; the sums keep the one-word
  * order. 1 was fastest on the H200 (NVIDIA OpenCL, 2026-12-01: 4 and 8 were
@@ -59,7 +64,7 @@ float mi4_dot8(uint word, float8 x)
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
  * which is the same as scaling both dot products. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(MI4_LANES * MI4_COLS, 1, 1)))
 void mi4_w13_gemm(__global const int *route, int num_local,
                   __global const int *sorted_slots, __global const uchar *hidden, int dtype,
                   __global const float *topk_weights, int weight_on_input, int topk,
@@ -67,11 +72,12 @@ void mi4_w13_gemm(__global const int *route, int num_local,
                   int K, int N, int group_size, int act_kind, float limit, float alpha,
                   float beta, __global float *act_out)
 {
-    __local float scratch[MI4_LANES * MI4_SUMS];
+    __local float scratch_all[MI4_COLS * MI4_LANES * MI4_SUMS];
     long x_row[MI4_TILE_ROWS];
     float sums[MI4_SUMS]; /* gate sums [0, TILE), up sums [TILE, 2 TILE) */
-    int n = (int)get_group_id(0);
-    int lane = (int)get_local_id(0);
+    int column = (int)get_local_id(0) / MI4_LANES, lane = (int)get_local_id(0) % MI4_LANES;
+    int n = (int)get_group_id(0) * MI4_COLS + column; /* N % MI4_COLS == 0: N % 8 == 0 */
+    __local float *scratch = scratch_all + column * MI4_LANES * MI4_SUMS;
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
@@ -129,18 +135,19 @@ void mi4_w13_gemm(__global const int *route, int num_local,
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(MI4_LANES * MI4_COLS, 1, 1)))
 void mi4_w2_gemm(__global const int *route, int num_local,
                  __global const int *sorted_slots, __global const float *act,
                  __global const float *topk_weights, int weight_on_input,
                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
                  int K, int N, int group_size, __global float *slot_out)
 {
-    __local float scratch[MI4_LANES * MI4_SUMS];
+    __local float scratch_all[MI4_COLS * MI4_LANES * MI4_SUMS];
     long a_row[MI4_TILE_ROWS];
     float sums[MI4_SUMS];
-    int k = (int)get_group_id(0);
-    int lane = (int)get_local_id(0);
+    int column = (int)get_local_id(0) / MI4_LANES, lane = (int)get_local_id(0) % MI4_LANES;
+    int k = (int)get_group_id(0) * MI4_COLS + column; /* K % MI4_COLS == 0: K % 8 == 0 */
+    __local float *scratch = scratch_all + column * MI4_LANES * MI4_SUMS;
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
