@@ -18,7 +18,7 @@
 #define MI4_XPU_GEMM_LANES 32
 /* Columns per GEMM work-group (MI4_COLS in kernels/gemm.cl): GEMM
  * work-groups are MI4_XPU_GEMM_GROUP wide; N and K are multiples of 8. */
-#define MI4_XPU_GEMM_COLUMNS 4
+#define MI4_XPU_GEMM_COLUMNS 1
 #define MI4_XPU_GEMM_GROUP (MI4_XPU_GEMM_LANES * MI4_XPU_GEMM_COLUMNS)
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */

@@ -16,11 +16,12 @@
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_LANES 32
-/* Columns per work-group, each served by its own MI4_LANES lanes: one
- * 32-lane group per column left a GPU with too few work-items resident
- * (NVIDIA keeps at most 32 work-groups per multiprocessor). The host's
- * MI4_XPU_GEMM_COLUMNS must match. */
-#define MI4_COLS 4
+/* Columns per work-group, each served by its own MI4_LANES lanes. 4 was
+ * tried on the H200 (2026-12-01) against the limit of 32 resident
+ * work-groups per multiprocessor and was no faster (Mixtral w13 at M = 1:
+ * 182 us against 155 us with 1). The host's MI4_XPU_GEMM_COLUMNS must
+ * match. */
+#define MI4_COLS 1
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
 /* Words each lane loads before it multiplies; the sums keep the one-word
  * order. 1 was fastest on the H200 (NVIDIA OpenCL, 2026-12-01: 4 and 8 were
