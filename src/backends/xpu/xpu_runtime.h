@@ -62,6 +62,7 @@ struct mi4_xpu_runtime {
     const mi4_xpu_runtime_ops *ops;
     mi4_xpu_runtime_kind kind;
     char device_name[128];
+    char kernels_from[64];  /* what the kernels were built from, for `moeint4 info` */
     int is_test_cpu_device; /* OpenCL test mode on PoCL's CPU device */
 };
 
@@ -83,5 +84,12 @@ void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, voi
 extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
+/* ocloc's binaries of that SPIR-V for Intel GPU targets (aot_compile.sh). */
+extern const int mi4_xpu_aot_count;
+extern const char *const mi4_xpu_aot_targets[];
+extern const unsigned char *const mi4_xpu_aot_binaries[];
+extern const size_t mi4_xpu_aot_sizes[];
+extern const char mi4_xpu_aot_source_sha256[];
+extern const char mi4_xpu_aot_spirv_sha256[];
 
 #endif

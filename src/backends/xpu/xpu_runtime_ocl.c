@@ -313,10 +313,56 @@ static const mi4_xpu_runtime_ops ocl_ops = {
     ocl_alloc, ocl_free, ocl_copy, ocl_launch, ocl_wait, ocl_check_queue, ocl_destroy,
 };
 
+static moeint4_status create_kernels(ocl_runtime *rt, char *err, size_t cap)
+{
+    for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i) {
+        cl_int rc;
+        rt->kernels[i] = clCreateKernel(rt->program, mi4_xpu_kernel_names[i], &rc);
+        if (rc != CL_SUCCESS)
+            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR,
+                                "OpenCL: kernel %s missing (%d)", mi4_xpu_kernel_names[i],
+                                (int)rc);
+    }
+    return MOEINT4_SUCCESS;
+}
+
+/* An Intel GPU: the embedded ocloc binary the driver accepts for this
+ * device, as Intel's own libraries ship theirs (the driver refuses a binary
+ * of another target, and the next one is tried). */
+static int load_aot_binary(ocl_runtime *rt)
+{
+    cl_uint vendor = 0;
+    cl_device_type type = 0;
+    clGetDeviceInfo(rt->device, CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL);
+    clGetDeviceInfo(rt->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    if (vendor != INTEL_VENDOR_ID || !(type & CL_DEVICE_TYPE_GPU))
+        return 0;
+    for (int i = 0; i < mi4_xpu_aot_count; ++i) {
+        const unsigned char *bytes = mi4_xpu_aot_binaries[i];
+        size_t size = mi4_xpu_aot_sizes[i];
+        cl_int rc, binary_status;
+        cl_program program = clCreateProgramWithBinary(rt->context, 1, &rt->device, &size,
+                                                       &bytes, &binary_status, &rc);
+        if (rc == CL_SUCCESS && binary_status == CL_SUCCESS &&
+            clBuildProgram(program, 1, &rt->device, "", NULL, NULL) == CL_SUCCESS) {
+            rt->program = program;
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
+                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            return 1;
+        }
+        if (program)
+            clReleaseProgram(program);
+    }
+    return 0;
+}
+
 static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
 {
     const char *text = mi4_xpu_kernel_source;
-    cl_int rc;
+    cl_int rc = CL_SUCCESS;
+    if (load_aot_binary(rt))
+        return create_kernels(rt, err, cap);
+    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text");
     rt->program = clCreateProgramWithSource(rt->context, 1, &text, NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
@@ -334,14 +380,7 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: building the kernels returned %d: %s", (int)rc, log);
     }
-    for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i) {
-        rt->kernels[i] = clCreateKernel(rt->program, mi4_xpu_kernel_names[i], &rc);
-        if (rc != CL_SUCCESS)
-            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR,
-                                "OpenCL: kernel %s missing (%d)", mi4_xpu_kernel_names[i],
-                                (int)rc);
-    }
-    return MOEINT4_SUCCESS;
+    return create_kernels(rt, err, cap);
 }
 
 /* The caller's cl_context / cl_device_id / cl_command_queue (retained, so

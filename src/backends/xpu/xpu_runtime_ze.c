@@ -337,6 +337,29 @@ static const mi4_xpu_runtime_ops ze_ops = {
     ze_alloc, ze_free, ze_copy, ze_launch, ze_wait, ze_check_queue, ze_destroy,
 };
 
+/* The embedded ocloc binary the driver accepts for this device (native
+ * format, as Intel's own libraries load theirs); the driver refuses one of
+ * another target and the next is tried. 0: none fits, build the SPIR-V. */
+static int load_aot_module(ze_runtime *rt)
+{
+    for (int i = 0; i < mi4_xpu_aot_count; ++i) {
+        ze_module_desc_t desc;
+        memset(&desc, 0, sizeof desc);
+        desc.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
+        desc.format = ZE_MODULE_FORMAT_NATIVE;
+        desc.inputSize = mi4_xpu_aot_sizes[i];
+        desc.pInputModule = mi4_xpu_aot_binaries[i];
+        if (rt->api.module_create(rt->context, rt->device, &desc, &rt->module, NULL) ==
+            ZE_RESULT_SUCCESS) {
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
+                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            return 1;
+        }
+        rt->module = NULL;
+    }
+    return 0;
+}
+
 static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
 {
     ze_api *api = &rt->api;
@@ -364,7 +387,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
                                  ZE_EVENT_SCOPE_FLAG_HOST};
         rc = api->event_create(rt->event_pool, &event, &rt->done);
     }
-    if (rc == ZE_RESULT_SUCCESS) {
+    if (rc == ZE_RESULT_SUCCESS && !load_aot_module(rt)) {
         ze_module_desc_t desc;
         memset(&desc, 0, sizeof desc);
         desc.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
@@ -372,6 +395,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
         desc.inputSize = mi4_xpu_kernel_spirv_size;
         desc.pInputModule = mi4_xpu_kernel_spirv;
         ze_module_build_log_handle_t build_log = NULL;
+        snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "SPIR-V");
         rc = api->module_create(rt->context, rt->device, &desc, &rt->module, &build_log);
         if (rc != ZE_RESULT_SUCCESS && build_log) {
             size_t size = log_cap;
