@@ -77,7 +77,7 @@ static runtime_choice requested_runtime(void)
 static int xpu_probe(void *user_data, int device_index, char *reason, size_t cap)
 {
     (void)user_data;
-    char ze_reason[200] = "", ocl_reason[200] = "";
+    char ze_reason[400] = "", ocl_reason[200] = "";
     runtime_choice choice = requested_runtime();
     if (choice != CHOOSE_OPENCL && mi4_xpu_ze_probe(device_index, ze_reason, sizeof ze_reason))
         return 1;
@@ -134,7 +134,7 @@ static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_r
     if (native && choice == CHOOSE_OPENCL && !o->native_context)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_device needs native_context (OpenCL handles)");
-    char ze_err[200] = "";
+    char ze_err[400] = "";
     moeint4_status st = MOEINT4_BACKEND_UNAVAILABLE;
     if (choice != CHOOSE_OPENCL) {
         st = mi4_xpu_ze_create(o, rt, ze_err, sizeof ze_err);

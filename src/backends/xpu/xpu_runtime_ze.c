@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
@@ -141,6 +142,33 @@ static int load_api(ze_api *api, char *reason, size_t cap)
     return 1;
 }
 
+/* Why the loader found no device, as far as the host tells: is Intel's GPU
+ * driver installed, does the kernel expose a GPU (/dev/dri)? The loader
+ * unloads a driver that found nothing, so the driver is looked up again
+ * here (loading it runs no device discovery). */
+static void describe_missing_device(char *why, size_t cap)
+{
+    const char *alternative = getenv("ZE_ENABLE_ALT_DRIVERS");
+    if (alternative && *alternative) {
+        snprintf(why, cap, "ZE_ENABLE_ALT_DRIVERS=%.80s replaces the loader's driver list",
+                 alternative);
+        return;
+    }
+    void *driver = dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver) {
+        snprintf(why, cap, "Intel's GPU driver is not installed (libze_intel_gpu.so.1: Debian "
+                           "package intel-opencl-icd)");
+        return;
+    }
+    dlclose(driver);
+    if (access("/dev/dri", F_OK) != 0)
+        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but the "
+                           "kernel exposes no GPU (no /dev/dri)");
+    else
+        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but no "
+                           "/dev/dri render node is an Intel GPU it supports");
+}
+
 /* Initialises the drivers and lists them; fills `reason` on failure. */
 static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *count, char *reason,
                         size_t cap)
@@ -164,9 +192,12 @@ static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *coun
             rc = api->driver_get(count, drivers);
     }
     if (rc != ZE_RESULT_SUCCESS || *count == 0) {
+        char why[200];
+        describe_missing_device(why, sizeof why);
         snprintf(reason, cap,
-                 "no Level Zero driver: libze_loader found but %s returned 0x%x (%s)%s", how,
-                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "");
+                 "no Level Zero driver: libze_loader found but %s returned 0x%x (%s)%s; %s", how,
+                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "",
+                 why);
         return 0;
     }
     return 1;
@@ -414,7 +445,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
 moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu_runtime **out,
                                  char *err, size_t cap)
 {
-    char reason[256];
+    char reason[400];
     ze_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "Level Zero runtime: out of memory");
