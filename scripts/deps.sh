@@ -12,6 +12,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd  # XPU: OpenCL runtime; PoCL runs its kernels on the CPU in tests
   clang-15 llvm-spirv-15 spirv-tools                   # XPU: OpenCL C -> SPIR-V, validated
   libdnnl-dev              # XPU: oneDNN matmul for experts with many tokens
+  intel-opencl-icd         # XPU: ocloc (Intel's GPU compiler) compiles the kernels at build time; Intel's real Level Zero / OpenCL GPU driver for the probe tests
   hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)
   valgrind libclang-common-15-dev                      # reliability: memcheck; libFuzzer + sanitizer runtimes for clang-15
 )

@@ -2,9 +2,10 @@
  * (vLLM's XPU W4A16 path) on Intel GPUs through Level Zero or OpenCL.
  *
  * Decisions (see also README.md next to this file):
- *  - Runtime choice. Level Zero first (Intel's GPU driver, zero-copy with
- *    frameworks), OpenCL otherwise (Debian's packaged intel-opencl-icd).
- *    MOEINT4_XPU_RUNTIME=level_zero|opencl forces one. Caller-provided
+ *  - Runtime choice. Without native handles: OpenCL first while oneDNN is
+ *    wanted (MOEINT4_XPU_ONEDNN_MIN_TOKENS > 0, the default), because
+ *    oneDNN's GPU engine (Debian's 2.6) runs on OpenCL only; Level Zero
+ *    first otherwise. MOEINT4_XPU_RUNTIME=level_zero|opencl forces one. Caller-provided
  *    native_context/native_device/native_queue are Level Zero handles
  *    (ze_context_handle_t, ze_device_handle_t, ze_command_list_handle_t)
  *    and imply the Level Zero runtime, as the header documents; with
@@ -123,11 +124,21 @@ static int env_int(const char *name, int fallback)
 
 /* native_* handles are Level Zero handles unless MOEINT4_XPU_RUNTIME=opencl
  * makes them OpenCL ones (cl_context, cl_device_id, cl_command_queue). */
-static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_runtime **rt,
-                                     char *err, size_t cap)
+static moeint4_status create_runtime(const moeint4_context_options *o, int want_onednn,
+                                     mi4_xpu_runtime **rt, char *err, size_t cap)
 {
     int native = o->native_context || o->native_device || o->native_queue;
     runtime_choice choice = requested_runtime();
+    /* oneDNN's GPU engine (Debian's 2.6) runs on OpenCL only: when it is
+     * wanted and no Level Zero handles were handed in, OpenCL goes first, so
+     * that large M reaches oneDNN on a real Intel system (the same driver
+     * package provides both runtimes). */
+    if (choice == CHOOSE_AUTO && !native && want_onednn) {
+        char ocl_err[200] = "";
+        moeint4_status st = mi4_xpu_ocl_create(o, rt, ocl_err, sizeof ocl_err);
+        if (st != MOEINT4_BACKEND_UNAVAILABLE)
+            return st == MOEINT4_SUCCESS ? st : mi4_xpu_fail(err, cap, st, "%s", ocl_err);
+    }
     if (native && !o->native_device)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_context/native_queue need native_device");
@@ -176,14 +187,14 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
     mi4_xpu_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
-    moeint4_status st = create_runtime(o, &ctx->rt, err, cap);
+    ctx->onednn_min_tokens =
+        env_int("MOEINT4_XPU_ONEDNN_MIN_TOKENS", MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS);
+    moeint4_status st = create_runtime(o, ctx->onednn_min_tokens > 0, &ctx->rt, err, cap);
     if (st != MOEINT4_SUCCESS) {
         free(ctx);
         return st;
     }
     pthread_mutex_init(&ctx->lock, NULL);
-    ctx->onednn_min_tokens =
-        env_int("MOEINT4_XPU_ONEDNN_MIN_TOKENS", MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS);
     ctx->chunk_tokens = env_int("MOEINT4_XPU_CHUNK_TOKENS", 0);
     ctx->reserve_tokens = env_int("MOEINT4_XPU_RESERVE_TOKENS", MI4_XPU_DEFAULT_RESERVE_TOKENS);
     create_dnnl(ctx);
