@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/desc_views.h"
+#include "base/desc_views.h"
 #include "layout/layout.h"
 #include "xpu_backend.h"
 

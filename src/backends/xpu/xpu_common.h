@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "base/error.h"
 #include "moeint4.h"
 
 /* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
@@ -28,8 +29,8 @@ typedef enum mi4_xpu_kernel {
 
 extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
 
-/* err/cap convention of the backend interface; returns `status`. */
-moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* err/cap convention of the backend interface; returns `status` (the
+ * library's own helper, compiled into the plugin: see CMakeLists.txt). */
+#define mi4_xpu_fail mi4_fail_into
 
 #endif
