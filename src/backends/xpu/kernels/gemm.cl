@@ -37,9 +37,13 @@
  * scratch[h * MI4_TILE_ROWS + r]. Every lane must call it. */
 void mi4_add_lanes(__local float *scratch, const float *sums, int rows, int halves, int lane)
 {
-    for (int h = 0; h < halves; ++h)
-        for (int r = 0; r < rows; ++r)
-            scratch[lane * MI4_SUMS + h * MI4_TILE_ROWS + r] = sums[h * MI4_TILE_ROWS + r];
+    /* constant indices into sums (unrolled, guarded): an index known only at
+     * run time would put the caller's sums array in memory instead of
+     * registers for the whole multiply loop */
+#pragma unroll
+    for (int i = 0; i < MI4_SUMS; ++i)
+        if (i / MI4_TILE_ROWS < halves && i % MI4_TILE_ROWS < rows)
+            scratch[lane * MI4_SUMS + i] = sums[i];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int stride = MI4_LANES / 2; stride > 0; stride >>= 1) {
         if (lane < stride)
