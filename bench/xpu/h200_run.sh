@@ -48,11 +48,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
-  for ahead in ${AHEADS:-1 2 4}; do
-    echo "== $preset: M = 1, words loaded ahead $ahead: device time per kernel (OpenCL profiling events)"
-    MOEINT4_XPU_KERNEL_AHEAD=$ahead MOEINT4_XPU_PROFILE=1 timeout 60 \
-      $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
-  done
+  echo "== $preset: M = 1, device time per kernel (OpenCL profiling events)"
+  MOEINT4_XPU_PROFILE=1 timeout 60 $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
   echo "== $preset: moeint4 bench --backend xpu"
   timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"

@@ -15,7 +15,7 @@
 #include "xpu_backend.h"
 
 /* GEMM work-groups must be exactly this wide; other kernels take any size */
-#define LOCAL_SIZE MI4_XPU_GEMM_GROUP
+#define LOCAL_SIZE MI4_XPU_GEMM_LANES
 #define ALIGN 256
 
 typedef struct chunk_buffers {

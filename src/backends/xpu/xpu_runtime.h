@@ -16,10 +16,6 @@
 /* Work-items per GEMM output column (MI4_LANES in kernels/gemm.cl): launch
  * GEMMs with global[0] = columns * this. */
 #define MI4_XPU_GEMM_LANES 32
-/* Columns per GEMM work-group (MI4_COLS in kernels/gemm.cl): GEMM
- * work-groups are MI4_XPU_GEMM_GROUP wide; N and K are multiples of 8. */
-#define MI4_XPU_GEMM_COLUMNS 1
-#define MI4_XPU_GEMM_GROUP (MI4_XPU_GEMM_LANES * MI4_XPU_GEMM_COLUMNS)
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {

@@ -367,12 +367,7 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: clCreateProgramWithSource returned %d", (int)rc);
-    /* tuning only: words each GEMM lane loads ahead (kernels/gemm.cl) */
-    char options[64] = "";
-    const char *ahead = getenv("MOEINT4_XPU_KERNEL_AHEAD");
-    if (ahead && strlen(ahead) == 1 && ahead[0] >= '1' && ahead[0] <= '8')
-        snprintf(options, sizeof options, "-DMI4_AHEAD=%s", ahead);
-    rc = clBuildProgram(rt->program, 1, &rt->device, options, NULL, NULL);
+    rc = clBuildProgram(rt->program, 1, &rt->device, "", NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[256] = "";
         clGetProgramBuildInfo(rt->program, rt->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log,

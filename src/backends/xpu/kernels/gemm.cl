@@ -1,7 +1,7 @@
 /* Int4 grouped GEMMs on the XPU layout. Weights: packed [E, OUT, IN/2] bytes
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
- * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_COLS x
- * MI4_LANES work-items owns MI4_COLS output columns (MI4_LANES each) and one tile of up to MI4_TILE_ROWS
+ * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_LANES
+ * work-items owns one output column and one tile of up to MI4_TILE_ROWS
  * sorted slots of one expert (mi4_find_tile: the routing's tile list; groups
  * past its end return at once). The lanes split the reduction dimension in
  * chunks of 8 codes (one 32-bit word; groups are multiples of 8, so a chunk
@@ -9,27 +9,16 @@
  * weight row and of the activations; each lane scales its chunk sums by the
  * chunk's group scale, then a fixed tree in local memory adds the lanes.
  * Lane assignment and tree are fixed, so results are deterministic. Words
- * are read little-endian (Intel GPUs; PoCL on x86). 32 lanes: typical MoE
- * reduction lengths (768..4096 codes = 96..512 words) keep every lane busy
- * for several words; the width is a guess to be tuned on hardware (the
- * host's MI4_XPU_GEMM_LANES must match). */
+ * are read little-endian (Intel GPUs, NVIDIA GPUs, PoCL on x86). 32 lanes:
+ * typical MoE reduction lengths (768..4096 codes = 96..512 words) keep every
+ * lane busy for several words (the host's MI4_XPU_GEMM_LANES must match). On
+ * the H200 (NVIDIA OpenCL, 2026-12-01) neither 4 columns per work-group nor
+ * each lane loading 4 or 8 words before multiplying was faster
+ * (bench/results/xpu-2026-12-01.md); nothing is tuned for Intel GPUs. */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_LANES 32
-/* Columns per work-group, each served by its own MI4_LANES lanes. 4 was
- * tried on the H200 (2026-12-01) against the limit of 32 resident
- * work-groups per multiprocessor and was no faster (Mixtral w13 at M = 1:
- * 182 us against 155 us with 1). The host's MI4_XPU_GEMM_COLUMNS must
- * match. */
-#define MI4_COLS 1
 #define MI4_SUMS (2 * MI4_TILE_ROWS)
-/* Words each lane loads before it multiplies; the sums keep the one-word
- * order. 1 was fastest on the H200 (NVIDIA OpenCL, 2026-12-01: 4 and 8 were
- * slower at M = 1). The OpenCL runtime may set it (MOEINT4_XPU_KERNEL_AHEAD,
- * tuning). */
-#ifndef MI4_AHEAD
-#define MI4_AHEAD 1
-#endif
 
 /* Adds each lane's sums over the work-group: rows [0, rows) of each of the
  * `halves` halves (w13: gate and up; w2: one), the rows a tile really has,
@@ -69,7 +58,7 @@ float mi4_dot8(uint word, float8 x)
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
  * which is the same as scaling both dot products. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES * MI4_COLS, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
 void mi4_w13_gemm(__global const int *route, int num_local,
                   __global const int *sorted_slots, __global const uchar *hidden, int dtype,
                   __global const float *topk_weights, int weight_on_input, int topk,
@@ -77,12 +66,11 @@ void mi4_w13_gemm(__global const int *route, int num_local,
                   int K, int N, int group_size, int act_kind, float limit, float alpha,
                   float beta, __global float *act_out)
 {
-    __local float scratch_all[MI4_COLS * MI4_LANES * MI4_SUMS];
+    __local float scratch[MI4_LANES * MI4_SUMS];
     long x_row[MI4_TILE_ROWS];
     float sums[MI4_SUMS]; /* gate sums [0, TILE), up sums [TILE, 2 TILE) */
-    int column = (int)get_local_id(0) / MI4_LANES, lane = (int)get_local_id(0) % MI4_LANES;
-    int n = (int)get_group_id(0) * MI4_COLS + column; /* N % MI4_COLS == 0: N % 8 == 0 */
-    __local float *scratch = scratch_all + column * MI4_LANES * MI4_SUMS;
+    int n = (int)get_group_id(0);
+    int lane = (int)get_local_id(0);
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
@@ -102,30 +90,17 @@ void mi4_w13_gemm(__global const int *route, int num_local,
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         x_row[r] = r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
-    for (int c0 = lane; c0 < words; c0 += MI4_LANES * MI4_AHEAD) {
-        uint wg[MI4_AHEAD], wu[MI4_AHEAD];
-        float sg[MI4_AHEAD], su[MI4_AHEAD];
+    for (int c = lane; c < words; c += MI4_LANES) {
+        uint wg = w_gate[c], wu = w_up[c];
+        int g = c * 8 / group_size;
+        float sg = mi4_load_scale(s_gate, scales_bf16, g);
+        float su = mi4_load_scale(s_up, scales_bf16, g);
 #pragma unroll
-        for (int j = 0; j < MI4_AHEAD; ++j) { /* all loads first: more bytes in flight */
-            int c = c0 + j * MI4_LANES;
-            int g = c * 8 / group_size;
-            wg[j] = c < words ? w_gate[c] : 0x88888888u; /* code 8 = 0 */
-            wu[j] = c < words ? w_up[c] : 0x88888888u;
-            sg[j] = c < words ? mi4_load_scale(s_gate, scales_bf16, g) : 0.0f;
-            su[j] = c < words ? mi4_load_scale(s_up, scales_bf16, g) : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < MI4_AHEAD; ++j) {
-            int c = c0 + j * MI4_LANES;
-            if (c >= words)
-                break;
-#pragma unroll
-            for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-                if (r < rows) {
-                    float8 x = mi4_load8(hidden, dtype, x_row[r] + 8 * c);
-                    sums[r] += mi4_dot8(wg[j], x) * sg[j];
-                    sums[MI4_TILE_ROWS + r] += mi4_dot8(wu[j], x) * su[j];
-                }
+        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
+            if (r < rows) {
+                float8 x = mi4_load8(hidden, dtype, x_row[r] + 8 * c);
+                sums[r] += mi4_dot8(wg, x) * sg;
+                sums[MI4_TILE_ROWS + r] += mi4_dot8(wu, x) * su;
             }
         }
     }
@@ -140,19 +115,18 @@ void mi4_w13_gemm(__global const int *route, int num_local,
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES * MI4_COLS, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
 void mi4_w2_gemm(__global const int *route, int num_local,
                  __global const int *sorted_slots, __global const float *act,
                  __global const float *topk_weights, int weight_on_input,
                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
                  int K, int N, int group_size, __global float *slot_out)
 {
-    __local float scratch_all[MI4_COLS * MI4_LANES * MI4_SUMS];
+    __local float scratch[MI4_LANES * MI4_SUMS];
     long a_row[MI4_TILE_ROWS];
     float sums[MI4_SUMS];
-    int column = (int)get_local_id(0) / MI4_LANES, lane = (int)get_local_id(0) % MI4_LANES;
-    int k = (int)get_group_id(0) * MI4_COLS + column; /* K % MI4_COLS == 0: K % 8 == 0 */
-    __local float *scratch = scratch_all + column * MI4_LANES * MI4_SUMS;
+    int k = (int)get_group_id(0);
+    int lane = (int)get_local_id(0);
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
@@ -167,26 +141,13 @@ void mi4_w2_gemm(__global const int *route, int num_local,
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         a_row[r] = r < rows ? (long)sorted_slots[row0 + r] * N : 0;
-    for (int c0 = lane; c0 < words; c0 += MI4_LANES * MI4_AHEAD) {
-        uint word[MI4_AHEAD];
-        float sc[MI4_AHEAD];
+    for (int c = lane; c < words; c += MI4_LANES) {
+        uint word = w[c];
+        float sc = mi4_load_scale(s, scales_bf16, c * 8 / group_size);
 #pragma unroll
-        for (int j = 0; j < MI4_AHEAD; ++j) {
-            int c = c0 + j * MI4_LANES;
-            word[j] = c < words ? w[c] : 0x88888888u;
-            sc[j] = c < words ? mi4_load_scale(s, scales_bf16, c * 8 / group_size) : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < MI4_AHEAD; ++j) {
-            int c = c0 + j * MI4_LANES;
-            if (c >= words)
-                break;
-#pragma unroll
-            for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-                if (r < rows)
-                    sums[r] += mi4_dot8(word[j], vload8(0, act + a_row[r] + 8 * c)) * sc[j];
-            }
-        }
+        for (int r = 0; r < MI4_TILE_ROWS; ++r)
+            if (r < rows)
+                sums[r] += mi4_dot8(word, vload8(0, act + a_row[r] + 8 * c)) * sc;
     }
     mi4_add_lanes(scratch, sums, rows, 1, lane);
     if (lane < rows) {
