@@ -1,13 +1,12 @@
 /* The bottom of the XPU backend: the error helper and the kernel table that
  * every other XPU file uses. Depends on nothing else of the backend, so the
  * runtimes, oneDNN glue and forward sit above it without loops. */
-#ifndef MOEINT4_XPU_COMMON_H
-#define MOEINT4_XPU_COMMON_H
+#ifndef MOEINT4_BACKENDS_XPU_XPU_COMMON_H
+#define MOEINT4_BACKENDS_XPU_XPU_COMMON_H
 
 #include <stddef.h>
 
-#include "base/error.h"
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 /* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
 typedef enum mi4_xpu_kernel {
@@ -30,7 +29,7 @@ typedef enum mi4_xpu_kernel {
 extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
 
 /* err/cap convention of the backend interface; returns `status` (the
- * library's own helper, compiled into the plugin: see CMakeLists.txt). */
-#define mi4_xpu_fail mi4_fail_into
+ * plugin kit's helper of moeint4_backend.h). */
+#define mi4_xpu_fail moeint4_backend_fail
 
 #endif
