@@ -231,6 +231,99 @@ static void test_non_finite_router_weight_output_untouched(void **state)
     tk_layer_free(&layer);
 }
 
+/* MOEINT4_FORWARD_ASYNC on PoCL: the forward only enqueues into the caller's
+ * workspace (one chunk, then 3-token chunks); the output equals the
+ * synchronous one bit for bit once the queue is done. A bad id or weight
+ * then contributes nothing, the other tokens are computed as usual, the
+ * forward returns SUCCESS and moeint4_forward_check reports the first bad
+ * slot once, with the synchronous message. No workspace, or one too small:
+ * INVALID_ARGUMENT. */
+static void test_async_forward_with_workspace(void **state)
+{
+    (void)state;
+    const char *chunkings[] = {"0", "3"};
+    tk_rng rng;
+    tk_layer layer;
+    make_layer(&layer, &rng, 5, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    size_t row = (size_t)K * 4;
+    uint8_t *sync_out = malloc((size_t)M * row), *async_out = malloc((size_t)M * row);
+    for (int c = 0; c < 2; ++c) {
+        moeint4_context *ctx = xpu_context(chunkings[c], "64");
+        moeint4_weights *weights = prepare(ctx, &layer);
+        device_io io;
+        io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+        moeint4_forward_args args = make_args(&io, MOEINT4_DTYPE_F32);
+        if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+            fail_msg("sync: %s", moeint4_last_error());
+        assert_int_equal(moeint4_memory_copy(ctx, sync_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        size_t bytes = 0;
+        assert_int_equal(moeint4_forward_workspace_size(weights, M, TOPK, MOEINT4_DTYPE_F32,
+                                                        &bytes),
+                         MOEINT4_SUCCESS);
+        assert_true(bytes > 0);
+        void *workspace = NULL;
+        assert_int_equal(moeint4_memory_alloc(ctx, bytes + 1, &workspace), MOEINT4_SUCCESS);
+        args.flags = MOEINT4_FORWARD_ASYNC;
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        assert_non_null(strstr(moeint4_last_error(), "args->workspace is required"));
+        args.workspace = (uint8_t *)workspace + 1; /* any alignment */
+        args.workspace_bytes = bytes - 1;
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        args.workspace_bytes = bytes;
+        uint8_t *poison = malloc((size_t)M * row);
+        memset(poison, 0xff, (size_t)M * row);
+        assert_int_equal(moeint4_memory_copy(ctx, io.output, poison, (size_t)M * row,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+            fail_msg("async: %s", moeint4_last_error());
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, async_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        assert_memory_equal(async_out, sync_out, (size_t)M * row);
+
+        /* token 7's first slot gets a bad id, token 2's second a NaN weight */
+        int32_t bad_ids[M * TOPK];
+        float bad_weights[M * TOPK];
+        memcpy(bad_ids, ids, sizeof bad_ids);
+        memcpy(bad_weights, topk_weights, sizeof bad_weights);
+        bad_ids[7 * TOPK] = -3;
+        bad_weights[2 * TOPK + 1] = NAN;
+        assert_int_equal(moeint4_memory_copy(ctx, io.ids, bad_ids, sizeof bad_ids,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, io.weights, bad_weights, sizeof bad_weights,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_SUCCESS); /* sticky */
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_INVALID_ARGUMENT);
+        assert_true(ends_with(moeint4_last_error(), "topk_weights[2][1] = nan is not finite"));
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, async_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        for (int m = 0; m < M; ++m)
+            if (m != 2 && m != 7)
+                assert_memory_equal(async_out + m * row, sync_out + m * row, row);
+        free(poison);
+        moeint4_memory_free(ctx, workspace);
+        io_free(ctx, &io);
+        moeint4_weights_release(weights);
+        moeint4_context_destroy(ctx);
+    }
+    free(sync_out);
+    free(async_out);
+    tk_layer_free(&layer);
+}
+
 /* Runs one forward on a fresh context with the given chunking and oneDNN
  * crossover; returns the output bytes (malloc'd). */
 static uint8_t *run_once(const char *chunk_tokens, const char *onednn_min_tokens,
@@ -314,7 +407,7 @@ static void test_memory_accounting(void **state)
     assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
     size_t w13 = (size_t)E * 2 * N * (K / 2) + (size_t)E * 2 * N * (K / GROUP) * 2;
     size_t w2 = (size_t)E * K * (N / 2) + (size_t)E * K * (N / GROUP) * 2;
-    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t));
+    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t) + 6 * sizeof(int32_t)); /* + error records */
     moeint4_backend backend = MOEINT4_BACKEND_AUTO;
     assert_int_equal(moeint4_weights_backend(weights, &backend), MOEINT4_SUCCESS);
     assert_int_equal(backend, MOEINT4_BACKEND_XPU);
@@ -454,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_asymmetric_formats_are_unsupported_with_reason),
         cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
         cmocka_unit_test(test_non_finite_router_weight_output_untouched),
+        cmocka_unit_test(test_async_forward_with_workspace),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
         cmocka_unit_test(test_memory_accounting),
         cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),

@@ -46,14 +46,15 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
                            MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
                            MI4_XPU_INT(num_local),     MI4_XPU_PTR(slot_expert_d),
                            MI4_XPU_PTR(route_d),       MI4_XPU_PTR(errors_d)};
+    int gated = 1;
     mi4_xpu_arg scan[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local),
-                          MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(errors_d)};
+                          MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(errors_d), MI4_XPU_INT(gated)};
     mi4_xpu_arg scatter[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
                              MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d),
                              MI4_XPU_PTR(sorted_d)};
     xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 4, init);
     xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count);
-    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 4, scan);
+    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan);
     xt_launch(rt, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter);
     xt_download(rt, out->route, route_d, route_ints * 4);
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
@@ -168,7 +169,10 @@ static void test_routing_flags_first_bad_id_and_weight(void **state)
     assert_int_equal(r.slot_expert[9], -1);
     assert_int_equal(r.slot_expert[22], -1);
     assert_int_equal(r.slot_expert[27], -1);
-    assert_int_equal(r.route[2 * E], S - 3);
+    assert_int_equal(r.slot_expert[3], -1); /* a non-finite weight contributes nothing */
+    assert_int_equal(r.slot_expert[14], -1);
+    assert_int_equal(r.slot_expert[25], -1);
+    assert_int_equal(r.route[2 * E], S - 6);
     assert_int_equal(r.route[4 * E + 1], 0); /* no GEMM tile once the record is set */
     rt->ops->destroy(rt);
 }
@@ -421,6 +425,7 @@ static void test_combine_is_exact_and_ordered(void **state)
     void *slot_out_d = xt_upload(rt, slot_out, sizeof slot_out);
     void *slot_expert_d = xt_upload(rt, slot_expert, sizeof slot_expert);
     int32_t no_errors[2] = {INT_MAX, INT_MAX}, bad_weight[2] = {INT_MAX, 5};
+    int gated = 1;
     void *no_errors_d = xt_upload(rt, no_errors, sizeof no_errors);
     void *bad_weight_d = xt_upload(rt, bad_weight, sizeof bad_weight);
     moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
@@ -432,14 +437,15 @@ static void test_combine_is_exact_and_ordered(void **state)
         mi4_xpu_arg args[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
                               MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
                               MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
-                              MI4_XPU_PTR(bad_weight_d),  MI4_XPU_PTR(out_d)};
+                              MI4_XPU_PTR(bad_weight_d),  MI4_XPU_INT(gated),
+                              MI4_XPU_PTR(out_d)};
         uint8_t got[M * K * 4 + 64];
-        xt_launch(rt, MI4_XPU_COMBINE, K, M, 8, args); /* error record set: writes nothing */
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args); /* error record set: writes nothing */
         xt_download(rt, got, out_d, bytes + 64);
         for (size_t i = 0; i < bytes + 64; ++i)
             assert_int_equal(got[i], 0xff);
         args[6] = MI4_XPU_PTR(no_errors_d);
-        xt_launch(rt, MI4_XPU_COMBINE, K, M, 8, args);
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args);
         xt_download(rt, got, out_d, bytes + 64);
         for (int m = 0; m < M; ++m)
             for (int k = 0; k < K; ++k) {

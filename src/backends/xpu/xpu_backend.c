@@ -298,8 +298,10 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
         st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, err, cap);
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
+    /* error records: the synchronous one clear, the sticky one empty */
+    const int32_t records[6] = {INT32_MAX, INT32_MAX, 0, 0, 0, 0};
     if (st == MOEINT4_SUCCESS)
-        st = ctx->rt->ops->alloc(ctx->rt, 2 * sizeof(int32_t), (void **)&w->errors, err, cap);
+        st = upload(ctx, w, records, sizeof records, (void **)&w->errors, err, cap);
     /* forwards of up to reserve_tokens tokens (top-8) allocate nothing */
     if (st == MOEINT4_SUCCESS)
         st = mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
@@ -324,6 +326,15 @@ static void xpu_memory_usage(void *backend_context, const void *backend_weights,
         *host_bytes = sizeof *w;
     if (device_bytes)
         *device_bytes = w->device_bytes;
+}
+
+static moeint4_status xpu_workspace_size(void *backend_context, const void *backend_weights,
+                                         int64_t max_tokens, int topk, moeint4_dtype dtype,
+                                         size_t *bytes, char *err, size_t cap)
+{
+    (void)err, (void)cap;
+    *bytes = mi4_xpu_workspace_bytes(backend_context, backend_weights, max_tokens, topk, dtype);
+    return MOEINT4_SUCCESS;
 }
 
 /* ---- memory helpers ---- */
@@ -374,6 +385,8 @@ static const moeint4_backend_iface xpu_iface = {
     .memory_free = xpu_memory_free,
     .memory_copy = xpu_memory_copy,
     .get_proc_address = NULL,
+    .forward_workspace_size = xpu_workspace_size,
+    .forward_check = mi4_xpu_forward_check,
 };
 
 __attribute__((visibility("default"))) const moeint4_backend_iface *

@@ -50,12 +50,21 @@ typedef struct mi4_xpu_weights {
     uint16_t *w13_scales;    /* device [E_l, 2N, K/g] */
     uint8_t *w2_packed;      /* device [E_l, K, N/2] */
     uint16_t *w2_scales;     /* device [E_l, K, N/g] */
-    int32_t *errors;         /* device [2]: see kernels/routing.cl */
+    /* device [6]: [0, 2) the synchronous forwards' error record (reset by
+     * each), [2, 6) the sticky record of asynchronous forwards that
+     * forward_check reads and clears (kernels/routing.cl) */
+    int32_t *errors;
     size_t device_bytes;
 } mi4_xpu_weights;
 
 /* Bytes of chunk scratch for `tokens` tokens of `topk` slots on these weights. */
 size_t mi4_xpu_chunk_scratch_bytes(const mi4_xpu_weights *w, int64_t tokens, int topk);
+/* Tokens per chunk of a forward of num_tokens tokens. */
+int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
+                             int64_t num_tokens);
+/* Bytes of a caller workspace for up to max_tokens tokens (any alignment). */
+size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights *w,
+                               int64_t max_tokens, int topk, moeint4_dtype dtype);
 /* Makes ctx->scratch.chunk at least `bytes` (waits for the queue before
  * freeing a smaller one). Called with ctx->lock held. */
 moeint4_status mi4_xpu_reserve(mi4_xpu_context *ctx, void **buffer, size_t *have, size_t bytes,
@@ -64,5 +73,7 @@ void mi4_xpu_scratch_free(mi4_xpu_context *ctx);
 
 moeint4_status mi4_xpu_forward(void *backend_context, const void *backend_weights,
                                const moeint4_forward_args *args, char *err, size_t cap);
+moeint4_status mi4_xpu_forward_check(void *backend_context, const void *backend_weights,
+                                     void *stream, char *err, size_t cap);
 
 #endif

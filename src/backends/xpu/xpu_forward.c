@@ -30,6 +30,9 @@ enum { DNNL_A, DNNL_W, DNNL_A2, DNNL_C13, DNNL_C2, DNNL_S };
 
 typedef struct fwd_state {
     mi4_xpu_context *ctx;
+    int async;             /* MOEINT4_FORWARD_ASYNC: enqueue only */
+    int32_t *record;       /* the error record this forward writes */
+    void *staging;         /* several chunks: the combined output before the copy */
     const mi4_xpu_weights *w;
     const moeint4_forward_args *args;
     mi4_xpu_runtime *rt;
@@ -60,12 +63,12 @@ static moeint4_status launch(fwd_state *s, mi4_xpu_kernel kernel, size_t size0, 
 
 static size_t dtype_size(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_F32 ? 4 : 2; }
 
-/* Carves one chunk's buffers out of the reserved scratch (same order and
- * sizes as mi4_xpu_chunk_scratch_bytes). */
-static void carve_chunk(fwd_state *s)
+/* Carves one chunk's buffers out of `base` (same order and sizes as
+ * mi4_xpu_chunk_scratch_bytes). */
+static void carve_chunk(fwd_state *s, uint8_t *base)
 {
     size_t slots = (size_t)s->chunk_tokens * (size_t)s->args->topk;
-    uint8_t *p = s->ctx->scratch.chunk;
+    uint8_t *p = base;
     s->buf.route = (int32_t *)p;
     p += round_up((4 * (size_t)s->w->num_local + 2) * 4, ALIGN);
     s->buf.slot_expert = (int32_t *)p;
@@ -107,18 +110,20 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
     int topk = s->args->topk;
     int num_slots = (int)(tokens * topk), slot_base = (int)(first_token * topk);
     int num_local = w->num_local, num_experts = w->num_experts, no_reset = 0;
+    int gated = !s->async;
     int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
     const float *weights = s->args->topk_weights + first_token * topk;
     mi4_xpu_arg init_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                               MI4_XPU_PTR(w->errors), MI4_XPU_INT(no_reset)};
+                               MI4_XPU_PTR(s->record), MI4_XPU_INT(no_reset)};
     mi4_xpu_arg count_args[] = {MI4_XPU_PTR(ids), MI4_XPU_PTR(weights),
                                 MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
                                 MI4_XPU_INT(slot_base), MI4_XPU_INT(num_experts),
                                 MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.slot_expert),
-                                MI4_XPU_PTR(s->buf.route), MI4_XPU_PTR(w->errors)};
+                                MI4_XPU_PTR(s->buf.route), MI4_XPU_PTR(s->record)};
     mi4_xpu_arg scan_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                               MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(w->errors)};
+                               MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(s->record),
+                               MI4_XPU_INT(gated)};
     mi4_xpu_arg scatter_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_INT(num_slots),
                                   MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.route),
                                   MI4_XPU_PTR(s->buf.sorted)};
@@ -126,41 +131,42 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
     if (!st)
         st = launch(s, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count_args);
     if (!st && sort)
-        st = launch(s, MI4_XPU_ROUTE_SCAN, 1, 1, 4, scan_args);
+        st = launch(s, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan_args);
     if (!st && sort)
         st = launch(s, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter_args);
     return st;
 }
 
-/* After the device finished: turns a set error record into the message the
- * core gives for the same input. */
+/* The message the core gives for the same input. */
+static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, int topk,
+                               int32_t bits, int num_experts)
+{
+    if (is_id)
+        return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                            "topk_ids[%lld][%d] = %d is outside [0, %d)",
+                            (long long)(slot / topk), (int)(slot % topk), (int)bits, num_experts);
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                        "topk_weights[%lld][%d] = %g is not finite", (long long)(slot / topk),
+                        (int)(slot % topk), (double)value);
+}
+
+/* After the device finished: a set error record becomes the failure. */
 static moeint4_status read_errors(fwd_state *s)
 {
-    int32_t record[2];
+    int32_t record[2], bits = 0;
     moeint4_status st =
-        s->rt->ops->copy(s->rt, s->queue, record, s->w->errors, sizeof record, s->err, s->cap);
+        s->rt->ops->copy(s->rt, s->queue, record, s->record, sizeof record, s->err, s->cap);
     if (st || (record[0] == INT_MAX && record[1] == INT_MAX))
         return st;
-    int topk = s->args->topk;
-    int64_t bad_id = record[0], bad_weight = record[1];
-    if (bad_id <= bad_weight) { /* the first bad slot, as the CPU backend reports it */
-        int32_t value = 0;
-        st = s->rt->ops->copy(s->rt, s->queue, &value, s->args->topk_ids + bad_id, sizeof value,
-                              s->err, s->cap);
-        return st ? st
-                  : mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
-                                 "topk_ids[%lld][%d] = %d is outside [0, %d)",
-                                 (long long)(bad_id / topk), (int)(bad_id % topk), (int)value,
-                                 s->w->num_experts);
-    }
-    float value = 0.0f;
-    st = s->rt->ops->copy(s->rt, s->queue, &value, s->args->topk_weights + bad_weight,
-                          sizeof value, s->err, s->cap);
+    int is_id = record[0] <= record[1]; /* the first bad slot, as the CPU backend reports it */
+    int64_t slot = is_id ? record[0] : record[1];
+    const void *source = is_id ? (const void *)(s->args->topk_ids + slot)
+                               : (const void *)(s->args->topk_weights + slot);
+    st = s->rt->ops->copy(s->rt, s->queue, &bits, source, sizeof bits, s->err, s->cap);
     return st ? st
-              : mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
-                             "topk_weights[%lld][%d] = %g is not finite",
-                             (long long)(bad_weight / topk), (int)(bad_weight % topk),
-                             (double)value);
+              : bad_slot(s->err, s->cap, is_id, slot, s->args->topk, bits, s->w->num_experts);
 }
 
 /* oneDNN reads what the kernels wrote: the queue may be the caller's, not
@@ -310,20 +316,21 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                              MI4_XPU_PTR(w->w2_packed), MI4_XPU_PTR(w->w2_scales),
                              MI4_XPU_INT(bf16), MI4_XPU_INT(K), MI4_XPU_INT(N), MI4_XPU_INT(gs2),
                              MI4_XPU_PTR(s->buf.slot_out)};
+    int gated = !s->async;
     mi4_xpu_arg combine_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_PTR(s->buf.slot_out),
                                   MI4_XPU_INT(num_tokens), MI4_XPU_INT(topk), MI4_XPU_INT(K),
-                                  MI4_XPU_INT(dtype), MI4_XPU_PTR(w->errors),
+                                  MI4_XPU_INT(dtype), MI4_XPU_PTR(s->record), MI4_XPU_INT(gated),
                                   MI4_XPU_PTR(target)};
     st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, max_tiles, 19, w13_args);
     if (!st)
         st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, max_tiles, 13, w2_args);
     if (!st)
-        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 8, combine_args);
+        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;
 }
 
-static int64_t chunk_tokens_for(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
-                                int64_t num_tokens)
+int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
+                             int64_t num_tokens)
 {
     int64_t chunk = ctx->chunk_tokens;
     if (chunk <= 0) {
@@ -344,41 +351,95 @@ static moeint4_status copy_out(fwd_state *s)
                                   dtype_size(s->args->dtype) / 4);
     size_t width = words < (1 << 16) ? (size_t)words : (size_t)1 << 16;
     size_t height = (size_t)((words + (long long)width - 1) / (long long)width);
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(s->ctx->scratch.staging), MI4_XPU_LONG(words),
-                          MI4_XPU_PTR(s->w->errors), MI4_XPU_PTR(s->args->output)};
-    return launch(s, MI4_XPU_COPY_OUT, width, height, 4, args);
+    int gated = !s->async;
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(s->staging), MI4_XPU_LONG(words), MI4_XPU_PTR(s->record),
+                          MI4_XPU_INT(gated), MI4_XPU_PTR(s->args->output)};
+    return launch(s, MI4_XPU_COPY_OUT, width, height, 5, args);
+}
+
+static size_t staging_bytes(const mi4_xpu_weights *w, int64_t tokens, moeint4_dtype dtype)
+{
+    return (size_t)tokens * (size_t)w->hidden * dtype_size(dtype);
+}
+
+size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights *w,
+                               int64_t max_tokens, int topk, moeint4_dtype dtype)
+{
+    int64_t chunk = mi4_xpu_chunk_tokens(ctx, w, topk, max_tokens > 0 ? max_tokens : 1);
+    size_t bytes = ALIGN /* an unaligned pointer */ + ALIGN /* the record */ +
+                   round_up(mi4_xpu_chunk_scratch_bytes(w, chunk, topk), ALIGN);
+    if (chunk < max_tokens)
+        bytes += staging_bytes(w, max_tokens, dtype);
+    return bytes;
+}
+
+/* The scratch: the caller's workspace, or the context's reserved buffers
+ * (grown when too small; synchronous forwards only). */
+static moeint4_status take_scratch(fwd_state *s, int chunked)
+{
+    const moeint4_forward_args *a = s->args;
+    mi4_xpu_context *ctx = s->ctx;
+    mi4_xpu_scratch *sc = &ctx->scratch;
+    if (a->workspace) {
+        size_t need = mi4_xpu_workspace_bytes(ctx, s->w, a->num_tokens, a->topk, a->dtype);
+        if (a->workspace_bytes < need)
+            return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
+                                "args->workspace_bytes = %zu is less than the %zu bytes this "
+                                "forward needs (moeint4_forward_workspace_size)",
+                                a->workspace_bytes, need);
+        uint8_t *p = (uint8_t *)round_up((size_t)(uintptr_t)a->workspace, ALIGN);
+        s->record = s->async ? (int32_t *)p : s->w->errors;
+        p += ALIGN;
+        carve_chunk(s, p);
+        p += round_up(mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk), ALIGN);
+        s->staging = chunked ? p : NULL;
+        return MOEINT4_SUCCESS;
+    }
+    if (s->async)
+        return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
+                            "args->flags has MOEINT4_FORWARD_ASYNC: args->workspace is required");
+    moeint4_status st = mi4_xpu_reserve(ctx, &sc->chunk, &sc->chunk_bytes,
+                                        mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk),
+                                        s->queue, s->err, s->cap);
+    if (!st && chunked)
+        st = mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes,
+                             staging_bytes(s->w, a->num_tokens, a->dtype), s->queue, s->err,
+                             s->cap);
+    if (st)
+        return st;
+    s->record = s->w->errors;
+    carve_chunk(s, sc->chunk);
+    s->staging = chunked ? sc->staging : NULL;
+    return MOEINT4_SUCCESS;
 }
 
 static moeint4_status forward_locked(fwd_state *s)
 {
     const moeint4_forward_args *a = s->args;
-    mi4_xpu_context *ctx = s->ctx;
-    mi4_xpu_scratch *sc = &ctx->scratch;
     int64_t total = a->num_tokens, chunk = s->chunk_tokens;
-    int chunked = chunk < total, reset = 1, num_local = s->w->num_local;
-    size_t out_bytes = (size_t)total * (size_t)s->w->hidden * dtype_size(a->dtype);
-    moeint4_status st = mi4_xpu_reserve(ctx, &sc->chunk, &sc->chunk_bytes,
-                                        mi4_xpu_chunk_scratch_bytes(s->w, chunk, a->topk),
-                                        s->queue, s->err, s->cap);
-    if (!st && chunked)
-        st = mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes, out_bytes, s->queue, s->err,
-                             s->cap);
+    int chunked = chunk < total, reset = 1, num_local = s->w->num_local, topk = a->topk;
+    moeint4_status st = take_scratch(s, chunked);
     if (st)
         return st;
-    carve_chunk(s);
     mi4_xpu_arg reset_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                MI4_XPU_PTR(s->w->errors), MI4_XPU_INT(reset)};
+                                MI4_XPU_PTR(s->record), MI4_XPU_INT(reset)};
     st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, reset_args);
     /* several chunks: check every slot before the first chunk computes */
     for (int64_t m = 0; !st && chunked && m < total; m += chunk)
         st = route(s, m, total - m < chunk ? total - m : chunk, 0);
     for (int64_t m = 0; !st && m < total; m += chunk) {
         size_t offset = (size_t)m * (size_t)s->w->hidden * dtype_size(a->dtype);
-        void *target = (uint8_t *)(chunked ? sc->staging : a->output) + offset;
+        void *target = (uint8_t *)(chunked ? s->staging : a->output) + offset;
         st = run_chunk(s, m, total - m < chunk ? total - m : chunk, target);
     }
     if (!st && chunked)
         st = copy_out(s);
+    if (!st && s->async) { /* enqueue only: the sticky record keeps a bad slot */
+        mi4_xpu_arg merge_args[] = {MI4_XPU_PTR(s->record), MI4_XPU_PTR(a->topk_ids),
+                                    MI4_XPU_PTR(a->topk_weights), MI4_XPU_INT(topk),
+                                    MI4_XPU_PTR(s->w->errors + 2)};
+        return launch(s, MI4_XPU_RECORD_MERGE, 1, 1, 5, merge_args);
+    }
     if (!st)
         st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
     if (!st)
@@ -405,13 +466,37 @@ moeint4_status mi4_xpu_forward(void *backend_context, const void *backend_weight
     s.queue = args->stream;
     s.err = err;
     s.cap = cap;
-    s.chunk_tokens = chunk_tokens_for(ctx, w, args->topk, args->num_tokens);
-    s.use_dnnl = ctx->dnnl && ctx->onednn_min_tokens > 0;
+    s.chunk_tokens = mi4_xpu_chunk_tokens(ctx, w, args->topk, args->num_tokens);
+    s.async = (args->flags & MOEINT4_FORWARD_ASYNC) != 0;
+    /* oneDNN's matmuls are sized on the host: not in an asynchronous forward */
+    s.use_dnnl = ctx->dnnl && ctx->onednn_min_tokens > 0 && !s.async;
     s.dnnl = ctx->scratch.dnnl;
     pthread_mutex_lock(&ctx->lock);
     st = forward_locked(&s);
-    if (st) /* the scratch may still be in use by enqueued work */
+    if (st && !s.async) /* the scratch may still be in use by enqueued work */
         s.rt->ops->wait(s.rt, s.queue, NULL, 0);
     pthread_mutex_unlock(&ctx->lock);
     return st;
+}
+
+moeint4_status mi4_xpu_forward_check(void *backend_context, const void *backend_weights,
+                                     void *stream, char *err, size_t cap)
+{
+    mi4_xpu_context *ctx = backend_context;
+    const mi4_xpu_weights *w = backend_weights;
+    mi4_xpu_runtime *rt = ctx->rt;
+    int32_t sticky[4], cleared[4] = {0, 0, 0, 0};
+    moeint4_status st = rt->ops->check_queue(rt, stream, err, cap);
+    if (st)
+        return st;
+    pthread_mutex_lock(&ctx->lock);
+    st = rt->ops->wait(rt, stream, err, cap);
+    if (!st)
+        st = rt->ops->copy(rt, stream, sticky, w->errors + 2, sizeof sticky, err, cap);
+    if (!st && sticky[0] != 0)
+        st = rt->ops->copy(rt, stream, w->errors + 2, cleared, sizeof cleared, err, cap);
+    pthread_mutex_unlock(&ctx->lock);
+    if (st || sticky[0] == 0)
+        return st;
+    return bad_slot(err, cap, sticky[0] == 1, sticky[1], sticky[3], sticky[2], w->num_experts);
 }

@@ -161,11 +161,11 @@ void mi4_w2_gemm(__global const int *route, int num_local,
  * a token with no local slot gets 0. Rounded once to dtype. */
 __kernel void mi4_combine(__global const int *slot_expert, __global const float *slot_out,
                           int num_tokens, int topk, int K, int dtype,
-                          __global const int *errors, __global uchar *output)
+                          __global const int *errors, int gated, __global uchar *output)
 {
     int k = (int)get_global_id(0);
     int m = (int)get_global_id(1);
-    if (k >= K || m >= num_tokens || mi4_errors_set(errors))
+    if (k >= K || m >= num_tokens || (gated && mi4_errors_set(errors)))
         return;
     float sum = 0.0f;
     for (int j = 0; j < topk; ++j) {
@@ -177,11 +177,11 @@ __kernel void mi4_combine(__global const int *slot_expert, __global const float 
 }
 
 /* A forward of several chunks combines into staging; this copies it to the
- * output once every chunk has run, unless the error record is set. */
+ * output once every chunk has run, unless (gated) the error record is set. */
 __kernel void mi4_copy_out(__global const uint *staging, long words, __global const int *errors,
-                           __global uint *output)
+                           int gated, __global uint *output)
 {
     long i = (long)get_global_id(0) + (long)get_global_id(1) * (long)get_global_size(0);
-    if (i < words && !mi4_errors_set(errors))
+    if (i < words && !(gated && mi4_errors_set(errors)))
         output[i] = staging[i];
 }

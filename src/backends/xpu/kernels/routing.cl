@@ -9,8 +9,11 @@
  * errors[] is the forward's error record, kept across chunks:
  *   [0] first slot whose expert id is outside [0, num_experts)
  *   [1] first slot whose router weight is not finite
- * (INT_MAX when none). The GEMMs get no tiles and the combine writes nothing
- * while a record is set, so a bad input leaves the output untouched.
+ * (INT_MAX when none). A bad slot contributes nothing. Gated (synchronous
+ * forwards) the GEMMs get no tiles and the combine writes nothing while the
+ * record is set, so a bad input leaves the output untouched; ungated
+ * (asynchronous forwards) the other slots are computed as usual and
+ * mi4_record_merge keeps the first bad slot in the weights' sticky record.
  * The order of slots inside one expert depends on atomics, but every slot's
  * result is computed independently of its position, so outputs are
  * deterministic. */
@@ -51,8 +54,10 @@ __kernel void mi4_route_count(__global const int *topk_ids, __global const float
         atomic_min(&errors[0], slot_base + slot);
     else
         local_id = expert_map[global_id];
-    if (!isfinite(topk_weights[slot]))
+    if (!isfinite(topk_weights[slot])) { /* contributes nothing either */
         atomic_min(&errors[1], slot_base + slot);
+        local_id = -1;
+    }
     slot_expert[slot] = local_id;
     if (local_id >= 0)
         atomic_inc(&route[local_id]);
@@ -62,12 +67,12 @@ __kernel void mi4_route_count(__global const int *topk_ids, __global const float
  * Experts with at least dnnl_min_rows slots get no tiles (oneDNN serves
  * them); nothing gets tiles once the error record is set. */
 __kernel void mi4_route_scan(__global int *route, int num_local, int dnnl_min_rows,
-                             __global const int *errors)
+                             __global const int *errors, int gated)
 {
     if (get_global_id(0) != 0)
         return;
     __global int *tile_offsets = MI4_TILE_OFFSETS(route, num_local);
-    int running = 0, tiles = 0, failed = mi4_errors_set(errors);
+    int running = 0, tiles = 0, failed = gated && mi4_errors_set(errors);
     for (int e = 0; e < num_local; ++e) {
         int rows = route[e];
         route[num_local + e] = running;
@@ -112,4 +117,21 @@ int mi4_find_tile(__global const int *route, int num_local, int tile, int *exper
     *expert = lo;
     *row0 = route[num_local + lo] + (tile - tile_offsets[lo]) * MI4_TILE_ROWS;
     return 1;
+}
+
+/* End of an asynchronous forward: the sticky record (kind: 0 none, 1 id,
+ * 2 weight; slot; the value's bits; topk) takes this forward's first bad
+ * slot unless it already holds one. One work-item. */
+__kernel void mi4_record_merge(__global const int *errors, __global const int *topk_ids,
+                               __global const float *topk_weights, int topk,
+                               __global int *sticky)
+{
+    if (get_global_id(0) != 0 || sticky[0] != 0 || !mi4_errors_set(errors))
+        return;
+    int id_first = errors[0] <= errors[1];
+    int slot = id_first ? errors[0] : errors[1];
+    sticky[0] = id_first ? 1 : 2;
+    sticky[1] = slot;
+    sticky[2] = id_first ? topk_ids[slot] : as_int(topk_weights[slot]);
+    sticky[3] = topk;
 }
