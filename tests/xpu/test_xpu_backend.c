@@ -99,6 +99,15 @@ static void make_layer(tk_layer *layer, tk_rng *rng, uint64_t seed, moeint4_form
                      0);
 }
 
+/* A symmetric GPTQ layer (f16 scales, no expert_map) and f32 inputs for it. */
+static void make_problem(tk_layer *layer, tk_rng *rng, uint64_t seed, float *hidden,
+                         int32_t *ids, float *topk_weights)
+{
+    make_layer(layer, rng, seed, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
+    tk_fill_activations(rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(rng, M, E, TOPK, ids, topk_weights);
+}
+
 static moeint4_weights *prepare(moeint4_context *ctx, const tk_layer *layer)
 {
     moeint4_weights_desc desc = tk_layer_desc(layer);
@@ -198,11 +207,9 @@ static void test_non_finite_router_weight_output_untouched(void **state)
     const char *configs[][2] = {{"0", "64"}, {"2", "64"}, {"3", "1"}};
     tk_rng rng;
     tk_layer layer;
-    make_layer(&layer, &rng, 3, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     float hidden[M * K], topk_weights[M * TOPK];
     int32_t ids[M * TOPK];
-    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
-    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    make_problem(&layer, &rng, 3, hidden, ids, topk_weights);
     topk_weights[9 * TOPK + 1] = INFINITY;
     topk_weights[6 * TOPK + 0] = NAN;
     ids[10 * TOPK] = E; /* a bad id after the first bad weight: the weight is reported */
@@ -244,11 +251,9 @@ static void test_async_forward_with_workspace(void **state)
     const char *chunkings[] = {"0", "3"};
     tk_rng rng;
     tk_layer layer;
-    make_layer(&layer, &rng, 5, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     float hidden[M * K], topk_weights[M * TOPK];
     int32_t ids[M * TOPK];
-    tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
-    tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+    make_problem(&layer, &rng, 5, hidden, ids, topk_weights);
     size_t row = (size_t)K * 4;
     uint8_t *sync_out = malloc((size_t)M * row), *async_out = malloc((size_t)M * row);
     for (int c = 0; c < 2; ++c) {
