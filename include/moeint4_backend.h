@@ -182,8 +182,10 @@ static inline moeint4_dtype moeint4_desc_scales_dtype(const moeint4_weights_desc
     return desc->scales_dtype == 0 ? MOEINT4_DTYPE_F16 : desc->scales_dtype;
 }
 
-/* The descriptor's w13 projection as a quant matrix: IN = K, OUT = 2N. */
-static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *desc)
+/* One projection of the descriptor as a quant matrix (the two below). */
+static inline moeint4_quant_matrix moeint4_desc_projection(
+    const moeint4_weights_desc *desc, int in_features, int out_features, const int32_t *qweight,
+    const void *scales, const int32_t *qzeros, const int32_t *g_idx)
 {
     moeint4_quant_matrix m;
     memset(&m, 0, sizeof m);
@@ -191,35 +193,31 @@ static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *
     m.format = desc->format;
     m.zero_offset = desc->zero_offset;
     m.num_experts = desc->num_local_experts;
-    m.in_features = desc->hidden_size;
-    m.out_features = 2 * desc->intermediate_size;
+    m.in_features = in_features;
+    m.out_features = out_features;
     m.group_size = desc->group_size;
     m.scales_dtype = moeint4_desc_scales_dtype(desc);
-    m.qweight = desc->w13_qweight;
-    m.scales = desc->w13_scales;
-    m.qzeros = desc->w13_qzeros;
-    m.g_idx = desc->w13_g_idx;
+    m.qweight = qweight;
+    m.scales = scales;
+    m.qzeros = qzeros;
+    m.g_idx = g_idx;
     return m;
 }
 
-/* The descriptor's w2 projection as a quant matrix: IN = N, OUT = K. */
+/* The descriptor's w13 projection: IN = K, OUT = 2N (gate rows first). */
+static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *desc)
+{
+    return moeint4_desc_projection(desc, desc->hidden_size, 2 * desc->intermediate_size,
+                                   desc->w13_qweight, desc->w13_scales, desc->w13_qzeros,
+                                   desc->w13_g_idx);
+}
+
+/* The descriptor's w2 projection: IN = N, OUT = K. */
 static inline moeint4_quant_matrix moeint4_desc_w2(const moeint4_weights_desc *desc)
 {
-    moeint4_quant_matrix m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.format = desc->format;
-    m.zero_offset = desc->zero_offset;
-    m.num_experts = desc->num_local_experts;
-    m.in_features = desc->intermediate_size;
-    m.out_features = desc->hidden_size;
-    m.group_size = desc->group_size;
-    m.scales_dtype = moeint4_desc_scales_dtype(desc);
-    m.qweight = desc->w2_qweight;
-    m.scales = desc->w2_scales;
-    m.qzeros = desc->w2_qzeros;
-    m.g_idx = desc->w2_g_idx;
-    return m;
+    return moeint4_desc_projection(desc, desc->intermediate_size, desc->hidden_size,
+                                   desc->w2_qweight, desc->w2_scales, desc->w2_qzeros,
+                                   desc->w2_g_idx);
 }
 
 /* AWQ's interleave, the one statement of it (src/layout reads checkpoints
