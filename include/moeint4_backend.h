@@ -220,14 +220,6 @@ static inline moeint4_quant_matrix moeint4_desc_w2(const moeint4_weights_desc *d
                                    desc->w2_g_idx);
 }
 
-/* AWQ's interleave, the one statement of it (src/layout reads checkpoints
- * with it, a device backend that decodes AWQ words itself uses the same):
- * output column 8w + c of a packed word sits in nibble NIBBLE_OF_COLUMN[c],
- * nibble i holds column 8w + COLUMN_OF_NIBBLE[i]. Array initializers, so
- * that host and device code can build their own tables from them. */
-#define MOEINT4_AWQ_NIBBLE_OF_COLUMN { 0, 4, 1, 5, 2, 6, 3, 7 }
-#define MOEINT4_AWQ_COLUMN_OF_NIBBLE { 0, 2, 4, 6, 1, 3, 5, 7 }
-
 /* Quantization groups along IN: IN / group_size, or 1 per-channel (-1). */
 static inline int moeint4_num_groups(int in_features, int group_size)
 {

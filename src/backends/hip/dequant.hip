@@ -10,7 +10,7 @@
 namespace {
 
 /* AWQ keeps output column 8w + c of a word in nibble awq_nibble[c]. */
-__device__ __constant__ unsigned char awq_nibble[8] = MOEINT4_AWQ_NIBBLE_OF_COLUMN;
+__device__ __constant__ unsigned char awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
 struct dequant_params {
     const int32_t *qweight;

@@ -10,7 +10,7 @@
 
 #include "combine.h"
 #include "hip_platform.h"
-#include "moeint4_backend.h"
+#include "moeint4.h"
 
 /* One forward's device scratch, reused through the context's pool so that
  * concurrent forwards on one context never share it. */
