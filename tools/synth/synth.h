@@ -123,6 +123,11 @@ void tk_route_random(tk_rng *rng, int64_t num_tokens, int num_experts, int topk,
 void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double amplitude,
                          void *data);
 size_t tk_dtype_size(moeint4_dtype dtype);
+/* Outputs are filled with TK_POISON before a call, so an element the call
+ * forgets to write fails the check: 0xff bytes are NaN in f32, f16 and bf16
+ * alike, codes 15 in packed int4 bytes. */
+#define TK_POISON 0xff
+void tk_poison(void *data, size_t bytes);
 double tk_load(moeint4_dtype dtype, const void *data, size_t index);
 /* Stores value rounded (nearest even) to dtype at data[index]. */
 void tk_store(moeint4_dtype dtype, void *data, size_t index, double value);
