@@ -265,7 +265,10 @@ def check_objects(build_dir, problems, notes):
                 continue
             obj = os.path.join(dirpath, name)
             target, source = object_source(build_dir, obj)
-            if source and (source.startswith("src/") or source.startswith("tools/")):
+            # An object whose source is gone (moved or deleted since that
+            # build) is stale and says nothing about the tree.
+            if source and (source.startswith("src/") or source.startswith("tools/")) and \
+                    exists(source):
                 groups[target][source] = nm_symbols(obj)
     seen_known = set()
     if not groups:
