@@ -147,8 +147,10 @@ MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface 
  * moeint4_register_backend does; *id receives the new backend's id. The
  * object stays loaded for the life of the process. Fails with
  * BACKEND_UNAVAILABLE (no such file, not loadable, no entry point, no
- * table), VERSION_MISMATCH or INVALID_ARGUMENT (as register_backend), the
- * message naming the file. */
+ * table), VERSION_MISMATCH or INVALID_ARGUMENT (as register_backend, e.g.
+ * its name is taken), the message naming the file. The names "xpu" and "hip"
+ * stay taken even when their plugin was not found: put such a file on
+ * MOEINT4_BACKEND_PATH instead. */
 MOEINT4_API moeint4_status moeint4_backend_load(const char *path, moeint4_backend *id);
 
 /* The backend's extension `name` (its table's get_proc_address), or NULL
