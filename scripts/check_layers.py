@@ -242,23 +242,29 @@ def object_source(build_dir, obj):
     return match.group(2), os.path.normpath(os.path.join(match.group(1) or "", match.group(3)))
 
 
-def nm_symbols(obj):
-    output = subprocess.run(["nm", "-P", obj], capture_output=True, text=True).stdout
-    defined, used = set(), set()
+def nm_symbols(objects):
+    """{object: (defined, used)} read with one nm run over all of them."""
+    result = {obj: (set(), set()) for obj in objects}
+    if not objects:
+        return result
+    output = subprocess.run(["nm", "-A", "-P", *objects], capture_output=True, text=True).stdout
     for line in output.splitlines():
-        fields = line.split()
-        if len(fields) < 2:
+        # "path/to/file.o: symbol type [value size]"
+        obj, _, rest = line.partition(": ")
+        fields = rest.split()
+        if obj not in result or len(fields) < 2:
             continue
         symbol, kind = fields[0], fields[1]
         if kind == "U":
-            used.add(symbol)
+            result[obj][1].add(symbol)
         elif kind in "TDBRCVWGS":
-            defined.add(symbol)
-    return defined, used
+            result[obj][0].add(symbol)
+    return result
 
 
 def check_objects(build_dir, problems, notes):
     groups = defaultdict(dict)  # target -> source -> (defined, used)
+    found = {}  # object -> (target, source)
     for dirpath, _, filenames in os.walk(build_dir):
         for name in filenames:
             if not name.endswith(".o"):
@@ -269,7 +275,10 @@ def check_objects(build_dir, problems, notes):
             # build) is stale and says nothing about the tree.
             if source and (source.startswith("src/") or source.startswith("tools/")) and \
                     exists(source):
-                groups[target][source] = nm_symbols(obj)
+                found[obj] = (target, source)
+    for obj, symbols in nm_symbols(sorted(found)).items():
+        target, source = found[obj]
+        groups[target][source] = symbols
     seen_known = set()
     if not groups:
         problems.append(f"{build_dir}: no object files of src/ or tools/ found (build first)")
