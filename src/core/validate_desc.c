@@ -6,6 +6,7 @@
 #include "core/desc_views.h"
 #include "core/error.h"
 #include "core/validate.h"
+#include "layout/act_order.h"
 #include "layout/layout.h"
 
 static moeint4_status check_counts_and_sizes(const moeint4_weights_desc *desc)
@@ -138,5 +139,6 @@ moeint4_problem mi4_problem_from_desc(const moeint4_weights_desc *desc)
     problem.intermediate_size = desc->intermediate_size;
     problem.zero_offset = desc->zero_offset;
     problem.has_g_idx = desc->w13_g_idx != NULL || desc->w2_g_idx != NULL;
+    problem.act_order = problem.has_g_idx && mi4_layout_desc_has_act_order(desc);
     return problem;
 }

@@ -4,6 +4,7 @@
  * moeint4_layout_dequantize_bf16 (the product is exact in f32: at most 5 + 11
  * significant bits) -- and the int4 copies are freed again. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "hip_internal.h"
 
@@ -87,10 +88,40 @@ moeint4_status upload(void **dst, const void *src, size_t bytes, const char *wha
 
 } // namespace
 
+/* Act-order (a g_idx that is not k / group): the layout module dequantizes on
+ * the host, looking each column's group up, and the BF16 result is uploaded;
+ * the forward then costs nothing extra. */
+static moeint4_status dequantize_on_host(const moeint4_quant_matrix *m, uint16_t *out, char *err,
+                                         size_t err_cap)
+{
+    size_t count = (size_t)m->num_experts * (size_t)m->in_features * (size_t)m->out_features;
+    uint16_t *host = (uint16_t *)malloc(count * sizeof(uint16_t));
+    if (host == nullptr) {
+        snprintf(err, err_cap, "hip: no host memory to dequantize act-order weights (%zu bytes)",
+                 count * sizeof(uint16_t));
+        return MOEINT4_OUT_OF_MEMORY;
+    }
+    moeint4_status st = moeint4_layout_dequantize_bf16(m, host);
+    if (st != MOEINT4_SUCCESS) {
+        snprintf(err, err_cap, "%s", moeint4_last_error());
+    } else {
+        hipError_t e = hipMemcpy(out, host, count * sizeof(uint16_t), hipMemcpyHostToDevice);
+        if (e != hipSuccess) {
+            snprintf(err, err_cap, "hip: copying act-order weights to the device failed: %s",
+                     hipGetErrorString(e));
+            st = MOEINT4_DEVICE_ERROR;
+        }
+    }
+    free(host);
+    return st;
+}
+
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap)
 {
     (void)hipGetLastError(); /* not ours: see mi4_hip_device_alloc */
+    if (m->g_idx != nullptr)
+        return dequantize_on_host(m, out, err, err_cap);
     int groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     size_t experts = (size_t)m->num_experts;
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
