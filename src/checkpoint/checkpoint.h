@@ -27,7 +27,7 @@ typedef struct mi4_ckpt_proj {
 /* The arrays of one weights description. */
 typedef struct mi4_ckpt_stack {
     int ready;
-    int32_t *owned[6];           /* what this stack allocated (freed on release) */
+    int32_t *owned[8];           /* what this stack allocated (freed on release) */
     int num_owned;
     const int32_t *w13_qweight, *w13_qzeros, *w13_g_idx, *w2_qweight, *w2_qzeros, *w2_g_idx;
     const void *w13_scales, *w2_scales;
@@ -69,7 +69,8 @@ struct moeint4_checkpoint {
     int zero_offset;
     mi4_ckpt_layer *layers;      /* ascending layer numbers */
     int num_layers;
-    pthread_mutex_t lock;        /* stacks and warnings */
+    pthread_mutex_t lock;        /* stacks */
+    pthread_mutex_t warnings_lock; /* warnings (added while `lock` may be held) */
     char *warnings;
     size_t warnings_length;
     int num_warnings;

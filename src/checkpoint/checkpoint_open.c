@@ -86,7 +86,7 @@ void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     size_t add = strlen(line) + 1;
-    pthread_mutex_lock(&ck->lock);
+    pthread_mutex_lock(&ck->warnings_lock);
     char *grown = mi4_malloc(ck->warnings_length + add + 1);
     if (grown) {
         if (ck->warnings)
@@ -99,7 +99,7 @@ void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)
         ck->warnings_length += add;
         ck->num_warnings++;
     }
-    pthread_mutex_unlock(&ck->lock);
+    pthread_mutex_unlock(&ck->warnings_lock);
 }
 
 static int by_ref_name(const void *a, const void *b)
@@ -342,6 +342,7 @@ moeint4_status mi4_ckpt_open(const char *path, const moeint4_checkpoint_options 
     if (!ck)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a checkpoint handle");
     pthread_mutex_init(&ck->lock, NULL);
+    pthread_mutex_init(&ck->warnings_lock, NULL);
     char *dir = NULL;
     moeint4_status status = open_files(ck, path, &dir);
     if (status == MOEINT4_SUCCESS)
@@ -377,5 +378,6 @@ void mi4_ckpt_close(moeint4_checkpoint *ck)
     mi4_free(ck->refs);
     mi4_free(ck->warnings);
     pthread_mutex_destroy(&ck->lock);
+    pthread_mutex_destroy(&ck->warnings_lock);
     mi4_free(ck);
 }

@@ -69,9 +69,9 @@ MOEINT4_API moeint4_status moeint4_checkpoint_query(const moeint4_checkpoint *ch
     out.num_files = ck->num_files;
     out.num_tensors = ck->num_refs;
     out.file_bytes = ck->file_bytes;
-    pthread_mutex_lock((pthread_mutex_t *)&ck->lock);
+    pthread_mutex_lock((pthread_mutex_t *)&ck->warnings_lock);
     out.num_warnings = ck->num_warnings;
-    pthread_mutex_unlock((pthread_mutex_t *)&ck->lock);
+    pthread_mutex_unlock((pthread_mutex_t *)&ck->warnings_lock);
     memcpy(info, &out, sizeof out);
     return MOEINT4_SUCCESS;
 }
@@ -296,7 +296,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_warnings(const moeint4_checkpoint 
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "checkpoint is NULL");
     if (capacity > 0 && !buffer)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "buffer is NULL with capacity %zu", capacity);
-    pthread_mutex_t *lock = (pthread_mutex_t *)&checkpoint->lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&checkpoint->warnings_lock;
     pthread_mutex_lock(lock);
     size_t n = checkpoint->warnings_length;
     if (capacity > 0) {
