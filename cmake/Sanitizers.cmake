@@ -1,7 +1,7 @@
 # Reliability builds (scripts/reliability.sh drives them):
 #   MOEINT4_SANITIZE=address,undefined | thread | ""   sanitizer flags for every target
 #   MOEINT4_FUZZ=ON             libFuzzer harnesses (tests/fuzz); needs clang
-#   MOEINT4_FAULT_INJECTION=ON  allocation-failure hook in src/core/alloc.c (tests/faults)
+#   MOEINT4_FAULT_INJECTION=ON  allocation-failure hook in src/base/alloc.c (tests/faults)
 # Included by the top-level CMakeLists.txt before any target is defined, so
 # the flags reach the library, the plugins and the tests alike.
 

@@ -20,11 +20,11 @@ else
 fi
 $cc $flags $blas_c bench/kernels/bench_cpu_kernels.c src/layout/cpu_repack.c \
   src/backends/cpu/cpu_kernels_scalar.c "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/bench_cpu_kernels" $blas_l -lpthread -lm
-forward_sources=$(ls src/core/error.c src/core/alloc.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx)
+forward_sources=$(ls src/base/*.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx)
 $cc $flags -DMOEINT4_VECTORS_DIR=\"/nonexistent\" bench/kernels/bench_cpu_forward.c \
   $forward_sources "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/bench_cpu_forward" -lpthread -lm
 if [ -n "$blas_l" ]; then
-  cli_sources=$(ls tools/*.c src/core/*.c src/oracle/*.c src/layout/*.c src/backends/cpu/*.c \
+  cli_sources=$(ls tools/*.c src/base/*.c src/layout/*.c src/registry/*.c src/core/*.c src/backends/cpu/*.c \
     tests/common/*.c tests/reference/reference.c | grep -v _avx)
   $cc $flags $blas_c -Itools -DMOEINT4_PLUGIN_SUFFIX=\".so\" -DMOEINT4_GIT_COMMIT=\"standalone\" \
     -DMOEINT4_VECTORS_DIR=\"/nonexistent\" $cli_sources "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/moeint4" \

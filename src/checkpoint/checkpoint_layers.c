@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "checkpoint/checkpoint.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 
 #define NAME_CAP 256
 

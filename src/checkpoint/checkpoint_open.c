@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 
 #include "checkpoint/checkpoint.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
 #define INDEX_NAME "model.safetensors.index.json"

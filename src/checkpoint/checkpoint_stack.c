@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "checkpoint/checkpoint.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 
 void mi4_ckpt_stack_release(mi4_ckpt_stack *stack)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 static void copy_string(char *dst, size_t cap, const char *src)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "checkpoint/checkpoint.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Sizes of the info structs as first published (everything they hold now). */
 #define CHECKPOINT_OPTIONS_MIN_SIZE sizeof(moeint4_checkpoint_options)

@@ -4,20 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "core/context.h"
 #include "core/handles.h"
-#include "oracle/oracle.h"
-
-moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
-                                     const char *err)
-{
-    if (status <= MOEINT4_SUCCESS || status > MOEINT4_INTERNAL_ERROR)
-        return mi4_fail(MOEINT4_INTERNAL_ERROR, "%s backend returned status %d: %s", entry->name,
-                        (int)status, err && err[0] ? err : "(no message)");
-    return mi4_fail(status, "%s backend: %s", entry->name,
-                    err && err[0] ? err : "failed without a message");
-}
+#include "core/weights_list.h"
+#include "registry/oracle.h"
 
 moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_entry *entry,
                                         void **backend_context)
@@ -115,7 +107,7 @@ MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx)
     if (!ctx)
         return;
     while (ctx->live_weights)
-        moeint4_weights_release(ctx->live_weights);
+        mi4_weights_destroy(ctx->live_weights);
     for (int i = ctx->num_slots - 1; i >= 0; i--) {
         const mi4_backend_entry *entry = ctx->slots[i].entry;
         if (entry->iface.context_destroy)

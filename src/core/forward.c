@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/handles.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)

@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "core/registry.h"
+#include "registry/registry.h"
 #include "moeint4.h"
 
 /* A context binds a backend choice (or AUTO) to a device. Backend contexts
@@ -33,15 +33,5 @@ struct moeint4_weights {
     int hidden_size;                  /* K */
     struct moeint4_weights *prev, *next; /* in ctx->live_weights */
 };
-
-/* The backend context of `entry` inside `ctx`, created on first use.
- * Sets the thread's error on failure (src/core/context.c). */
-moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_entry *entry,
-                                        void **backend_context);
-
-/* Reports a backend's error text as this thread's message, prefixed with the
- * backend's name. */
-moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
-                                     const char *err);
 
 #endif

@@ -2,10 +2,10 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
-#include "core/validate.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
+#include "core/validate_desc.h"
 #include "layout/act_order.h"
 #include "layout/layout.h"
 
@@ -37,14 +37,13 @@ static moeint4_status check_counts_and_sizes(const moeint4_weights_desc *desc)
 static moeint4_status check_enums(const moeint4_weights_desc *desc)
 {
     moeint4_format format = desc->format;
-    if (format != MOEINT4_FORMAT_GPTQ_SYM && format != MOEINT4_FORMAT_GPTQ_ASYM &&
-        format != MOEINT4_FORMAT_AWQ)
+    if (!mi4_layout_is_format(format))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "desc->format = %d is not a moeint4_format",
                         (int)format);
-    int g = desc->group_size;
-    if (g != 32 && g != 64 && g != 128 && g != -1)
+    if (!mi4_layout_is_group_size(desc->group_size))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "desc->group_size = %d is not 32, 64, 128 or -1 (per-channel)", g);
+                        "desc->group_size = %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT " (per-channel)",
+                        desc->group_size);
     if (desc->zero_offset != 0 && desc->zero_offset != 1)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "desc->zero_offset = %d must be 0 or 1",
                         desc->zero_offset);

@@ -3,35 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
+#include "core/context.h"
 #include "core/handles.h"
-#include "core/validate.h"
-#include "oracle/oracle.h"
-
-static void link_weights(moeint4_context *ctx, moeint4_weights *weights)
-{
-    pthread_mutex_lock(&ctx->lock);
-    weights->prev = NULL;
-    weights->next = ctx->live_weights;
-    if (ctx->live_weights)
-        ctx->live_weights->prev = weights;
-    ctx->live_weights = weights;
-    pthread_mutex_unlock(&ctx->lock);
-}
-
-static void unlink_weights(moeint4_context *ctx, moeint4_weights *weights)
-{
-    pthread_mutex_lock(&ctx->lock);
-    if (weights->prev)
-        weights->prev->next = weights->next;
-    else
-        ctx->live_weights = weights->next;
-    if (weights->next)
-        weights->next->prev = weights->prev;
-    pthread_mutex_unlock(&ctx->lock);
-}
+#include "core/weights_list.h"
+#include "core/validate_desc.h"
+#include "registry/oracle.h"
 
 MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
                                                    const moeint4_weights_desc *desc,
@@ -81,7 +60,7 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     prepared->backend_weights = backend_weights;
     prepared->num_experts = desc->num_experts;
     prepared->hidden_size = desc->hidden_size;
-    link_weights(ctx, prepared);
+    mi4_weights_link(ctx, prepared);
     *weights = prepared;
     return MOEINT4_SUCCESS;
 }
@@ -91,11 +70,7 @@ MOEINT4_API void moeint4_weights_release(moeint4_weights *weights)
     mi4_clear_error();
     if (!weights)
         return;
-    unlink_weights(weights->ctx, weights);
-    const moeint4_backend_iface *iface = &weights->backend->iface;
-    if (iface->release)
-        iface->release(weights->backend_context, weights->backend_weights);
-    mi4_free(weights);
+    mi4_weights_destroy(weights);
 }
 
 MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,

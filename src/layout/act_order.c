@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
 #include "layout/layout.h"
 
 int mi4_layout_has_act_order(const moeint4_quant_matrix *m)

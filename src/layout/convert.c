@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "layout/layout.h"
 
 #define MAX_BLOCK_ROWS 64

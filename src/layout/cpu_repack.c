@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "core/half.h"
+#include "base/half.h"
 
 static size_t round_up(size_t value, size_t multiple)
 {

@@ -23,6 +23,12 @@
 
 #include "moeint4.h"
 
+/* The formats and group sizes the library reads: the one list every check
+ * (descriptor, oracle problem, quant matrix, built-in backends) uses. */
+#define MI4_LAYOUT_GROUP_SIZES_TEXT "32, 64, 128 or -1"
+int mi4_layout_is_format(moeint4_format format);
+int mi4_layout_is_group_size(int group_size);
+
 /* Checks a quant matrix as prepare does: format, sizes (IN % 8, OUT % 8 as
  * the format needs, IN % group_size), group size in {32,64,128,-1}, byte
  * counts that fit size_t, required pointers, scales finite and > 0, g_idx

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "layout/act_order.h"
 #include "layout/layout.h"
 

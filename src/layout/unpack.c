@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "layout/layout.h"
 
 /* AWQ's interleave: nibble i of a packed word holds column 8*w +

@@ -4,9 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/desc_views.h"
-#include "core/error.h"
-#include "core/half.h"
+#include "base/desc_views.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "layout/layout.h"
 
 /* The struct as first published (0.1): everything up to and including g_idx. */
@@ -36,6 +36,17 @@ int mi4_layout_num_groups(const moeint4_quant_matrix *m)
     return mi4_num_groups(m->in_features, m->group_size);
 }
 
+int mi4_layout_is_format(moeint4_format format)
+{
+    return format == MOEINT4_FORMAT_GPTQ_SYM || format == MOEINT4_FORMAT_GPTQ_ASYM ||
+           format == MOEINT4_FORMAT_AWQ;
+}
+
+int mi4_layout_is_group_size(int group_size)
+{
+    return group_size == 32 || group_size == 64 || group_size == 128 || group_size == -1;
+}
+
 static const char *format_name(moeint4_format format)
 {
     switch (format) {
@@ -48,8 +59,7 @@ static const char *format_name(moeint4_format format)
 
 static moeint4_status check_enums(const moeint4_quant_matrix *m, const char *name)
 {
-    if (m->format != MOEINT4_FORMAT_GPTQ_SYM && m->format != MOEINT4_FORMAT_GPTQ_ASYM &&
-        m->format != MOEINT4_FORMAT_AWQ)
+    if (!mi4_layout_is_format(m->format))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "%s.format = %d is not GPTQ_SYM (1), GPTQ_ASYM (2) or AWQ (3)", name,
                         (int)m->format);
@@ -69,11 +79,10 @@ static moeint4_status check_enums(const moeint4_quant_matrix *m, const char *nam
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "%s.scales_dtype = %d must be F16 (2, or 0 for the default) or BF16 (3)",
                         name, (int)m->scales_dtype);
-    if (m->group_size != 32 && m->group_size != 64 && m->group_size != 128 &&
-        m->group_size != -1)
+    if (!mi4_layout_is_group_size(m->group_size))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "%s.group_size = %d must be 32, 64, 128 or -1 (per-channel)", name,
-                        m->group_size);
+                        "%s.group_size = %d must be " MI4_LAYOUT_GROUP_SIZES_TEXT " (per-channel)",
+                        name, m->group_size);
     return MOEINT4_SUCCESS;
 }
 

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/registry.h"
+#include "registry/plugin_loader.h"
+#include "registry/registry.h"
 #include "moeint4.h"
 #include "testkit.h"
 

@@ -16,7 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/registry.h"
+#include "registry/plugin_loader.h"
+#include "registry/registry.h"
 #include "fuzz_input.h"
 #include "moeint4.h"
 

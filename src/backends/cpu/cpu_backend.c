@@ -1,5 +1,5 @@
 /* The CPU backend's table: always present, last in every priority list. */
-#include "backends/cpu/cpu_backend.h"
+#include "registry/builtin.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
-#include "core/alloc.h"
-#include "core/desc_views.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/desc_views.h"
+#include "base/error.h"
 #include "layout/act_order.h"
 #include "layout/layout.h"
 
@@ -26,16 +26,14 @@ static int cpu_supports(void *user_data, const moeint4_problem *problem, char *r
                         size_t reason_cap)
 {
     (void)user_data;
-    if (problem->format != MOEINT4_FORMAT_GPTQ_SYM && problem->format != MOEINT4_FORMAT_GPTQ_ASYM &&
-        problem->format != MOEINT4_FORMAT_AWQ) {
+    if (!mi4_layout_is_format(problem->format)) {
         mi4_fail_into(reason, reason_cap, MOEINT4_UNSUPPORTED, "cpu: unknown format %d",
                       (int)problem->format);
         return 0;
     }
-    if (problem->group_size != 32 && problem->group_size != 64 && problem->group_size != 128 &&
-        problem->group_size != -1) {
+    if (!mi4_layout_is_group_size(problem->group_size)) {
         mi4_fail_into(reason, reason_cap, MOEINT4_UNSUPPORTED,
-                      "cpu: group size %d is not 32, 64, 128 or -1", problem->group_size);
+                      "cpu: group size %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT, problem->group_size);
         return 0;
     }
     if (reason && reason_cap > 0)

@@ -22,8 +22,8 @@
 #include "backends/cpu/cpu_activation.h"
 #include "backends/cpu/cpu_internal.h"
 #include "backends/cpu/cpu_scalar_io.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 
 /* Tokens per pass: bounds the scratch (pairs x K floats) for huge M. */
 #define MI4_CPU_TOKEN_CHUNK 2048

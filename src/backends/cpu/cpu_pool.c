@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/alloc.h"
+#include "base/alloc.h"
 
 /* How long a thread spins before it sleeps (between jobs) or yields (while
  * waiting for work). Short: on a loaded machine a spinning thread takes the

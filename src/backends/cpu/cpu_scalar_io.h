@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "moeint4.h"
 
 static inline float mi4_cpu_load_value(moeint4_dtype dtype, const void *data, size_t index)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/desc_views.h"
+#include "base/desc_views.h"
 #include "hip_internal.h"
 
 moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,

@@ -42,7 +42,7 @@ MI4_HOST_DEVICE uint32_t mi4_dev_f32_to_bits(float f)
 
 MI4_HOST_DEVICE float mi4_dev_bf16_to_f32(uint16_t h) { return mi4_dev_bits_to_f32((uint32_t)h << 16); }
 
-/* Nearest even; NaN stays a quiet NaN with its sign (as src/core/half.h). */
+/* Nearest even; NaN stays a quiet NaN with its sign (as src/base/half.h). */
 MI4_HOST_DEVICE uint16_t mi4_dev_f32_to_bf16(float f)
 {
     uint32_t bits = mi4_dev_f32_to_bits(f);

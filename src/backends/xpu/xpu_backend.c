@@ -58,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/desc_views.h"
+#include "base/desc_views.h"
 #include "xpu_backend.h"
 
 const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT] = {

@@ -1,8 +1,8 @@
 /* The two projections of a weights descriptor as quant matrices, so the
  * layout module sees one shape of input. Header-only so that plugins, which
  * link only the public ABI, use the same definition. */
-#ifndef MOEINT4_CORE_DESC_VIEWS_H
-#define MOEINT4_CORE_DESC_VIEWS_H
+#ifndef MOEINT4_BASE_DESC_VIEWS_H
+#define MOEINT4_BASE_DESC_VIEWS_H
 
 #include "moeint4.h"
 

@@ -1,14 +1,16 @@
 /* The backend registry (see registry.h): built-in CPU backend, the XPU and HIP
  * plugins, and third-party backends added with moeint4_register_backend. */
-#include "core/registry.h"
+#include "registry/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "backends/cpu/cpu_backend.h"
-#include "core/error.h"
+#include "base/error.h"
+#include "registry/builtin.h"
+#include "registry/iface_check.h"
+#include "registry/plugin_loader.h"
 
 /* Probe results are remembered for the first few device indices; higher
  * indices are probed every time (no engine has that many GPUs per node). */
@@ -52,27 +54,14 @@ static void entry_adopt_iface(mi4_backend_entry *entry, const moeint4_backend_if
     entry->load_reason[0] = '\0';
 }
 
-moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char *reason,
-                                       size_t reason_cap)
+moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
+                                     const char *err)
 {
-    if (iface->api_version != MOEINT4_BACKEND_API_VERSION)
-        return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
-                             "api version %u, core expects %d", (unsigned)iface->api_version,
-                             MOEINT4_BACKEND_API_VERSION);
-    if (iface->struct_size < sizeof *iface)
-        return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
-                             "backend table struct_size = %zu, core expects at least %zu",
-                             iface->struct_size, sizeof *iface);
-    const char *missing = !iface->probe            ? "probe"
-                          : !iface->supports       ? "supports"
-                          : !iface->context_create ? "context_create"
-                          : !iface->prepare        ? "prepare"
-                          : !iface->forward        ? "forward"
-                                                   : NULL;
-    if (missing)
-        return mi4_fail_into(reason, reason_cap, MOEINT4_INVALID_ARGUMENT,
-                             "backend table has no %s function (required)", missing);
-    return MOEINT4_SUCCESS;
+    if (status <= MOEINT4_SUCCESS || status > MOEINT4_INTERNAL_ERROR)
+        return mi4_fail(MOEINT4_INTERNAL_ERROR, "%s backend returned status %d: %s", entry->name,
+                        (int)status, err && err[0] ? err : "(no message)");
+    return mi4_fail(status, "%s backend: %s", entry->name,
+                    err && err[0] ? err : "failed without a message");
 }
 
 static void registry_add_builtin_cpu(void)

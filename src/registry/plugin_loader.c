@@ -7,9 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/error.h"
-#include "core/plugin_elf.h"
-#include "core/registry.h"
+#include "registry/plugin_loader.h"
+
+#include "base/error.h"
+#include "registry/iface_check.h"
+#include "registry/plugin_elf.h"
+#include "registry/registry.h"
 
 #define MI4_PLUGIN_ENTRY_SYMBOL "moeint4_plugin_backend"
 

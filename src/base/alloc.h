@@ -2,8 +2,8 @@
  * build (MOEINT4_FAULT_INJECTION) can make any one of them fail and prove
  * that every allocation site answers OUT_OF_MEMORY, leaks nothing and leaves
  * the library working (tests/faults). In other builds they are plain calls. */
-#ifndef MOEINT4_CORE_ALLOC_H
-#define MOEINT4_CORE_ALLOC_H
+#ifndef MOEINT4_BASE_ALLOC_H
+#define MOEINT4_BASE_ALLOC_H
 
 #include <stddef.h>
 

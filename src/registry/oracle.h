@@ -1,9 +1,9 @@
 /* The oracle: which backend serves a weights problem on this machine, and
  * why. It only decides; it never touches data. */
-#ifndef MOEINT4_ORACLE_ORACLE_H
-#define MOEINT4_ORACLE_ORACLE_H
+#ifndef MOEINT4_REGISTRY_ORACLE_H
+#define MOEINT4_REGISTRY_ORACLE_H
 
-#include "core/registry.h"
+#include "registry/registry.h"
 #include "moeint4.h"
 
 /* Resolves a request: AUTO becomes the backend MOEINT4_BACKEND names (when

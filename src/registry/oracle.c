@@ -1,7 +1,7 @@
 /* First-fit backend selection (vLLM's WNA16 MoE oracle is the model): an
  * ordered list of backends, each asked whether its hardware is here (probe)
  * and whether it can serve the problem (supports). */
-#include "oracle/oracle.h"
+#include "registry/oracle.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/error.h"
+#include "base/error.h"
+#include "layout/layout.h"
 
 /* What the oracle found out about one backend. */
 typedef struct mi4_verdict {
@@ -153,12 +154,6 @@ moeint4_status mi4_oracle_choose(const moeint4_problem *problem, moeint4_backend
 
 /* ---- public entry points ---- */
 
-static int is_format(moeint4_format format)
-{
-    return format == MOEINT4_FORMAT_GPTQ_SYM || format == MOEINT4_FORMAT_GPTQ_ASYM ||
-           format == MOEINT4_FORMAT_AWQ;
-}
-
 /* Only what keeps backends' supports() from seeing nonsense; the weights
  * themselves are validated by weights_prepare. */
 static moeint4_status problem_check(const moeint4_problem *problem, int device_index)
@@ -169,13 +164,13 @@ static moeint4_status problem_check(const moeint4_problem *problem, int device_i
         return mi4_fail(MOEINT4_VERSION_MISMATCH,
                         "problem->struct_size = %zu, expected at least sizeof(moeint4_problem) = %zu",
                         problem->struct_size, sizeof *problem);
-    if (!is_format(problem->format))
+    if (!mi4_layout_is_format(problem->format))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "problem->format = %d is not a moeint4_format",
                         (int)problem->format);
-    int g = problem->group_size;
-    if (g != 32 && g != 64 && g != 128 && g != -1)
+    if (!mi4_layout_is_group_size(problem->group_size))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "problem->group_size = %d is not 32, 64, 128 or -1", g);
+                        "problem->group_size = %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT,
+                        problem->group_size);
     if (problem->num_experts <= 0 || problem->num_local_experts <= 0 ||
         problem->num_local_experts > problem->num_experts)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,

@@ -1,4 +1,4 @@
-#include "core/plugin_elf.h"
+#include "registry/plugin_elf.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* Reads exactly `bytes` at `offset`; 0 on a short read. */
 static int read_at(int fd, void *buffer, size_t bytes, uint64_t offset)

@@ -3,8 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/error.h"
-#include "core/registry.h"
+#include "base/error.h"
+#include "registry/registry.h"
 
 MOEINT4_API moeint4_status moeint4_backend_list(moeint4_backend *ids, int capacity, int *count)
 {

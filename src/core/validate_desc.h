@@ -1,7 +1,7 @@
 /* Argument checks shared by the public entry points of src/core. Each sets
  * the thread's error (naming the field) and returns its status. */
-#ifndef MOEINT4_CORE_VALIDATE_H
-#define MOEINT4_CORE_VALIDATE_H
+#ifndef MOEINT4_CORE_VALIDATE_DESC_H
+#define MOEINT4_CORE_VALIDATE_DESC_H
 
 #include "moeint4.h"
 

@@ -1,7 +1,7 @@
 /* Error reporting inside the library: every failing path sets the calling
  * thread's message and returns a status. */
-#ifndef MOEINT4_CORE_ERROR_H
-#define MOEINT4_CORE_ERROR_H
+#ifndef MOEINT4_BASE_ERROR_H
+#define MOEINT4_BASE_ERROR_H
 
 #include "moeint4.h"
 

@@ -1,7 +1,7 @@
 /* fp16 / bf16 <-> f32 conversions shared by the layout module and the CPU
  * backend (host code only). bf16 rounding is to nearest even; NaN stays NaN. */
-#ifndef MOEINT4_CORE_HALF_H
-#define MOEINT4_CORE_HALF_H
+#ifndef MOEINT4_BASE_HALF_H
+#define MOEINT4_BASE_HALF_H
 
 #include <stdint.h>
 #include <string.h>

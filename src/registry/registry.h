@@ -4,8 +4,8 @@
  * (pthread_once) on first use; registration and the probe cache take a
  * mutex. Entries are never removed while the process runs, so pointers to
  * them stay valid and their tables never change once published. */
-#ifndef MOEINT4_CORE_REGISTRY_H
-#define MOEINT4_CORE_REGISTRY_H
+#ifndef MOEINT4_REGISTRY_REGISTRY_H
+#define MOEINT4_REGISTRY_REGISTRY_H
 
 #include <stddef.h>
 
@@ -47,18 +47,9 @@ int mi4_registry_list(const mi4_backend_entry **entries, int cap);
 int mi4_registry_available(const mi4_backend_entry *entry, int device_index, char *reason,
                            size_t reason_cap);
 
-/* Loads the backend plugin `file_name` (e.g. "libmoeint4-hip.so"), searching
- * every directory of MOEINT4_BACKEND_PATH first, then the directory of
- * libmoeint4.so itself (src/core/plugin_loader.c). Returns its checked table
- * (the plugin stays loaded for the life of the process), or NULL with the
- * reason in words ("libmoeint4-hip.so not found in /a:/b"). */
-const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_backend expected_id,
-                                             char *reason, size_t reason_cap);
-
-/* Checks a backend table as both plugins and moeint4_register_backend need:
- * api_version, struct_size, required functions. Writes the reason into
- * `reason` and returns VERSION_MISMATCH or INVALID_ARGUMENT, else SUCCESS. */
-moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char *reason,
-                                       size_t reason_cap);
+/* Reports a backend's error text as this thread's message, prefixed with the
+ * backend's name (a status outside the enum becomes INTERNAL_ERROR). */
+moeint4_status mi4_fail_from_backend(const mi4_backend_entry *entry, moeint4_status status,
+                                     const char *err);
 
 #endif

@@ -1,8 +1,8 @@
 /* A look at a plugin file before dlopen maps it: a truncated shared object
  * makes the loader touch pages past the end of the file (SIGBUS), so the
  * file must be whole before it is handed over. */
-#ifndef MOEINT4_CORE_PLUGIN_ELF_H
-#define MOEINT4_CORE_PLUGIN_ELF_H
+#ifndef MOEINT4_REGISTRY_PLUGIN_ELF_H
+#define MOEINT4_REGISTRY_PLUGIN_ELF_H
 
 #include <stddef.h>
 

@@ -1,0 +1,26 @@
+#include "registry/iface_check.h"
+
+#include "base/error.h"
+
+moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char *reason,
+                                       size_t reason_cap)
+{
+    if (iface->api_version != MOEINT4_BACKEND_API_VERSION)
+        return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
+                             "api version %u, core expects %d", (unsigned)iface->api_version,
+                             MOEINT4_BACKEND_API_VERSION);
+    if (iface->struct_size < sizeof *iface)
+        return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
+                             "backend table struct_size = %zu, core expects at least %zu",
+                             iface->struct_size, sizeof *iface);
+    const char *missing = !iface->probe            ? "probe"
+                          : !iface->supports       ? "supports"
+                          : !iface->context_create ? "context_create"
+                          : !iface->prepare        ? "prepare"
+                          : !iface->forward        ? "forward"
+                                                   : NULL;
+    if (missing)
+        return mi4_fail_into(reason, reason_cap, MOEINT4_INVALID_ARGUMENT,
+                             "backend table has no %s function (required)", missing);
+    return MOEINT4_SUCCESS;
+}

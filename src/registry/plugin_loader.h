@@ -1,0 +1,18 @@
+/* Finds and loads backend plugins (shared objects exporting
+ * moeint4_plugin_backend), so that libmoeint4.so itself links no GPU runtime. */
+#ifndef MOEINT4_REGISTRY_PLUGIN_LOADER_H
+#define MOEINT4_REGISTRY_PLUGIN_LOADER_H
+
+#include <stddef.h>
+
+#include "moeint4.h"
+
+/* Loads the backend plugin `file_name` (e.g. "libmoeint4-hip.so"), searching
+ * every directory of MOEINT4_BACKEND_PATH first, then the directory of
+ * libmoeint4.so itself. Returns its checked table (the plugin stays loaded
+ * for the life of the process), or NULL with the reason in words
+ * ("libmoeint4-hip.so not found in /a:/b"). */
+const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_backend expected_id,
+                                             char *reason, size_t reason_cap);
+
+#endif
