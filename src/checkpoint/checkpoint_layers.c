@@ -129,8 +129,8 @@ static moeint4_status missing_proj(const moeint4_checkpoint *ck, const char *bas
     const mi4_ckpt_ref *dense = mi4_ckpt_find(ck, name);
     if (dense)
         return mi4_fail(MOEINT4_UNSUPPORTED,
-                        "%s: tensor \"%s\" is stored unquantized (%s): %s is not int4, so this is "
-                        "not a quantized MoE checkpoint",
+                        "%s: tensor \"%s\" is stored unquantized (%s), so this is not a "
+                        "quantized MoE checkpoint (%s)",
                         dense->file->label, name, mi4_st_dtype_name(dense->tensor->dtype), what);
     return mi4_fail(MOEINT4_INVALID_ARGUMENT, "tensor \"%s.qweight\" is missing (%s)", base, what);
 }
@@ -245,7 +245,7 @@ static moeint4_status open_experts(moeint4_checkpoint *ck, const mi4_ckpt_layer 
                 snprintf(what, sizeof what,
                          "expert %d of layer %d is missing: config.json's %s says %d experts, "
                          "the checkpoint has %d",
-                         e, l->layer, f->key_experts, E, present);
+                         e, l->layer, ck->model.experts_key, E, present);
             } else {
                 snprintf(what, sizeof what, "layer %d", l->layer);
             }
@@ -416,7 +416,7 @@ static moeint4_status not_described(const moeint4_checkpoint *ck, int first_laye
                         "(config.json quantization_config, quantize_config.json, quant_config.json): "
                         "pass one in options.quantization_json",
                         name);
-    return missing_proj(ck, base, "the checkpoint has no quantization description");
+    return missing_proj(ck, base, "and it has no quantization description");
 }
 
 moeint4_status mi4_ckpt_discover_layers(moeint4_checkpoint *ck)

@@ -51,6 +51,25 @@ static moeint4_status need_int(const char *label, const cJSON *obj, const char *
                     label, key, found == 0 ? "missing" : "not a valid value", min);
 }
 
+/* need_int over "a|b" alternatives (the first present wins); the key used
+ * goes to `used` (for messages). */
+static moeint4_status need_int_any(const char *label, const cJSON *obj, const char *keys, int min,
+                                   int *value, char *used, size_t used_cap)
+{
+    char key[64];
+    const char *at = keys;
+    for (;;) {
+        const char *bar = strchr(at, '|');
+        size_t len = bar ? (size_t)(bar - at) : strlen(at);
+        snprintf(key, sizeof key, "%.*s", (int)len, at);
+        if (!bar || cJSON_GetObjectItemCaseSensitive(obj, key))
+            break;
+        at = bar + 1;
+    }
+    snprintf(used, used_cap, "%s", key);
+    return need_int(label, obj, key, min, value);
+}
+
 static moeint4_status parse_quant_object(const char *label, const cJSON *q, const char *source,
                                          mi4_quant_config *quant)
 {
@@ -165,7 +184,8 @@ static moeint4_status parse_model(const char *label, const cJSON *root, mi4_mode
     moeint4_status status;
     if ((status = need_int(label, root, "num_hidden_layers", 1, &m->num_hidden_layers)) ||
         (status = need_int(label, root, "hidden_size", 1, &m->hidden_size)) ||
-        (status = need_int(label, root, f->key_experts, 1, &m->num_experts)) ||
+        (status = need_int_any(label, root, f->key_experts, 1, &m->num_experts, m->experts_key,
+                               sizeof m->experts_key)) ||
         (status = need_int(label, root, f->key_top_k, 1, &m->top_k)) ||
         (status = need_int(label, root, f->key_intermediate, 1, &m->intermediate_size)))
         return status;

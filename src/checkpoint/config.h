@@ -33,6 +33,7 @@ typedef struct mi4_model_config {
     int num_hidden_layers;
     int hidden_size;
     int num_experts;
+    char experts_key[32];        /* the config key num_experts came from */
     int top_k;
     int intermediate_size;       /* one routed expert */
     int shared_intermediate_size; /* 0: no shared MLP in the config */

@@ -13,7 +13,7 @@ typedef struct mi4_family {
     const char *router;           /* <block>.<router>.weight */
     const char *shared_block;     /* <block>.<shared_block>.<proj>, or NULL */
     const char *shared_gate;      /* <block>.<shared_gate>.weight, or NULL */
-    const char *key_experts;      /* config keys */
+    const char *key_experts;      /* config keys ("a|b": a, else b) */
     const char *key_top_k;
     const char *key_intermediate;
     const char *key_shared_intermediate; /* the shared MLP's own size, or NULL */

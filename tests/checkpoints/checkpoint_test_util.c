@@ -32,7 +32,7 @@ float *ck_read_f32(const char *path, size_t count)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    float *data = malloc(count * sizeof *data + 1);
+    float *data = malloc((count + 1) * sizeof *data); /* one more: a longer file is caught */
     size_t got = data ? fread(data, sizeof *data, count + 1, f) : 0;
     fclose(f);
     if (got != count) {

@@ -328,6 +328,8 @@ def write_checkpoint(out_dir, name, spec, rng):
                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                       rope_theta=1000000.0, output_router_logits=False, router_aux_loss_coef=0.001,
                       quantization_config=gptq_config(q))
+        if spec.get("fused"):  # as transformers 5 writes Qwen3-MoE configs
+            config["num_local_experts"] = config.pop("num_experts")
     elif fam == "qwen2_moe":
         config.update(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe",
                       num_experts=spec["experts"], num_experts_per_tok=spec["top_k"],
