@@ -66,7 +66,7 @@ static moeint4_status need_int_any(const char *label, const cJSON *obj, const ch
             break;
         at = bar + 1;
     }
-    snprintf(used, used_cap, "%s", key);
+    snprintf(used, used_cap, "%.*s", (int)(used_cap - 1), key);
     return need_int(label, obj, key, min, value);
 }
 
