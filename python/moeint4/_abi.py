@@ -1,4 +1,4 @@
-"""ctypes mirror of include/moeint4.h: enums, structs and the one table of functions.
+"""ctypes mirror of include/moeint4.h (and moeint4_backend.h's table): enums, structs and the one table of functions.
 
 Everything here follows the header field for field; tests/python/test_abi.py
 compiles a small C program against the header and checks every size and offset.
@@ -311,7 +311,11 @@ FUNCTIONS: List[Function] = [
     ("moeint4_layout_dequantize_bf16", STATUS, [POINTER(QuantMatrix), POINTER(c_uint16)]),
     ("moeint4_layout_dequantize_f32", STATUS, [POINTER(QuantMatrix), POINTER(c_float)]),
     ("moeint4_layout_validate", STATUS, [POINTER(QuantMatrix)]),
+    # include/moeint4_backend.h
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
+    ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
+    ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
+    # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
      [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),
     ("moeint4_checkpoint_close", None, [c_void_p]),

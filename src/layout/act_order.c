@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "layout/layout.h"
 
@@ -12,7 +12,7 @@ int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
 {
     if (!m->g_idx)
         return 0;
-    int group = mi4_effective_group_size(m->in_features, m->group_size);
+    int group = moeint4_effective_group_size(m->in_features, m->group_size);
     size_t count = (size_t)m->num_experts * (size_t)m->in_features;
     for (size_t i = 0; i < count; i++)
         if (m->g_idx[i] != (int32_t)((int)(i % (size_t)m->in_features) / group))
@@ -22,14 +22,14 @@ int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
 
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc)
 {
-    moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     return mi4_layout_has_act_order(&w13) || mi4_layout_has_act_order(&w2);
 }
 
 void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size,
                                int32_t *perm)
 {
-    int group = mi4_effective_group_size(in_features, group_size);
+    int group = moeint4_effective_group_size(in_features, group_size);
     int groups = in_features / group;
     if (!g_idx || groups == 1) {
         for (int k = 0; k < in_features; k++)
@@ -81,7 +81,7 @@ static void sort_expert(const moeint4_weights_desc *d, int e, mi4_layout_sorted 
                         uint8_t *codes, int32_t *perm2, int32_t *out_map, int32_t *identity)
 {
     int k = d->hidden_size, n = d->intermediate_size;
-    moeint4_quant_matrix w13 = mi4_desc_w13(d), w2 = mi4_desc_w2(d);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(d), w2 = moeint4_desc_w2(d);
     int g13 = mi4_layout_num_groups(&w13);
     int32_t *perm1 = s->input_perm + (size_t)e * (size_t)k;
     mi4_layout_act_order_perm(d->w13_g_idx ? d->w13_g_idx + (size_t)e * k : NULL, k,
@@ -117,7 +117,7 @@ moeint4_status mi4_layout_sort_act_order(const moeint4_weights_desc *desc, mi4_l
     memset(&s, 0, sizeof s);
     size_t e = (size_t)desc->num_local_experts, k = (size_t)desc->hidden_size;
     size_t n = (size_t)desc->intermediate_size;
-    moeint4_quant_matrix w13 = mi4_desc_w13(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc);
     size_t g13 = (size_t)mi4_layout_num_groups(&w13);
     int asym = desc->format == MOEINT4_FORMAT_GPTQ_ASYM;
     size_t big = k > 2 * n ? k : 2 * n;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "hip_internal.h"
 
 moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,
@@ -224,11 +224,11 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
         }
     }
     if (st == MOEINT4_SUCCESS) {
-        moeint4_quant_matrix w13 = mi4_desc_w13(desc);
+        moeint4_quant_matrix w13 = moeint4_desc_w13(desc);
         st = mi4_hip_dequantize(&w13, w->w13, err, err_cap);
     }
     if (st == MOEINT4_SUCCESS) {
-        moeint4_quant_matrix w2 = mi4_desc_w2(desc);
+        moeint4_quant_matrix w2 = moeint4_desc_w2(desc);
         st = mi4_hip_dequantize(&w2, w->w2, err, err_cap);
     }
     if (st != MOEINT4_SUCCESS) {
@@ -558,7 +558,7 @@ moeint4_backend_iface make_iface()
     t.id = MOEINT4_BACKEND_HIP;
     t.name = "hip";
     t.device_pointers = 1;
-    t.platform_priority = 200;
+    t.platform_priority = MOEINT4_PRIORITY_HIP;
     t.user_data = nullptr;
     t.probe = hip_probe;
     t.supports = hip_supports;
