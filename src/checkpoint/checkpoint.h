@@ -80,6 +80,10 @@ struct moeint4_checkpoint {
 moeint4_status mi4_ckpt_open(const char *path, const moeint4_checkpoint_options *options,
                              moeint4_checkpoint **out);
 void mi4_ckpt_close(moeint4_checkpoint *ck);
+
+/* checkpoint_table.c: the sorted tensor table (duplicates across files are
+ * INVALID_ARGUMENT) and the warnings. */
+moeint4_status mi4_ckpt_build_refs(moeint4_checkpoint *ck);
 const mi4_ckpt_ref *mi4_ckpt_find(const moeint4_checkpoint *ck, const char *name);
 /* Adds a warning line (thread-safe); formatting like printf. */
 void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)

@@ -301,9 +301,9 @@ SPECS = {
     "mixtral_awq_gemm_g64": dict(
         family="mixtral", quant=Quant("awq", 64), hidden=128, experts=4, inter=128, layers=2,
         vocab=64, top_k=2),
-    # Qwen3-MoE with fused 3-D expert tensors (used in place, no copy)
+    # Qwen3-MoE with fused 3-D expert tensors (used in place, no copy), symmetric act-order
     "qwen3_moe_gptq_fused": dict(
-        family="qwen3_moe", quant=Quant("gptq", 32, sym=False, act_order=True), hidden=128,
+        family="qwen3_moe", quant=Quant("gptq", 32, sym=True, act_order=True), hidden=128,
         experts=8, inter=64, layers=1, vocab=64, top_k=2, fused=True),
     # DeepSeek-V2 GPTQ v2 (GPTQModel) asymmetric, group 128, dense first layer, 2 shared experts
     "deepseek_v2_gptq_v2": dict(

@@ -216,6 +216,41 @@ static void test_single_file(void **state)
     assert_null(ck);
 }
 
+/* Act-order: the XPU backend refuses it (its layout keeps groups contiguous)
+ * and the oracle moves on to a backend that serves it. Runs where the XPU
+ * plugin is built (PoCL's CPU device in CI); says so when it is not. */
+static void test_act_order_and_the_oracle(void **state)
+{
+    (void)state;
+    moeint4_checkpoint *ck;
+    /* symmetric, so that act-order is the one thing the XPU backend lacks */
+    assert_int_equal(moeint4_checkpoint_open(ck_path("qwen3_moe_gptq_fused", NULL), NULL, &ck),
+                     MOEINT4_SUCCESS);
+    moeint4_backend_info xpu = {.struct_size = sizeof xpu};
+    assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &xpu), MOEINT4_SUCCESS);
+    moeint4_context *ctx;
+    moeint4_weights *w = NULL;
+    if (xpu.compiled && xpu.available) {
+        moeint4_context_options o = {.struct_size = sizeof o, .backend = MOEINT4_BACKEND_XPU};
+        assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
+        expect_error(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_UNSUPPORTED,
+                     "xpu does not serve act-order g_idx");
+        assert_null(w);
+        moeint4_context_destroy(ctx);
+    } else {
+        print_message("xpu not available (%s): its refusal is not exercised here\n", xpu.reason);
+    }
+    /* AUTO: whatever comes first, a backend that serves act-order takes it */
+    assert_int_equal(moeint4_context_create(NULL, &ctx), MOEINT4_SUCCESS);
+    assert_int_equal(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_SUCCESS);
+    moeint4_backend chosen;
+    assert_int_equal(moeint4_weights_backend(w, &chosen), MOEINT4_SUCCESS);
+    assert_true(chosen != MOEINT4_BACKEND_XPU);
+    moeint4_weights_release(w);
+    moeint4_context_destroy(ctx);
+    moeint4_checkpoint_close(ck);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -224,6 +259,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_single_file),
+        cmocka_unit_test(test_act_order_and_the_oracle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -399,7 +399,7 @@ static void test_g_idx(void **state)
     expect_refused(&m, MOEINT4_UNSUPPORTED, "src_g_idx[1][3] = 1", "AWQ has no act-order");
     /* GPTQ act-order is accepted when every group holds group_size rows ... */
     moeint4_quant_matrix sym = tk_matrix_view(&f->sym);
-    int32_t *sym_g_idx = lt_copy(f->sym.g_idx, count * sizeof(int32_t));
+    int32_t *sym_g_idx = tk_copy_alloc(f->sym.g_idx, count * sizeof(int32_t));
     sym.g_idx = sym_g_idx;
     sym_g_idx[BASE_IN + 3] = 1;
     sym_g_idx[BASE_IN + BASE_GROUP] = 0; /* a swap keeps both groups at BASE_GROUP rows */

@@ -4,7 +4,6 @@
  * moeint4_layout_dequantize_bf16 (the product is exact in f32: at most 5 + 11
  * significant bits) -- and the int4 copies are freed again. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "hip_internal.h"
 
@@ -17,12 +16,29 @@ struct dequant_params {
     const int32_t *qweight;
     const uint16_t *scales;
     const int32_t *qzeros;
+    const int32_t *g_idx; /* [E][IN] or null: act-order looks each input's group up */
     int format, zero_offset, scales_bf16;
     int experts, in, out, group_size, groups;
     uint16_t *dst;
 };
 
 __device__ unsigned nibble(int32_t word, unsigned index) { return ((uint32_t)word >> (4u * index)) & 15u; }
+
+/* Scale and zero of (expert, group, output row). */
+__device__ void group_scale_zero(const dequant_params &p, int64_t e, int group, int64_t o,
+                                 float *scale, int *zero)
+{
+    size_t group_at = ((size_t)e * p.groups + (size_t)group);
+    uint16_t scale_bits = p.scales[group_at * p.out + o];
+    *scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+    *zero = 8;
+    if (p.format != MOEINT4_FORMAT_GPTQ_SYM) {
+        int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
+        *zero = p.format == MOEINT4_FORMAT_AWQ
+                    ? (int)nibble(zword, awq_nibble[o % 8])
+                    : (int)nibble(zword, (unsigned)(o % 8)) + p.zero_offset;
+    }
+}
 
 /* One thread writes 8 consecutive inputs (16 bytes) of one output row. */
 __global__ void dequantize(dequant_params p)
@@ -35,18 +51,10 @@ __global__ void dequantize(dequant_params p)
         int64_t o = (t / chunks_per_row) % p.out;
         int64_t e = t / (chunks_per_row * p.out);
         int i0 = (int)chunk * 8;
-        int group = i0 / p.group_size; /* a group never splits 8 inputs */
-        size_t group_at = ((size_t)e * p.groups + (size_t)group);
-        uint16_t scale_bits = p.scales[group_at * p.out + o];
-        float scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits)
-                                    : mi4_dev_f16_to_f32(scale_bits);
-        int zero = 8;
-        if (p.format != MOEINT4_FORMAT_GPTQ_SYM) {
-            int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
-            zero = p.format == MOEINT4_FORMAT_AWQ ? (int)nibble(zword, awq_nibble[o % 8])
-                                                  : (int)nibble(zword, (unsigned)(o % 8)) +
-                                                        p.zero_offset;
-        }
+        float scale;
+        int zero;
+        /* a group never splits 8 inputs, unless act-order scatters them */
+        group_scale_zero(p, e, i0 / p.group_size, o, &scale, &zero);
         uint32_t packed[4];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -59,6 +67,9 @@ __global__ void dequantize(dequant_params p)
                 int32_t word = p.qweight[((size_t)e * (p.in / 8) + (size_t)chunk) * p.out + o];
                 code = nibble(word, (unsigned)j);
             }
+            if (p.g_idx != nullptr)
+                group_scale_zero(p, e, p.g_idx[(size_t)e * p.in + (size_t)(i0 + j)], o, &scale,
+                                 &zero);
             float value = __fmul_rn((float)((int)code - zero), scale);
             uint32_t bits = mi4_dev_f32_to_bf16(value);
             if (j % 2 == 0)
@@ -88,55 +99,28 @@ moeint4_status upload(void **dst, const void *src, size_t bytes, const char *wha
 
 } // namespace
 
-/* Act-order (a g_idx that is not k / group): the layout module dequantizes on
- * the host, looking each column's group up, and the BF16 result is uploaded;
- * the forward then costs nothing extra. */
-static moeint4_status dequantize_on_host(const moeint4_quant_matrix *m, uint16_t *out, char *err,
-                                         size_t err_cap)
-{
-    size_t count = (size_t)m->num_experts * (size_t)m->in_features * (size_t)m->out_features;
-    uint16_t *host = (uint16_t *)malloc(count * sizeof(uint16_t));
-    if (host == nullptr) {
-        snprintf(err, err_cap, "hip: no host memory to dequantize act-order weights (%zu bytes)",
-                 count * sizeof(uint16_t));
-        return MOEINT4_OUT_OF_MEMORY;
-    }
-    moeint4_status st = moeint4_layout_dequantize_bf16(m, host);
-    if (st != MOEINT4_SUCCESS) {
-        snprintf(err, err_cap, "%s", moeint4_last_error());
-    } else {
-        hipError_t e = hipMemcpy(out, host, count * sizeof(uint16_t), hipMemcpyHostToDevice);
-        if (e != hipSuccess) {
-            snprintf(err, err_cap, "hip: copying act-order weights to the device failed: %s",
-                     hipGetErrorString(e));
-            st = MOEINT4_DEVICE_ERROR;
-        }
-    }
-    free(host);
-    return st;
-}
-
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap)
 {
     (void)hipGetLastError(); /* not ours: see mi4_hip_device_alloc */
-    if (m->g_idx != nullptr)
-        return dequantize_on_host(m, out, err, err_cap);
     int groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     size_t experts = (size_t)m->num_experts;
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
     size_t scale_count = experts * (size_t)groups * (size_t)m->out_features;
-    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr;
+    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr, *g_idx = nullptr;
     moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
     if (st == MOEINT4_SUCCESS && m->format != MOEINT4_FORMAT_GPTQ_SYM)
         st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
+    if (st == MOEINT4_SUCCESS && m->g_idx != nullptr)
+        st = upload(&g_idx, m->g_idx, experts * (size_t)m->in_features * 4, "g_idx", err, err_cap);
     if (st == MOEINT4_SUCCESS) {
         dequant_params p;
         p.qweight = (const int32_t *)qweight;
         p.scales = (const uint16_t *)scales;
         p.qzeros = (const int32_t *)qzeros;
+        p.g_idx = (const int32_t *)g_idx;
         p.format = m->format;
         p.zero_offset = m->zero_offset;
         p.scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
@@ -160,6 +144,7 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     (void)hipFree(qweight);
     (void)hipFree(scales);
     (void)hipFree(qzeros);
+    (void)hipFree(g_idx);
     return st;
 }
 
