@@ -5,21 +5,8 @@
 # the usage and failure exits.
 cmake_minimum_required(VERSION 3.25)
 
-function(run_cli expected)
-  execute_process(COMMAND "${MOEINT4_CLI}" ${ARGN}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT "${rc}" STREQUAL "${expected}")
-    message(FATAL_ERROR "moeint4 ${ARGN}: exit ${rc}, expected ${expected}\nstdout:\n${out}\nstderr:\n${err}")
-  endif()
-  set(cli_out "${out}" PARENT_SCOPE)
-  set(cli_err "${err}" PARENT_SCOPE)
-endfunction()
-
-function(expect_match text regex what)
-  if(NOT text MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
-  endif()
-endfunction()
+set(WORK_DIR "${GENERATED}")
+include(${CMAKE_CURRENT_LIST_DIR}/../cli/cli_functions.cmake)
 
 set(qwen3 "${GENERATED}/qwen3_moe_gptq_v1_act_order")
 run_cli(0 inspect "${qwen3}")
