@@ -8,14 +8,22 @@
 #include "base/error.h"
 #include "layout/layout.h"
 
-int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
+int mi4_layout_expert_has_act_order(const moeint4_quant_matrix *m, int expert)
 {
     if (!m->g_idx)
         return 0;
     int group = moeint4_effective_group_size(m->in_features, m->group_size);
-    size_t count = (size_t)m->num_experts * (size_t)m->in_features;
-    for (size_t i = 0; i < count; i++)
-        if (m->g_idx[i] != (int32_t)((int)(i % (size_t)m->in_features) / group))
+    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)m->in_features;
+    for (int k = 0; k < m->in_features; k++)
+        if (g_idx[k] != k / group)
+            return 1;
+    return 0;
+}
+
+int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
+{
+    for (int e = 0; m->g_idx && e < m->num_experts; e++)
+        if (mi4_layout_expert_has_act_order(m, e))
             return 1;
     return 0;
 }

@@ -19,8 +19,10 @@
 
 #include "moeint4.h"
 
-/* 1 when any g_idx entry of a validated matrix differs from k / group_size. */
+/* 1 when any g_idx entry of a validated matrix (of one expert) differs from
+ * k / group_size. */
 int mi4_layout_has_act_order(const moeint4_quant_matrix *m);
+int mi4_layout_expert_has_act_order(const moeint4_quant_matrix *m, int expert);
 /* 1 when either projection of a validated descriptor is act-order. */
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc);
 

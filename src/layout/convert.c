@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/half.h"
+#include "layout/act_order.h"
 #include "layout/layout.h"
 
 #define MAX_BLOCK_ROWS 64
@@ -77,23 +78,11 @@ static void dequantize_expert_act_order(const moeint4_quant_matrix *m, int exper
     }
 }
 
-static int expert_act_order(const moeint4_quant_matrix *m, int expert)
-{
-    if (!m->g_idx)
-        return 0;
-    int group = m->group_size == -1 ? m->in_features : m->group_size;
-    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)m->in_features;
-    for (int k = 0; k < m->in_features; k++)
-        if (g_idx[k] != k / group)
-            return 1;
-    return 0;
-}
-
 /* Exactly one of out_f32 / out_bf16 is non-NULL. */
 static void dequantize_expert(const moeint4_quant_matrix *m, int expert, float *out_f32,
                               uint16_t *out_bf16)
 {
-    if (expert_act_order(m, expert)) {
+    if (mi4_layout_expert_has_act_order(m, expert)) {
         dequantize_expert_act_order(m, expert, out_f32, out_bf16);
         return;
     }
