@@ -419,6 +419,25 @@ static moeint4_status not_described(const moeint4_checkpoint *ck, int first_laye
     return missing_proj(ck, base, "and it has no quantization description");
 }
 
+/* modules_to_not_convert naming a module the tensors store as int4 (the
+ * experts' projections, the experts block): the tensors win, with a warning. */
+static void check_skipped_modules(moeint4_checkpoint *ck)
+{
+    const mi4_family *f = ck->model.family;
+    const mi4_ckpt_layer *l = &ck->layers[0];
+    for (int i = 0; i < ck->quant.num_skipped; i++) {
+        const char *name = ck->quant.skipped[i];
+        int hit = strcmp(name, "experts") == 0;
+        for (int j = 0; j < 3 && !hit; j++)
+            hit = strcmp(name, f->proj[j]) == 0;
+        if (hit)
+            mi4_ckpt_warn(ck, "%s: modules_to_not_convert lists \"%s\", but \"%s\" is stored as "
+                          "int4 (%s): going by the tensors",
+                          ck->quant.source, name, l->routed.proj[0].qweight->tensor->name,
+                          l->routed.proj[0].qweight->file->label);
+    }
+}
+
 moeint4_status mi4_ckpt_discover_layers(moeint4_checkpoint *ck)
 {
     int *numbers = NULL, count = 0;
@@ -449,5 +468,7 @@ moeint4_status mi4_ckpt_discover_layers(moeint4_checkpoint *ck)
     mi4_free(numbers);
     for (int i = 0; i < count && s == MOEINT4_SUCCESS; i++)
         s = open_layer(ck, &ck->layers[i]);
+    if (s == MOEINT4_SUCCESS)
+        check_skipped_modules(ck);
     return s;
 }

@@ -529,6 +529,17 @@ def bad_cases(out_dir, rng):
         rewrite(d, shard1, struct.pack("<Q", len(dup)) + dup.encode() + data[8 + n:])
     case("duplicate_name", "MOEINT4_INVALID_ARGUMENT", [shard1, "appears twice"], duplicate)
 
+    def skip_w1(d):  # a config that says w1 is not quantized, while the tensors are int4
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["quantization_config"]["modules_to_not_convert"] = ["gate", "w1"]
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+    case("config_skips_quantized_module", "MOEINT4_SUCCESS",
+         ["modules_to_not_convert lists \"w1\"", "experts.0.w1.qweight", "going by the tensors"],
+         skip_w1)
+    cases[-1]["stage"] = "warning"
+
     # Symmetric GPTQ zeros, checked when a layer's arrays are built (stage "desc")
     sym = dict(family="qwen2_moe", quant=Quant("gptq", 64, sym=True, v2=True), hidden=128,
                experts=4, inter=64, layers=1, vocab=16, top_k=2, shared="shared_expert",
