@@ -101,7 +101,21 @@ typedef struct moeint4_backend_iface {
      * extensions that need no change of this table; NULL when unknown.
      * Callers reach it through moeint4_backend_get_proc_address(). */
     void *(*get_proc_address)(void *user_data, const char *name);
+    /* ---- appended after the first release: a table whose struct_size ends
+     * before them (MOEINT4_BACKEND_IFACE_MIN_SIZE or more) leaves them NULL ---- */
+    /* Optional (NULL: 0 bytes): moeint4_forward_workspace_size for these
+     * weights (max_tokens >= 0, topk and dtype checked by the core). */
+    moeint4_status (*forward_workspace_size)(void *backend_context, const void *backend_weights,
+                                             int64_t max_tokens, int topk, moeint4_dtype dtype,
+                                             size_t *bytes, char *err, size_t err_cap);
+    /* Optional (NULL: always SUCCESS): moeint4_forward_check. */
+    moeint4_status (*forward_check)(void *backend_context, const void *backend_weights,
+                                    void *stream, char *err, size_t err_cap);
 } moeint4_backend_iface;
+/* The first published size (moeint4.h's struct_size rule): a table at least
+ * this large is accepted; functions appended later stay NULL for it. */
+#define MOEINT4_BACKEND_IFACE_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_backend_iface, get_proc_address)
 
 /* ------------------------------------------------------------------------ */
 /* Plugins, registration, extensions                                          */
@@ -121,8 +135,9 @@ typedef const moeint4_backend_iface *(*moeint4_plugin_backend_fn)(uint32_t core_
 MOEINT4_PLUGIN_API const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version);
 
 /* Adds a third-party backend. The table is copied; user_data must outlive
- * the library's use of it. Fails with VERSION_MISMATCH when api_version or
- * struct_size does not match, INVALID_ARGUMENT for a missing required
+ * the library's use of it. Fails with VERSION_MISMATCH when api_version does
+ * not match or struct_size is below MOEINT4_BACKEND_IFACE_MIN_SIZE,
+ * INVALID_ARGUMENT for a missing required
  * function or a name already taken. *id receives the new backend's id. */
 MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
                                                     moeint4_backend *id);
@@ -226,6 +241,40 @@ static inline moeint4_quant_matrix moeint4_desc_w2(const moeint4_weights_desc *d
 static inline int moeint4_num_groups(int in_features, int group_size)
 {
     return group_size == -1 ? 1 : in_features / group_size;
+}
+
+/* Where the int4 checkpoint formats keep their codes, as data a device
+ * kernel can take instead of knowing the formats (the layout module,
+ * src/layout/unpack.c, reads the same table): which axis a qweight word
+ * packs, which nibble holds which position, and the zero point rule. AWQ
+ * interleaves a word's 8 output columns: column 8w + c sits in nibble
+ * MOEINT4_AWQ_NIBBLE_OF_COLUMN[c]; MOEINT4_AWQ_COLUMN_OF_NIBBLE is its inverse. */
+#define MOEINT4_AWQ_NIBBLE_OF_COLUMN {0, 4, 1, 5, 2, 6, 3, 7}
+#define MOEINT4_AWQ_COLUMN_OF_NIBBLE {0, 2, 4, 6, 1, 3, 5, 7}
+
+typedef struct moeint4_int4_packing {
+    /* 1: qweight [E][IN][OUT/8], a word holds 8 outputs of one input (AWQ);
+     * 0: qweight [E][IN/8][OUT], a word holds 8 inputs of one output (GPTQ). */
+    int weights_along_out;
+    unsigned char weight_nibble[8]; /* nibble of position p (0..7) inside a qweight word */
+    int has_zeros;                  /* 0: the zero point is 8 (symmetric) */
+    unsigned char zero_nibble[8];   /* nibble of output column c % 8 inside a qzeros word */
+    int zero_offset;                /* added to a stored zero */
+} moeint4_int4_packing;
+
+static inline moeint4_int4_packing moeint4_quant_matrix_packing(const moeint4_quant_matrix *m)
+{
+    static const unsigned char awq[8] = MOEINT4_AWQ_NIBBLE_OF_COLUMN;
+    moeint4_int4_packing p;
+    int is_awq = m->format == MOEINT4_FORMAT_AWQ;
+    p.weights_along_out = is_awq;
+    p.has_zeros = m->format != MOEINT4_FORMAT_GPTQ_SYM;
+    p.zero_offset = m->format == MOEINT4_FORMAT_GPTQ_ASYM ? m->zero_offset : 0;
+    for (int i = 0; i < 8; i++) {
+        p.weight_nibble[i] = is_awq ? awq[i] : (unsigned char)i;
+        p.zero_nibble[i] = p.weight_nibble[i];
+    }
+    return p;
 }
 
 /* Inputs per group: group_size, or IN per-channel (-1). */

@@ -8,6 +8,10 @@
             stream handed to it; inputs rotated over several routings
   baselines per-expert torch.matmul over the same routing on BF16 weights of
             the same shapes, and torch._grouped_mm where it exists
+  graph     (--graph) MOEINT4_FORWARD_ASYNC forwards on a caller workspace:
+            GRAPH_FORWARDS of them captured in one CUDA graph (torch.cuda.graph),
+            each replay timed with events, L2 flushed before each replay,
+            time / GRAPH_FORWARDS per forward (graph_ms)
 
 Writes one JSON list of records with the CPU bench's fields (preset, format,
 backend, M, median_ms, min_ms, max_ms, floor_ms, ratio_to_floor, baseline_ms,
@@ -59,7 +63,61 @@ class ForwardArgs(C.Structure):
                 ("topk_weights", C.c_void_p), ("output", C.c_void_p), ("activation", C.c_int),
                 ("swiglu_limit", C.c_float), ("swiglu_alpha", C.c_float),
                 ("swiglu_beta", C.c_float), ("apply_router_weight_on_input", C.c_int),
-                ("stream", C.c_void_p)]
+                ("stream", C.c_void_p), ("flags", C.c_uint32), ("workspace", C.c_void_p),
+                ("workspace_bytes", C.c_size_t)]
+
+
+FORWARD_ASYNC = 0x1
+GRAPH_FORWARDS = 20
+# vLLM's tuned BF16 Triton fused-MoE kernel on this H200 under CUDA-graph
+# replay, routing precomputed, L2 flushed (us per forward; for scale).
+VLLM_GRAPH_US = {
+    "qwen3-30b-a3b": {1: 46, 8: 145, 64: 304, 512: 348, 4096: 843},
+    "mixtral-8x7b": {1: 199, 8: 594, 64: 677, 512: 989, 4096: 5269},
+}
+
+
+def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
+    """ms per forward of GRAPH_FORWARDS async forwards captured in one graph."""
+    size = C.c_size_t()
+    check(lib, lib.moeint4_forward_workspace_size(weights, M, topk, DTYPE_BF16, C.byref(size)),
+          "forward_workspace_size")
+    workspace = torch.empty(size.value, dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.Stream()
+    structs = []
+    for i in range(GRAPH_FORWARDS):
+        ids, w = sets[i % len(sets)]
+        a = ForwardArgs()
+        a.struct_size = C.sizeof(ForwardArgs)
+        a.dtype, a.num_tokens, a.topk = DTYPE_BF16, M, topk
+        a.hidden_states, a.output = x.data_ptr(), out.data_ptr()
+        a.topk_ids, a.topk_weights = ids.data_ptr(), w.data_ptr()
+        a.stream = stream.cuda_stream
+        a.flags, a.workspace, a.workspace_bytes = FORWARD_ASYNC, workspace.data_ptr(), size.value
+        structs.append(a)
+    with torch.cuda.stream(stream):  # warm-up, outside the capture
+        for a in structs[:2]:
+            check(lib, lib.moeint4_forward(ctx, weights, C.byref(a)), "async forward")
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for a in structs:
+            check(lib, lib.moeint4_forward(ctx, weights, C.byref(a)), "async forward (capture)")
+    times = []
+    for r in range(replays + 2):  # replay() runs on the current stream: time it there
+        flush.zero_()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        if r >= 2:
+            times.append(start.elapsed_time(end) / GRAPH_FORWARDS)
+    check(lib, lib.moeint4_forward_check(ctx, weights, C.c_void_p(stream.cuda_stream)),
+          "forward_check")
+    del graph
+    return times
 
 
 def check(lib, status, what):
@@ -160,7 +218,8 @@ def baseline_grouped(x, ids, w, w13_t, w2_t, N):
     return out.to(x.dtype)
 
 
-def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep):
+def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep, graph,
+                 baselines):
     E, topk, K, N = p["E"], p["topk"], p["K"], p["N"]
     ck = random_checkpoint(p, gen)
     opts = ContextOptions(C.sizeof(ContextOptions), BACKEND_HIP, 0, 0, None, None, None)
@@ -189,6 +248,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
     expert_bytes = 3 * N * K * 2
     records = []
     stream = torch.cuda.current_stream()
+    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda") if graph else None
     for M in tokens:
         sets = routings(M, E, topk, 8 if M <= 512 else 4, gen)
         x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda", generator=gen)
@@ -229,10 +289,16 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
         # possible (different weights); check finiteness instead
         if not torch.isfinite(out.float()).all():
             raise RuntimeError(f"{name} M={M}: non-finite output")
+        t_graph = None
+        if graph:
+            t_graph = time_graph(lib, ctx, weights, sets, x, out, M, topk,
+                                 20 if M <= 512 else 8, flush)
+            if not torch.isfinite(out.float()).all():
+                raise RuntimeError(f"{name} M={M}: non-finite output after graph replays")
         t_loop = time_events(lambda i: baseline_loop(x, *sets[i % len(sets)], w13, w2, N),
-                             10 if M <= 512 else 5)
+                             10 if M <= 512 else 5) if baselines else [float("nan")]
         t_grouped = None
-        if has_grouped:
+        if has_grouped and baselines:
             try:
                 w13_t, w2_t = w13.transpose(-2, -1), w2.transpose(-2, -1)
                 t_grouped = time_events(
@@ -249,6 +315,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
         base_loop = statistics.median(t_loop)
         base_grouped = statistics.median(t_grouped) if t_grouped else None
         baseline = min(base_loop, base_grouped) if base_grouped else base_loop
+        graph_ms = statistics.median(t_graph) if t_graph else None
         r = dict(preset=name, format="gptq-sym", backend="hip", M=M, median_ms=med,
                  min_ms=min(t_ours), max_ms=max(t_ours), floor_ms=floor,
                  ratio_to_floor=med / floor, baseline_ms=baseline,
@@ -260,15 +327,22 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep)
                  speedup_vs_baseline=baseline / med, iters=iters,
                  dense_bf16_tflops=rate / 1e12, copy_gbps=bandwidth / 1e9,
                  prepare_ms=prepare_ms, device_bytes=dev_b.value,
+                 graph_ms=graph_ms, graph_min_ms=min(t_graph) if t_graph else None,
+                 graph_forwards=GRAPH_FORWARDS if t_graph else None,
+                 vllm_graph_ms=VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) / 1e3,
                  timing="CUDA events around each synchronous moeint4_forward, 3 warm-ups, "
                         f"{len(sets)} routings rotated")
         records.append(r)
+        if graph_ms is not None:
+            log(f"  M={M:5d} graph {graph_ms * 1e3:8.1f} us/forward (vLLM BF16 Triton "
+                f"{r['vllm_graph_ms'] * 1e3:6.0f} us)  sync events {med * 1e3:8.1f} us  "
+                f"host call {r['host_call_ms'] * 1e3:8.1f} us")
         log(f"  M={M:5d} ours {med:8.3f} ms (host call {r['host_call_ms']:.3f})  floor {floor:8.3f} ({r['ratio_to_floor']:5.2f}x)  "
             f"loop {base_loop:8.3f}  grouped {base_grouped if base_grouped else float('nan'):8.3f}"
             f"  {r['gbps']:7.0f} GB/s {r['tflops']:6.1f} TFLOP/s")
     lib.moeint4_weights_release(weights)
     lib.moeint4_context_destroy(ctx)
-    del w13, w2
+    del w13, w2, flush
     torch.cuda.empty_cache()
     return records
 
@@ -282,6 +356,10 @@ def main():
     ap.add_argument("--tokens", default="1,8,64,512,4096")
     ap.add_argument("--sweep-tiles", action="store_true",
                     help="also time every row tile (MOEINT4_HIP_TILE) per M, logged only")
+    ap.add_argument("--graph", action="store_true",
+                    help="also time async forwards replayed from a CUDA graph (graph_ms)")
+    ap.add_argument("--no-baselines", action="store_true",
+                    help="skip the torch baselines (baseline_* fields become NaN)")
     a = ap.parse_args()
 
     def log(s):
@@ -294,6 +372,9 @@ def main():
     lib.moeint4_weights_memory.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
     lib.moeint4_weights_release.argtypes = [C.c_void_p]
     lib.moeint4_context_destroy.argtypes = [C.c_void_p]
+    lib.moeint4_forward_workspace_size.argtypes = [C.c_void_p, C.c_int64, C.c_int, C.c_int,
+                                                   C.c_void_p]
+    lib.moeint4_forward_check.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
     bandwidth, rate = measure_floors()
@@ -304,7 +385,7 @@ def main():
     records = []
     for name in a.presets.split(","):
         records += bench_preset(lib, name, PRESETS[name], tokens, bandwidth, rate, a.commit, gen,
-                                log, a.sweep_tiles)
+                                log, a.sweep_tiles, a.graph, not a.no_baselines)
     with open(a.json, "w") as f:
         json.dump(records, f, indent=1)
 

@@ -182,6 +182,9 @@ MemoryFreeFn = CFUNCTYPE(None, c_void_p, c_void_p)
 MemoryCopyFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_void_p, c_size_t, c_enum,
                          POINTER(c_char), c_size_t)
 GetProcAddressFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p)
+ForwardWorkspaceSizeFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_int64, c_int, c_enum,
+                                   POINTER(c_size_t), POINTER(c_char), c_size_t)
+ForwardCheckFn = CFUNCTYPE(c_status, c_void_p, c_void_p, c_void_p, POINTER(c_char), c_size_t)
 
 
 class BackendIface(Structure):
@@ -205,6 +208,9 @@ class BackendIface(Structure):
         ("memory_free", MemoryFreeFn),
         ("memory_copy", MemoryCopyFn),
         ("get_proc_address", GetProcAddressFn),
+        # appended with the asynchronous forward (optional members)
+        ("forward_workspace_size", ForwardWorkspaceSizeFn),
+        ("forward_check", ForwardCheckFn),
     ]
 
 
@@ -281,6 +287,18 @@ def new_struct(cls: Any) -> Any:
     return value
 
 
+class Precision(Structure):
+    """moeint4_precision: what a backend computes in for one dtype."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("stated", c_int),
+        ("inputs", c_enum),
+        ("weights", c_enum),
+        ("intermediate", c_enum),
+        ("accumulation", c_enum),
+    ]
+
+
 # ---- every exported function: name, restype, argtypes ----
 # STATUS marks a function whose result is turned into MoeInt4Error.
 Function = Tuple[str, Any, List[Any]]
@@ -315,6 +333,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
+    ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
      [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),

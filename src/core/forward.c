@@ -1,9 +1,12 @@
 /* moeint4_forward: every argument is checked before the backend runs, so a
  * failing call leaves the output untouched. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "core/handles.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)
@@ -34,11 +37,13 @@ static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *by
 
 static moeint4_status check_scalars(const moeint4_weights *weights, const moeint4_forward_args *args)
 {
-    if (args->struct_size < sizeof *args)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "args->struct_size = %zu, expected at least sizeof(moeint4_forward_args) "
-                        "= %zu",
-                        args->struct_size, sizeof *args);
+    if ((args->flags & ~MOEINT4_FORWARD_ASYNC) != 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->flags = 0x%x has unknown bits",
+                        (unsigned)args->flags);
+    if (args->workspace == NULL && args->workspace_bytes != 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "args->workspace_bytes = %zu but args->workspace is NULL",
+                        args->workspace_bytes);
     if (dtype_bytes(args->dtype) == 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->dtype = %d is not F32, F16 or BF16",
                         (int)args->dtype);
@@ -106,19 +111,26 @@ static moeint4_status check_host_data(const moeint4_weights *weights,
 }
 
 MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_weights *weights,
-                                           const moeint4_forward_args *args)
+                                           const moeint4_forward_args *caller_args)
 {
     mi4_clear_error();
     if (!ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
     if (!weights)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
-    if (!args)
+    if (!caller_args)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args is NULL");
     if (weights->ctx != ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "weights were prepared with another context than ctx");
-    moeint4_status status = check_scalars(weights, args);
+    /* Everything below, the backend included, sees the full-size copy. */
+    moeint4_forward_args normalized;
+    moeint4_status status = MI4_STRUCT_READ(normalized, caller_args, MOEINT4_FORWARD_ARGS_MIN_SIZE,
+                                            "args", "moeint4_forward_args");
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    const moeint4_forward_args *args = &normalized;
+    status = check_scalars(weights, args);
     if (status != MOEINT4_SUCCESS)
         return status;
     size_t activation_bytes, routing_bytes;
@@ -146,6 +158,61 @@ MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_w
     char err[MI4_ERROR_CAPACITY] = "";
     status = entry->iface.forward(weights->backend_context, weights->backend_weights, args, err,
                                   sizeof err);
+    err[sizeof err - 1] = '\0';
+    return status == MOEINT4_SUCCESS ? status : mi4_fail_from_backend(entry, status, err);
+}
+
+MOEINT4_API moeint4_status moeint4_forward_workspace_size(const moeint4_weights *weights,
+                                                          int64_t max_tokens, int topk,
+                                                          moeint4_dtype dtype, size_t *bytes)
+{
+    mi4_clear_error();
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    if (!bytes)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "bytes is NULL");
+    if (max_tokens < 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "max_tokens = %lld is negative",
+                        (long long)max_tokens);
+    if (topk < 1 || topk > weights->num_experts)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "topk = %d is outside [1, %d] (num_experts)",
+                        topk, weights->num_experts);
+    if (dtype_bytes(dtype) == 0)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "dtype = %d is not F32, F16 or BF16",
+                        (int)dtype);
+    const mi4_backend_entry *entry = weights->backend;
+    size_t needed = 0;
+    if (entry->iface.forward_workspace_size) {
+        char err[MI4_ERROR_CAPACITY] = "";
+        moeint4_status status = entry->iface.forward_workspace_size(
+            weights->backend_context, weights->backend_weights, max_tokens, topk, dtype, &needed,
+            err, sizeof err);
+        err[sizeof err - 1] = '\0';
+        if (status != MOEINT4_SUCCESS)
+            return mi4_fail_from_backend(entry, status, err);
+    }
+    *bytes = needed;
+    return MOEINT4_SUCCESS;
+}
+
+MOEINT4_API moeint4_status moeint4_forward_check(moeint4_context *ctx,
+                                                 const moeint4_weights *weights, void *stream)
+{
+    mi4_clear_error();
+    if (!ctx)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
+    if (!weights)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
+    if (weights->ctx != ctx)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "weights were prepared with another context than ctx");
+    const mi4_backend_entry *entry = weights->backend;
+    if (!entry->iface.forward_check)
+        return MOEINT4_SUCCESS;
+    char err[MI4_ERROR_CAPACITY] = "";
+    moeint4_status status =
+        entry->iface.forward_check(weights->backend_context, weights->backend_weights, stream,
+                                   err, sizeof err);
     err[sizeof err - 1] = '\0';
     return status == MOEINT4_SUCCESS ? status : mi4_fail_from_backend(entry, status, err);
 }

@@ -7,11 +7,13 @@
 
 #include "base/half.h"
 #include "layout/layout.h"
+#include "moeint4_backend.h"
 
-/* AWQ's interleave: nibble i of a packed word holds column 8*w +
- * awq_column_of_nibble[i]; awq_nibble_of_column is its inverse. */
-static const uint8_t awq_column_of_nibble[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-static const uint8_t awq_nibble_of_column[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+/* AWQ's interleave (the table moeint4_backend.h gives device backends too):
+ * nibble i of a packed word holds column 8*w + awq_column_of_nibble[i];
+ * awq_nibble_of_column is its inverse. */
+static const uint8_t awq_column_of_nibble[8] = MOEINT4_AWQ_COLUMN_OF_NIBBLE;
+static const uint8_t awq_nibble_of_column[8] = MOEINT4_AWQ_NIBBLE_OF_COLUMN;
 
 static inline unsigned nibble(int32_t word, unsigned index)
 {

@@ -4,11 +4,13 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "registry/builtin.h"
 #include "registry/iface_check.h"
 #include "registry/plugin_loader.h"
@@ -45,8 +47,10 @@ static int default_priority(moeint4_backend id)
  * own storage, so the caller's strings need not outlive registration. */
 static void entry_adopt_iface(mi4_backend_entry *entry, const moeint4_backend_iface *iface)
 {
-    entry->iface = *iface;
-    entry->iface.struct_size = sizeof entry->iface;
+    /* Checked (mi4_backend_iface_check): at least the first published size;
+     * functions appended since stay NULL for an older table. */
+    mi4_struct_read(&entry->iface, sizeof entry->iface, iface, MOEINT4_BACKEND_IFACE_MIN_SIZE,
+                    "iface", "moeint4_backend_iface", MOEINT4_VERSION_MISMATCH);
     entry->iface.id = entry->id;
     entry->iface.name = entry->name;
     entry->priority =

@@ -92,7 +92,7 @@ static void test_builtin_list_and_query(void **state)
                        "id = 99");
     info.struct_size = 8;
     assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, &info),
-                       MOEINT4_VERSION_MISMATCH, "info->struct_size = 8");
+                       MOEINT4_INVALID_ARGUMENT, "info->struct_size = 8");
     assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, NULL), MOEINT4_INVALID_ARGUMENT,
                        "info");
 }

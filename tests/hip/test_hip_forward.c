@@ -1,8 +1,9 @@
 /* The HIP backend's forward through the public ABI against the test kit's
  * double reference: both GEMM variants (matrix cores, plain FMA) on every
  * row-tile configuration, all dtypes and activations, the router weight on
- * either side, expert parallelism, bad ids (device flag -> INVALID_ARGUMENT,
- * output untouched), bit-for-bit determinism, unaligned inputs, M = 0.
+ * either side, expert parallelism, bad ids and non-finite router weights
+ * (device record -> INVALID_ARGUMENT, output untouched), bit-for-bit
+ * determinism, unaligned inputs, M = 0, the caller workspace.
  * Exits 77 (ctest: skipped) when the plugin or a GPU is missing. */
 #include <math.h>
 #include <setjmp.h>
@@ -17,8 +18,9 @@
 
 #include "hip_test_util.h"
 
-/* Weights are rounded to bf16 at load: ~4e-3 through both projections and a
- * bf16 intermediate (tests/conformance/conformance_run.c derives it). */
+/* Weights, input rows and the intermediate are rounded to bf16 for every
+ * dtype alike: ~4e-3 through both projections, more on tiny layers
+ * (tests/conformance/conformance_run.c derives the bound). */
 #define HIP_TOLERANCE 1e-2
 
 static hip_test_case default_case(moeint4_dtype dtype, int64_t m, int topk, uint64_t seed)
@@ -186,6 +188,137 @@ static void test_bad_ids(void **state)
     moeint4_context_destroy(ctx);
 }
 
+/* A non-finite router weight: INVALID_ARGUMENT naming the first such slot
+ * (as the CPU backend's host check), the output untouched, on the routed
+ * GEMV, a tile, the direct GEMVs and the multi-block routing. */
+static void test_bad_router_weights(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = hip_test_context("mma");
+    tk_layer layer;
+    moeint4_weights *w =
+        hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 128, 64, 32, 0, 42);
+    const int64_t m = 6;
+    const int topk = 2, k = 128;
+    const float bad_values[] = {NAN, INFINITY, -INFINITY};
+    /* the last one routes with the multi-block kernels */
+    const char *tiles[] = {"8v", "64", "direct", "8v"};
+    for (int t = 0; t < 4; t++) {
+        setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+        setenv("MOEINT4_HIP_ROUTE", t == 3 ? "multi" : "auto", 1);
+        for (int b = 0; b < 3; b++) {
+            int32_t ids[12];
+            float router[12];
+            uint16_t hidden[6 * 128], out[6 * 128], poison[6 * 128];
+            tk_rng rng;
+            tk_rng_seed(&rng, 90 + (uint64_t)(t * 3 + b));
+            tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, (size_t)(m * k), 1.0, hidden);
+            tk_route_random(&rng, m, 16, topk, ids, router);
+            router[2 * topk + 1] = bad_values[b];
+            router[4 * topk + 0] = bad_values[b]; /* a later one: the first is named */
+            void *d_hidden = hip_test_upload(ctx, hidden, sizeof hidden);
+            void *d_ids = hip_test_upload(ctx, ids, sizeof ids);
+            void *d_router = hip_test_upload(ctx, router, sizeof router);
+            tk_poison(poison, sizeof poison);
+            void *d_out = hip_test_upload(ctx, poison, sizeof poison);
+            moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, d_hidden,
+                                                        d_ids, d_router, d_out, NULL);
+            moeint4_status status = moeint4_forward(ctx, w, &args);
+            print_message("tile %s, route %s, weight %g: %s: %s\n", tiles[t],
+                          t == 3 ? "multi" : "auto", (double)bad_values[b], moeint4_status_string(status),
+                          moeint4_last_error());
+            assert_int_equal(status, MOEINT4_INVALID_ARGUMENT);
+            assert_non_null(strstr(moeint4_last_error(), "topk_weights[2][1] = "));
+            assert_non_null(strstr(moeint4_last_error(), "is not finite"));
+            moeint4_memory_copy(ctx, out, d_out, sizeof out, MOEINT4_COPY_DEVICE_TO_HOST);
+            assert_memory_equal(out, poison, sizeof out);
+            moeint4_memory_free(ctx, d_hidden);
+            moeint4_memory_free(ctx, d_ids);
+            moeint4_memory_free(ctx, d_router);
+            moeint4_memory_free(ctx, d_out);
+        }
+    }
+    unsetenv("MOEINT4_HIP_TILE");
+    unsetenv("MOEINT4_HIP_ROUTE");
+    moeint4_weights_release(w);
+    tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
+}
+
+/* A synchronous forward on a caller workspace gives the pool's bits; one
+ * byte short of what it needs is refused naming workspace_bytes, the output
+ * untouched; an asynchronous forward without a workspace is refused. */
+static void test_caller_workspace(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = hip_test_context("mma");
+    tk_layer layer;
+    moeint4_weights *w =
+        hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_AWQ, 16, 256, 128, 64, 0, 43);
+    const int64_t sizes[] = {1, 8, 64, 300};
+    const int topk = 4, k = 256;
+    size_t bound = 0;
+    assert_int_equal(moeint4_forward_workspace_size(w, 300, topk, MOEINT4_DTYPE_BF16, &bound),
+                     MOEINT4_SUCCESS);
+    assert_true(bound > 0);
+    for (int i = 0; i < 4; i++) {
+        const int64_t m = sizes[i];
+        size_t count = (size_t)m * k, slots = (size_t)m * topk;
+        uint16_t *hidden = malloc(count * 2), *pooled = malloc(count * 2),
+                 *mine = malloc(count * 2), *poison = malloc(count * 2);
+        int32_t *ids = malloc(slots * 4);
+        float *router = malloc(slots * 4);
+        tk_rng rng;
+        tk_rng_seed(&rng, 500 + (uint64_t)i);
+        tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, count, 1.0, hidden);
+        tk_route_random(&rng, m, 16, topk, ids, router);
+        void *d_hidden = hip_test_upload(ctx, hidden, count * 2);
+        void *d_ids = hip_test_upload(ctx, ids, slots * 4);
+        void *d_router = hip_test_upload(ctx, router, slots * 4);
+        tk_poison(poison, count * 2);
+        void *d_out = hip_test_upload(ctx, poison, count * 2);
+        void *d_ws = NULL;
+        assert_int_equal(moeint4_memory_alloc(ctx, bound, &d_ws), MOEINT4_SUCCESS);
+        moeint4_forward_args args =
+            tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, d_hidden, d_ids, d_router, d_out, NULL);
+        assert_int_equal(moeint4_forward(ctx, w, &args), MOEINT4_SUCCESS);
+        moeint4_memory_copy(ctx, pooled, d_out, count * 2, MOEINT4_COPY_DEVICE_TO_HOST);
+        /* unaligned by 4 bytes: rounded up inside, the bound includes it */
+        args.workspace = (char *)d_ws + 4;
+        args.workspace_bytes = bound - 4;
+        assert_int_equal(moeint4_forward(ctx, w, &args), MOEINT4_SUCCESS);
+        moeint4_memory_copy(ctx, mine, d_out, count * 2, MOEINT4_COPY_DEVICE_TO_HOST);
+        assert_memory_equal(mine, pooled, count * 2);
+        /* too small: refused before anything runs */
+        moeint4_memory_copy(ctx, d_out, poison, count * 2, MOEINT4_COPY_HOST_TO_DEVICE);
+        args.workspace = d_ws;
+        args.workspace_bytes = 256;
+        assert_int_equal(moeint4_forward(ctx, w, &args), MOEINT4_INVALID_ARGUMENT);
+        assert_non_null(strstr(moeint4_last_error(), "workspace_bytes = 256"));
+        args.workspace = NULL;
+        args.workspace_bytes = 0;
+        args.flags = MOEINT4_FORWARD_ASYNC;
+        assert_int_equal(moeint4_forward(ctx, w, &args), MOEINT4_INVALID_ARGUMENT);
+        assert_non_null(strstr(moeint4_last_error(), "workspace is NULL"));
+        moeint4_memory_copy(ctx, mine, d_out, count * 2, MOEINT4_COPY_DEVICE_TO_HOST);
+        assert_memory_equal(mine, poison, count * 2);
+        moeint4_memory_free(ctx, d_ws);
+        moeint4_memory_free(ctx, d_hidden);
+        moeint4_memory_free(ctx, d_ids);
+        moeint4_memory_free(ctx, d_router);
+        moeint4_memory_free(ctx, d_out);
+        free(hidden);
+        free(pooled);
+        free(mine);
+        free(poison);
+        free(ids);
+        free(router);
+    }
+    moeint4_weights_release(w);
+    tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
+}
+
 /* Same inputs, same bits: for both variants, over many tiles and experts. */
 static void test_determinism(void **state)
 {
@@ -286,6 +419,8 @@ int main(void)
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_bad_ids),
+        cmocka_unit_test(test_bad_router_weights),
+        cmocka_unit_test(test_caller_workspace),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_unaligned_input_and_empty_batch),
         cmocka_unit_test(test_bad_gemm_variant),

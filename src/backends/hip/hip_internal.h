@@ -8,17 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "combine.h"
-#include "hip_platform.h"
+#include "backends/hip/hip_combine.h"
+#include "backends/hip/hip_platform.h"
+#include "backends/hip/hip_slots.h"
 #include "moeint4.h"
 
-/* One forward's device scratch, reused through the context's pool so that
- * concurrent forwards on one context never share it. */
+/* One synchronous forward's device scratch and bad-slot record, reused
+ * through the context's pool so that concurrent forwards on one context
+ * never share them (hip_workspace.hip). */
 typedef struct mi4_hip_workspace {
-    void *device;            /* one allocation, carved up per forward */
+    void *device;            /* one allocation, carved up per forward (NULL: none yet) */
     size_t bytes;
-    int *host_status;        /* mapped pinned memory: [flag, bad slot, -, -] */
-    int *host_status_device; /* the same memory as the device sees it */
+    int *host_record;        /* mapped pinned memory: MI4_RECORD_WORDS (hip_slots.h) */
+    int *host_record_device; /* the same memory as the device sees it */
     struct mi4_hip_workspace *next;
 } mi4_hip_workspace;
 
@@ -38,22 +40,53 @@ typedef struct mi4_hip_weights {
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     int32_t *expert_map;     /* [E]: global -> local or -1 */
+    int *error_record;       /* device MI4_RECORD_WORDS: the sticky record of
+                                asynchronous forwards (hip_slots.h) */
     size_t device_bytes;
 } mi4_hip_weights;
 
-/* ---- backend.hip ---- */
+/* ---- hip_backend.hip ---- */
 /* hipMalloc with a message naming `what`; OUT_OF_MEMORY when the device is
- * full (and the runtime's sticky last error cleared), DEVICE_ERROR else. */
+ * full, DEVICE_ERROR else. */
 moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,
                                     size_t cap);
+/* A message "hip: <what> failed: <runtime's text>"; OUT_OF_MEMORY or DEVICE_ERROR. */
+moeint4_status mi4_hip_failure(char *err, size_t cap, const char *what, hipError_t e);
 
-/* ---- dequant.hip ---- */
+#ifdef __cplusplus
+/* Makes `device` current for the scope and restores the caller's device, so
+ * a framework's notion of the current device is left as it was. */
+class mi4_hip_device_scope {
+  public:
+    explicit mi4_hip_device_scope(int device)
+    {
+        if (hipGetDevice(&saved_) != hipSuccess)
+            saved_ = -1;
+        changed_ = saved_ != device;
+        status_ = changed_ ? hipSetDevice(device) : hipSuccess;
+    }
+    ~mi4_hip_device_scope()
+    {
+        if (changed_ && saved_ >= 0)
+            (void)hipSetDevice(saved_);
+    }
+    hipError_t status() const { return status_; }
+
+  private:
+    int saved_;
+    bool changed_;
+    hipError_t status_;
+};
+
+#endif
+
+/* ---- hip_dequant.hip ---- */
 /* Device copy of one projection (host arrays of `m`) dequantized to bf16
  * [E][OUT][IN] in `out` (device memory the caller owns). */
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap);
 
-/* ---- gemm tile configurations (grouped_gemm.hip) ---- */
+/* ---- gemm tile configurations (hip_grouped_gemm.hip) ---- */
 typedef enum mi4_hip_tile_config {
     MI4_TILE_16 = 0,        /* decode: 16 rows x 64 columns */
     MI4_TILE_16_NARROW = 1, /* decode: 16 x 32, one warp: more blocks for few experts */
@@ -77,6 +110,10 @@ typedef enum mi4_hip_tile_config {
  * "w64" (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
+
+/* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
+ * slots (MOEINT4_HIP_TILE forces one). */
+mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w);
 
 /* What the routing kernel leaves in the workspace for the GEMMs. */
 typedef struct mi4_hip_routing {
@@ -103,14 +140,13 @@ typedef struct mi4_hip_gemm_args {
     int use_mma;
     hipStream_t stream;
     int multiprocessors;     /* of the device: sizes the decode GEMVs' persistent grids */
-    /* Direct decode GEMVs (MI4_TILE_DIRECT): ids, slots, and where gemm2
-     * writes the combined output */
-    const int32_t *topk_ids;
+    /* Direct decode GEMVs (MI4_TILE_DIRECT): slots, and where gemm2 writes
+     * the combined output (combine.check: ids, weights, the bad-slot record) */
     int64_t num_slots;
     mi4_combine_params combine;
 } mi4_hip_gemm_args;
 
-/* wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
+/* hip_wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
 int mi4_hip_wgmma_built(void);
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
@@ -119,19 +155,53 @@ hipError_t mi4_hip_gemm_init(void);
 /* Succeeds when this build has device code for the current device. */
 hipError_t mi4_hip_check_kernel_image(void);
 
-/* ---- moe_route.hip ---- */
+/* ---- hip_route.hip ---- */
 /* Workspace the multi-block routing of num_slots slots needs (any path may
  * run: MOEINT4_HIP_ROUTE=auto|one|multi is read at the launch). */
 size_t mi4_hip_route_scratch_bytes(int64_t num_slots, int num_local_experts);
-hipError_t mi4_hip_launch_route(const int32_t *topk_ids, int64_t num_slots,
-                                const mi4_hip_weights *w, const mi4_hip_routing *r,
-                                hipStream_t stream);
+hipError_t mi4_hip_launch_route(const mi4_slot_check *check, int64_t num_slots, int num_local,
+                                const mi4_hip_routing *r, hipStream_t stream);
 /* x [M][K] (dtype) -> bf16 rows; per_slot: row m*topk+j = bf16(w[m,j] * x[m]). */
 hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t num_tokens,
                                   int hidden, int topk, const float *topk_weights, int per_slot,
                                   uint16_t *x_bf16, hipStream_t stream);
-/* out[m] = sum over local slots of y rows, in slot order; writes nothing when
- * the routing flagged a bad id; copies the status for the host. */
+/* out[m] = sum over local slots of y rows, in slot order; writes nothing
+ * when the routing flagged a bad slot of a synchronous forward. */
 hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream);
+
+
+/* ---- hip_workspace.hip ---- */
+/* Where one forward's scratch lies, as byte offsets from a 256-byte aligned
+ * base: routing status, tile experts, sorted slots, bf16 input rows (when
+ * converted), bf16 intermediate, f32 per-slot outputs, routing scratch. */
+typedef struct mi4_hip_workspace_plan {
+    size_t at_tile, at_sorted, at_x, at_act, at_y, at_route, total;
+    int max_tiles;
+} mi4_hip_workspace_plan;
+
+mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t slots,
+                                              int64_t x_rows, int convert_x, int tile_rows);
+/* Bytes any forward of at most max_tokens tokens and `topk` needs (any tile,
+ * router weight on either side, any input alignment), including the slack
+ * that aligns an unaligned caller workspace. */
+size_t mi4_hip_workspace_bound(const mi4_hip_weights *w, int64_t max_tokens, int topk);
+/* A pool entry with at least `bytes` of device scratch (0: only the record). */
+moeint4_status mi4_hip_workspace_acquire(mi4_hip_context *ctx, size_t bytes,
+                                         mi4_hip_workspace **out, char *err, size_t cap);
+/* Back into the pool; the caller has synchronized every use of it. */
+void mi4_hip_workspace_return(mi4_hip_context *ctx, mi4_hip_workspace *w);
+/* Frees an entry (hipFree waits for the device). */
+void mi4_hip_workspace_free(mi4_hip_workspace *w);
+
+/* ---- hip_forward.hip ---- */
+moeint4_status mi4_hip_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
+                               const moeint4_forward_args *args, char *err, size_t err_cap);
+/* Synchronizes `stream`, reads and clears the weights' sticky record. */
+moeint4_status mi4_hip_forward_check(mi4_hip_context *ctx, const mi4_hip_weights *w,
+                                     void *stream, char *err, size_t err_cap);
+
+/* ---- hip_test_extras.hip (test builds only: MOEINT4_HIP_TEST_EXTRAS) ---- */
+/* The extra named `name` for get_proc_address, or NULL. */
+void *mi4_hip_test_extra(const char *name);
 
 #endif

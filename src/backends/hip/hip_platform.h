@@ -1,5 +1,5 @@
 /* What differs between the two platforms the HIP sources build for, outside
- * the matrix cores (matrix_core.h): the runtime header, the warp width, the
+ * the matrix cores (hip_matrix_core.h): the runtime header, the warp width, the
  * asynchronous global->shared copy, and the 16-bit float conversions (done
  * with integer bit operations so both compilers give the same bits). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_PLATFORM_H
@@ -12,7 +12,7 @@
 #define MI4_PLATFORM_AMD 1
 #define MI4_WARP 64 /* gfx90a and gfx940 run wave64 */
 #else
-#include "hip_to_cuda.h"
+#include "backends/hip/hip_to_cuda.h"
 #define MI4_PLATFORM_NVIDIA 1
 #define MI4_WARP 32
 #endif
@@ -23,6 +23,29 @@
 
 #define MI4_DEVICE __device__ __forceinline__
 #define MI4_HOST_DEVICE __host__ __device__ __forceinline__
+
+/* ---- kernel launches ----
+ * mi4_launch(kernel, grid, block, shared_bytes, stream, args...) returns this
+ * launch's own error (hipLaunchKernel's result): the runtime's last error is
+ * neither read nor cleared, so an error the caller left pending stays theirs
+ * and is never reported as ours. Arguments convert to the kernel's parameter
+ * types first. */
+template <typename... Params>
+inline hipError_t mi4_launch_values(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                    size_t shared_bytes, hipStream_t stream, Params... values)
+{
+    void *pointers[] = {(void *)&values...};
+    return hipLaunchKernel((const void *)kernel, grid, block, pointers, shared_bytes, stream);
+}
+
+template <typename... Params, typename... Args>
+inline hipError_t mi4_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                             hipStream_t stream, Args... args)
+{
+    static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count");
+    return mi4_launch_values<Params...>(kernel, grid, block, shared_bytes, stream,
+                                        static_cast<Params>(args)...);
+}
 
 /* ---- 16-bit floats as bit patterns ---- */
 

@@ -13,6 +13,9 @@ typedef cudaEvent_t hipEvent_t;
 typedef cudaDeviceProp hipDeviceProp_t;
 typedef cudaFuncAttributes hipFuncAttributes;
 typedef cudaMemcpyKind hipMemcpyKind;
+typedef cudaGraph_t hipGraph_t;
+typedef cudaGraphExec_t hipGraphExec_t;
+typedef cudaStreamCaptureMode hipStreamCaptureMode;
 
 #define hipSuccess cudaSuccess
 #define hipErrorMemoryAllocation cudaErrorMemoryAllocation
@@ -24,6 +27,10 @@ typedef cudaMemcpyKind hipMemcpyKind;
 #define hipHostMallocPortable cudaHostAllocPortable
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipStreamNonBlocking cudaStreamNonBlocking
 
 #define hipGetErrorString cudaGetErrorString
 #define hipGetLastError cudaGetLastError
@@ -49,5 +56,15 @@ typedef cudaMemcpyKind hipMemcpyKind;
 #define hipEventRecord cudaEventRecord
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
+#define hipLaunchKernel cudaLaunchKernel
+#define hipMemset cudaMemset
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
 
 #endif

@@ -1,15 +1,15 @@
-/* What the GEMM kernels share (grouped_gemm.hip: tiled mma.sync / MFMA /
- * FMA; decode_gemv.hip: register-streaming GEMV; wgmma_gemm.hip: Hopper
+/* What the GEMM kernels share (hip_grouped_gemm.hip: tiled mma.sync / MFMA /
+ * FMA; hip_decode_gemv.hip: register-streaming GEMV; hip_wgmma_gemm.hip: Hopper
  * wgmma): the kernel parameters, the activation, the per-tile row setup and
  * the 16-byte tile loads. */
-#ifndef MOEINT4_BACKENDS_HIP_GEMM_COMMON_H
-#define MOEINT4_BACKENDS_HIP_GEMM_COMMON_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_GEMM_COMMON_H
+#define MOEINT4_BACKENDS_HIP_HIP_GEMM_COMMON_H
 
 #include <limits.h>
 #include <math.h>
 
-#include "hip_internal.h"
-#include "matrix_core.h"
+#include "backends/hip/hip_internal.h"
+#include "backends/hip/hip_matrix_core.h"
 
 namespace mi4_gemm {
 
@@ -34,10 +34,8 @@ struct gemm_params {
     int weight_on_output;
     int activation;
     float limit, alpha, beta;
-    /* direct decode GEMVs (MI4_TILE_DIRECT) */
-    const int32_t *topk_ids;
-    const int32_t *expert_map;
-    int num_slots, num_experts;
+    /* direct decode GEMVs (MI4_TILE_DIRECT); their slot checks are combine.check */
+    int num_slots;
     mi4_combine_params combine;
 };
 
@@ -164,20 +162,17 @@ inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
     p.limit = a->limit;
     p.alpha = a->alpha;
     p.beta = a->beta;
-    p.topk_ids = a->topk_ids;
-    p.expert_map = w->expert_map;
     p.num_slots = (int)a->num_slots;
-    p.num_experts = w->num_experts;
     p.combine = a->combine;
     return p;
 }
 
 } // namespace mi4_gemm
 
-/* decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2, over routed tiles
+/* hip_decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2, over routed tiles
  * (MI4_TILE_GEMV) or straight from the ids (direct, MI4_TILE_DIRECT). */
 hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a);
-/* wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
+/* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
  * 128 x 128, 128 x 256). */
 hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                 bool init);

@@ -2,22 +2,23 @@
  * projection are uploaded, expanded to bf16 [E][OUT][IN] with
  * (q - zero) * scale in f32 rounded once to nearest even -- the same bits as
  * moeint4_layout_dequantize_bf16 (the product is exact in f32: at most 5 + 11
- * significant bits) -- and the int4 copies are freed again. */
+ * significant bits) -- and the int4 copies are freed again. Which nibble
+ * holds what comes as a table (moeint4_quant_matrix_packing, the same one
+ * the layout module reads): the kernel knows no checkpoint format. */
 #include <stdio.h>
 
-#include "hip_internal.h"
+#include "backends/hip/hip_internal.h"
+#include "moeint4_backend.h"
 
 namespace {
-
-/* AWQ keeps output column 8w + c of a word in nibble awq_nibble[c]. */
-__device__ __constant__ unsigned char awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
 struct dequant_params {
     const int32_t *qweight;
     const uint16_t *scales;
     const int32_t *qzeros;
     const int32_t *g_idx; /* [E][IN] or null: act-order looks each input's group up */
-    int format, zero_offset, scales_bf16;
+    moeint4_int4_packing packing;
+    int scales_bf16;
     int experts, in, out, group_size, groups;
     uint16_t *dst;
 };
@@ -32,11 +33,9 @@ __device__ void group_scale_zero(const dequant_params &p, int64_t e, int group, 
     uint16_t scale_bits = p.scales[group_at * p.out + o];
     *scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
     *zero = 8;
-    if (p.format != MOEINT4_FORMAT_GPTQ_SYM) {
+    if (p.packing.has_zeros) {
         int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
-        *zero = p.format == MOEINT4_FORMAT_AWQ
-                    ? (int)nibble(zword, awq_nibble[o % 8])
-                    : (int)nibble(zword, (unsigned)(o % 8)) + p.zero_offset;
+        *zero = (int)nibble(zword, p.packing.zero_nibble[o % 8]) + p.packing.zero_offset;
     }
 }
 
@@ -51,6 +50,7 @@ __global__ void dequantize(dequant_params p)
         int64_t o = (t / chunks_per_row) % p.out;
         int64_t e = t / (chunks_per_row * p.out);
         int i0 = (int)chunk * 8;
+        const moeint4_int4_packing &k = p.packing;
         float scale;
         int zero;
         /* a group never splits 8 inputs, unless act-order scatters them */
@@ -59,13 +59,13 @@ __global__ void dequantize(dequant_params p)
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             unsigned code;
-            if (p.format == MOEINT4_FORMAT_AWQ) {
+            if (k.weights_along_out) {
                 int32_t word = p.qweight[((size_t)e * p.in + (size_t)(i0 + j)) * (p.out / 8) +
                                          (size_t)(o / 8)];
-                code = nibble(word, awq_nibble[o % 8]);
+                code = nibble(word, k.weight_nibble[o % 8]);
             } else {
                 int32_t word = p.qweight[((size_t)e * (p.in / 8) + (size_t)chunk) * p.out + o];
-                code = nibble(word, (unsigned)j);
+                code = nibble(word, k.weight_nibble[j]);
             }
             if (p.g_idx != nullptr)
                 group_scale_zero(p, e, p.g_idx[(size_t)e * p.in + (size_t)(i0 + j)], o, &scale,
@@ -102,7 +102,6 @@ moeint4_status upload(void **dst, const void *src, size_t bytes, const char *wha
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap)
 {
-    (void)hipGetLastError(); /* not ours: see mi4_hip_device_alloc */
     int groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     size_t experts = (size_t)m->num_experts;
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
@@ -111,7 +110,8 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
-    if (st == MOEINT4_SUCCESS && m->format != MOEINT4_FORMAT_GPTQ_SYM)
+    const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
+    if (st == MOEINT4_SUCCESS && packing.has_zeros)
         st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
     if (st == MOEINT4_SUCCESS && m->g_idx != nullptr)
         st = upload(&g_idx, m->g_idx, experts * (size_t)m->in_features * 4, "g_idx", err, err_cap);
@@ -121,8 +121,7 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
         p.scales = (const uint16_t *)scales;
         p.qzeros = (const int32_t *)qzeros;
         p.g_idx = (const int32_t *)g_idx;
-        p.format = m->format;
-        p.zero_offset = m->zero_offset;
+        p.packing = packing;
         p.scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
         p.experts = m->num_experts;
         p.in = m->in_features;
@@ -132,8 +131,9 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
         p.dst = out;
         int64_t work = (int64_t)words;
         int64_t blocks = (work + 255) / 256;
-        dequantize<<<(unsigned)(blocks > 1 << 20 ? 1 << 20 : (blocks < 1 ? 1 : blocks)), 256>>>(p);
-        hipError_t e = hipGetLastError();
+        hipError_t e = mi4_launch(
+            dequantize, dim3((unsigned)(blocks > 1 << 20 ? 1 << 20 : (blocks < 1 ? 1 : blocks))),
+            dim3(256), 0, (hipStream_t)0, p);
         if (e == hipSuccess)
             e = hipStreamSynchronize(0);
         if (e != hipSuccess) {

@@ -16,7 +16,7 @@
  *     output); gemm2's units are (token, output) over all of the token's
  *     slots, summed in slot order with the router weight and written to the
  *     caller's output: the combine is gone too. Two launches per forward. */
-#include "gemm_common.h"
+#include "backends/hip/hip_gemm_common.h"
 
 namespace {
 
@@ -108,7 +108,8 @@ MI4_DEVICE void warp_units(int64_t units, int64_t *begin, int64_t *end)
 }
 
 /* Direct GEMVs: the local expert of every slot in shared memory, -1 for a
- * non-local or bad id; returns the smallest bad slot (INT_MAX: none). */
+ * non-local or bad slot (hip_slots.h); returns the smallest bad slot
+ * (INT_MAX: none). */
 MI4_DEVICE int map_slots(const gemm_params &p, int *slot_expert)
 {
     __shared__ int first_bad;
@@ -117,11 +118,10 @@ MI4_DEVICE int map_slots(const gemm_params &p, int *slot_expert)
         first_bad = INT_MAX;
     __syncthreads();
     for (int s = tid; s < p.num_slots; s += (int)blockDim.x) {
-        int id = p.topk_ids[s];
-        bool bad = id < 0 || id >= p.num_experts;
-        if (bad)
+        int local = mi4_slot_local(p.combine.check, s);
+        if (local == MI4_SLOT_BAD)
             atomicMin(&first_bad, s);
-        slot_expert[s] = bad ? -1 : p.expert_map[id];
+        slot_expert[s] = local < 0 ? -1 : local;
     }
     __syncthreads();
     return first_bad;
@@ -186,8 +186,8 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     }
 }
 
-/* Direct gemm13: units (slot, output). A bad or non-local id skips the unit
- * (gemm2 reports the bad id). act has a row per slot. */
+/* Direct gemm13: units (slot, output). A bad or non-local slot skips the
+ * unit (gemm2 reports a bad one). act has a row per slot. */
 __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     direct_gemm13(gemm_params p)
 {
@@ -213,8 +213,9 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     }
 }
 
-/* Direct gemm2 + combine: units (token, output). After a bad id no block
- * writes the output and block 0 reports the smallest bad slot to the host.
+/* Direct gemm2 + combine: units (token, output). Block 0 reports the
+ * smallest bad slot; a synchronous forward then writes no output, an
+ * asynchronous one leaves the bad slots out.
  * Each lane sums its partial products over the token's slots in slot order
  * (STEP slots per step, UNROLL chunks of each of their rows in flight),
  * then the warp sums the lanes: the same inputs give the same bits. */
@@ -225,11 +226,10 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     extern __shared__ int slot_expert[];
     const int first_bad = map_slots(p, slot_expert);
     if (first_bad != INT_MAX) {
-        if (blockIdx.x == 0 && threadIdx.x == 0) {
-            p.combine.host_status[1] = first_bad;
-            p.combine.host_status[0] = 1;
-        }
-        return;
+        if (blockIdx.x == 0 && threadIdx.x == 0)
+            mi4_report_bad_slot(p.combine.check, first_bad);
+        if (!p.combine.check.sticky)
+            return;
     }
     const int lane = (int)threadIdx.x % MI4_WARP;
     int64_t unit, end;
@@ -279,20 +279,24 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
     dim3 block(GEMV_WARPS * MI4_WARP);
     size_t slot_table = (size_t)p.num_slots * sizeof(int); /* direct: <= MI4_DIRECT_MAX_SLOTS */
     if (direct && gated)
-        direct_gemm13<<<persistent_grid((int64_t)p.num_slots * p.out_cols, resident), block,
-                        slot_table, a->stream>>>(p);
-    else if (direct && p.topk <= 2) /* Mixtral-like: two long rows, deeper loads */
-        direct_gemm2<2, 4><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
-                             block, slot_table, a->stream>>>(p);
-    else if (direct)
-        direct_gemm2<4, 2><<<persistent_grid(p.combine.num_tokens * p.out_cols, resident),
-                             block, slot_table, a->stream>>>(p);
-    else if (gated)
-        routed_gemv<true><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident),
-                            block, 0, a->stream>>>(p);
-    else
-        routed_gemv<false><<<persistent_grid((int64_t)a->routing->max_tiles * p.out_cols / 2,
-                                             resident),
-                             block, 0, a->stream>>>(p);
-    return hipGetLastError();
+        return mi4_launch(direct_gemm13,
+                          dim3(persistent_grid((int64_t)p.num_slots * p.out_cols, resident)),
+                          block, slot_table, a->stream, p);
+    if (direct && p.topk <= 2) /* Mixtral-like: two long rows, deeper loads */
+        return mi4_launch(direct_gemm2<2, 4>,
+                          dim3(persistent_grid(p.combine.num_tokens * p.out_cols, resident)),
+                          block, slot_table, a->stream, p);
+    if (direct)
+        return mi4_launch(direct_gemm2<4, 2>,
+                          dim3(persistent_grid(p.combine.num_tokens * p.out_cols, resident)),
+                          block, slot_table, a->stream, p);
+    if (gated)
+        return mi4_launch(
+            routed_gemv<true>,
+            dim3(persistent_grid((int64_t)a->routing->max_tiles * p.out_cols, resident)), block,
+            0, a->stream, p);
+    return mi4_launch(
+        routed_gemv<false>,
+        dim3(persistent_grid((int64_t)a->routing->max_tiles * p.out_cols / 2, resident)), block, 0,
+        a->stream, p);
 }

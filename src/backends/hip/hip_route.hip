@@ -3,9 +3,11 @@
  * Routing (after vLLM's moe_align_block_size design): count the slots of
  * each local expert, pad each expert's count to the GEMM's row tile,
  * prefix-sum into segment offsets, and scatter slot indices into their
- * expert's segment. Ids outside [0, E) are counted nowhere; the smallest such
- * slot is reported and the number of tiles is set to 0, so no later kernel
- * touches anything and the combine leaves the output alone. Positions inside
+ * expert's segment. Bad slots (hip_slots.h: id outside [0, E), router weight
+ * not finite) are counted nowhere and the smallest one is reported; a
+ * synchronous forward then sets the number of tiles to 0, so no later kernel
+ * touches anything and the combine leaves the output alone, an asynchronous
+ * one goes on without them. Positions inside
  * a segment depend on atomic order, results do not: every row's arithmetic
  * is independent of its position, and the combine sums slots in index order.
  *
@@ -25,76 +27,69 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "combine.h"
-#include "hip_internal.h"
+#include "backends/hip/hip_combine.h"
+#include "backends/hip/hip_internal.h"
+#include "backends/hip/hip_slots.h"
 
 namespace {
 
 constexpr int ROUTE_THREADS = 1024;
 
 constexpr int SLOT_UNROLL = 8; /* slots of one thread in flight together */
-/* load_locals' value for an id outside [0, E). */
-constexpr int BAD_ID = INT_MIN;
 
 /* The local experts of this thread's slots base + i * THREADS + tid,
- * i < SLOT_UNROLL: all id loads are issued before the first use, then all
- * expert_map loads. -1 for slots at or past `end` and for experts of other
- * ranks, BAD_ID for ids outside [0, E) (never used as an index). */
+ * i < SLOT_UNROLL: all id and weight loads are issued before the first use,
+ * then all expert_map loads. -1 for slots at or past `end` and for experts
+ * of other ranks, MI4_SLOT_BAD for bad slots. */
 template <int THREADS>
-__device__ __forceinline__ void load_locals(const int32_t *topk_ids, int64_t base, int64_t end,
-                                            int num_experts, const int32_t *expert_map,
+__device__ __forceinline__ void load_locals(const mi4_slot_check &c, int64_t base, int64_t end,
                                             int (&local)[SLOT_UNROLL])
 {
     int id[SLOT_UNROLL];
+    float weight[SLOT_UNROLL];
 #pragma unroll
     for (int i = 0; i < SLOT_UNROLL; i++) {
         int64_t s = base + (int64_t)i * THREADS + (int)threadIdx.x;
-        id[i] = s < end ? topk_ids[s] : 0;
+        id[i] = s < end ? c.topk_ids[s] : 0;
+        weight[i] = s < end ? c.topk_weights[s] : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < SLOT_UNROLL; i++) {
         int64_t s = base + (int64_t)i * THREADS + (int)threadIdx.x;
-        if (s >= end)
-            local[i] = -1;
-        else if (id[i] < 0 || id[i] >= num_experts)
-            local[i] = BAD_ID;
-        else
-            local[i] = expert_map[id[i]];
+        local[i] = s < end ? mi4_slot_local_of(c, id[i], weight[i]) : -1;
     }
 }
 
 /* Slots [begin, end) per local expert into the shared `histogram`, the
  * smallest bad slot into the shared `first_bad` (a block of THREADS). */
 template <int THREADS>
-__device__ __forceinline__ void count_slots(const int32_t *topk_ids, int64_t begin, int64_t end,
-                                            int num_experts, const int32_t *expert_map,
+__device__ __forceinline__ void count_slots(const mi4_slot_check &c, int64_t begin, int64_t end,
                                             int *histogram, int *first_bad)
 {
     const int tid = (int)threadIdx.x;
     for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
         int local[SLOT_UNROLL];
-        load_locals<THREADS>(topk_ids, base, end, num_experts, expert_map, local);
+        load_locals<THREADS>(c, base, end, local);
 #pragma unroll
         for (int i = 0; i < SLOT_UNROLL; i++) {
             if (local[i] >= 0)
                 atomicAdd(&histogram[local[i]], 1);
-            else if (local[i] == BAD_ID)
+            else if (local[i] == MI4_SLOT_BAD)
                 atomicMin(first_bad, (int)(base + (int64_t)i * THREADS + tid));
         }
     }
 }
 
-/* Slots [begin, end) (all ids good) into sorted_slot at the shared
+/* The good local slots of [begin, end) into sorted_slot at the shared
  * per-expert cursors. */
 template <int THREADS>
-__device__ __forceinline__ void place_slots(const int32_t *topk_ids, int64_t begin, int64_t end,
-                                            int num_experts, const int32_t *expert_map,
+__device__ __forceinline__ void place_slots(const mi4_slot_check &c, int64_t begin, int64_t end,
                                             int *cursor, int *sorted_slot)
 {
     const int tid = (int)threadIdx.x;
     for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
         int local[SLOT_UNROLL];
-        load_locals<THREADS>(topk_ids, base, end, num_experts, expert_map, local);
+        load_locals<THREADS>(c, base, end, local);
 #pragma unroll
         for (int i = 0; i < SLOT_UNROLL; i++)
             if (local[i] >= 0)
@@ -134,8 +129,8 @@ __device__ int block_exclusive_scan(int *values, int n, int *partial)
 }
 
 __global__ void __launch_bounds__(ROUTE_THREADS)
-    route(const int32_t *topk_ids, int64_t num_slots, int num_experts, const int32_t *expert_map,
-          int num_local, int tile_rows, int *status, int *sorted_slot, int *tile_expert)
+    route(mi4_slot_check check, int64_t num_slots, int num_local, int tile_rows, int *status,
+          int *sorted_slot, int *tile_expert)
 {
     extern __shared__ int shared[];
     int *counts = shared;                /* [num_local] then offsets */
@@ -149,9 +144,12 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         counts[e] = 0;
     __syncthreads();
 
-    count_slots<ROUTE_THREADS>(topk_ids, 0, num_slots, num_experts, expert_map, counts, &first_bad);
+    count_slots<ROUTE_THREADS>(check, 0, num_slots, counts, &first_bad);
     __syncthreads();
-    if (first_bad != INT_MAX) {
+    const int bad = first_bad != INT_MAX;
+    if (bad && tid == 0)
+        mi4_report_bad_slot(check, first_bad);
+    if (bad && !check.sticky) {
         if (tid == 0) {
             status[0] = 1;
             status[1] = first_bad;
@@ -174,11 +172,10 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         sorted_slot[i] = -1;
     __syncthreads();
 
-    place_slots<ROUTE_THREADS>(topk_ids, 0, num_slots, num_experts, expert_map, cursor,
-                               sorted_slot);
+    place_slots<ROUTE_THREADS>(check, 0, num_slots, cursor, sorted_slot);
     if (tid == 0) {
-        status[0] = 0;
-        status[1] = -1;
+        status[0] = bad;
+        status[1] = bad ? first_bad : -1;
         status[2] = total / tile_rows;
     }
 }
@@ -214,8 +211,8 @@ chunk_plan plan_chunks(int64_t num_slots, int num_local)
 /* (1) The chunk's slots per local expert -> chunk_counts[b][e], and its
  * smallest bad slot (INT_MAX: none) -> chunk_bad[b]. */
 __global__ void __launch_bounds__(CHUNK_THREADS)
-    count_chunks(const int32_t *topk_ids, int64_t num_slots, int64_t chunk, int num_experts,
-                 const int32_t *expert_map, int num_local, int *chunk_counts, int *chunk_bad)
+    count_chunks(mi4_slot_check check, int64_t num_slots, int64_t chunk, int num_local,
+                 int *chunk_counts, int *chunk_bad)
 {
     extern __shared__ int histogram[]; /* [num_local] */
     __shared__ int first_bad;
@@ -227,8 +224,7 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
     __syncthreads();
     const int64_t begin = (int64_t)blockIdx.x * chunk;
     const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
-    count_slots<CHUNK_THREADS>(topk_ids, begin, end, num_experts, expert_map, histogram,
-                               &first_bad);
+    count_slots<CHUNK_THREADS>(check, begin, end, histogram, &first_bad);
     __syncthreads();
     int *counts = chunk_counts + (size_t)blockIdx.x * (size_t)num_local;
     for (int e = tid; e < num_local; e += CHUNK_THREADS)
@@ -241,8 +237,9 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
  * and, in place of chunk_counts[b][e], where chunk b's slots of expert e
  * start in sorted_slot. */
 __global__ void __launch_bounds__(ROUTE_THREADS)
-    route_offsets(int chunks, int num_local, int tile_rows, int *chunk_counts,
-                  const int *chunk_bad, int *status, int *sorted_slot, int *tile_expert)
+    route_offsets(mi4_slot_check check, int chunks, int num_local, int tile_rows,
+                  int *chunk_counts, const int *chunk_bad, int *status, int *sorted_slot,
+                  int *tile_expert)
 {
     extern __shared__ int shared[];
     int *offset = shared;            /* [num_local]: padded counts, then segment starts */
@@ -256,7 +253,10 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
     for (int c = tid; c < chunks; c += ROUTE_THREADS)
         atomicMin(&first_bad, chunk_bad[c]);
     __syncthreads();
-    if (first_bad != INT_MAX) {
+    const int bad = first_bad != INT_MAX;
+    if (bad && tid == 0)
+        mi4_report_bad_slot(check, first_bad);
+    if (bad && !check.sticky) {
         if (tid == 0) {
             status[0] = 1;
             status[1] = first_bad;
@@ -304,21 +304,20 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         }
     }
     if (tid == 0) {
-        status[0] = 0;
-        status[1] = -1;
+        status[0] = bad;
+        status[1] = bad ? first_bad : -1;
         status[2] = tiles;
     }
 }
 
 /* (3) Slots into their segments from the chunk's starts (chunk_starts[b][e]);
- * nothing after a bad id. */
+ * nothing after a bad slot of a synchronous forward. */
 __global__ void __launch_bounds__(CHUNK_THREADS)
-    scatter_chunks(const int32_t *topk_ids, int64_t num_slots, int64_t chunk, int num_experts,
-                   const int32_t *expert_map, int num_local, const int *chunk_starts,
-                   const int *status, int *sorted_slot)
+    scatter_chunks(mi4_slot_check check, int64_t num_slots, int64_t chunk, int num_local,
+                   const int *chunk_starts, const int *status, int *sorted_slot)
 {
     extern __shared__ int cursor[]; /* [num_local] */
-    if (status[0] != 0)
+    if (status[0] != 0 && !check.sticky)
         return; /* the same word for every thread: the whole block leaves */
     const int tid = (int)threadIdx.x;
     const int *starts = chunk_starts + (size_t)blockIdx.x * (size_t)num_local;
@@ -327,7 +326,7 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
     __syncthreads();
     const int64_t begin = (int64_t)blockIdx.x * chunk;
     const int64_t end = begin + chunk < num_slots ? begin + chunk : num_slots;
-    place_slots<CHUNK_THREADS>(topk_ids, begin, end, num_experts, expert_map, cursor, sorted_slot);
+    place_slots<CHUNK_THREADS>(check, begin, end, cursor, sorted_slot);
 }
 
 /* MOEINT4_HIP_ROUTE=one|multi forces a path (tests, tuning); auto, unset or
@@ -342,31 +341,25 @@ bool use_multi_block(int64_t num_slots)
     return num_slots > MULTI_ROUTE_SLOTS;
 }
 
-hipError_t launch_multi_block(const int32_t *topk_ids, int64_t num_slots,
-                              const mi4_hip_weights *w, const mi4_hip_routing *r,
-                              hipStream_t stream)
+hipError_t launch_multi_block(const mi4_slot_check &check, int64_t num_slots, int num_local,
+                              const mi4_hip_routing *r, hipStream_t stream)
 {
-    const int num_local = w->num_local_experts;
     const chunk_plan plan = plan_chunks(num_slots, num_local);
     int *chunk_counts = r->route_scratch;
     int *chunk_bad = chunk_counts + (size_t)plan.chunks * (size_t)num_local;
     const size_t per_expert = (size_t)num_local * sizeof(int);
-    count_chunks<<<plan.chunks, CHUNK_THREADS, per_expert, stream>>>(
-        topk_ids, num_slots, plan.chunk, w->num_experts, w->expert_map, num_local, chunk_counts,
-        chunk_bad);
-    hipError_t e = hipGetLastError();
-    if (e != hipSuccess)
-        return e;
-    route_offsets<<<1, ROUTE_THREADS, 2 * per_expert, stream>>>(
-        plan.chunks, num_local, r->tile_rows, chunk_counts, chunk_bad, r->status, r->sorted_slot,
-        r->tile_expert);
-    e = hipGetLastError();
-    if (e != hipSuccess)
-        return e;
-    scatter_chunks<<<plan.chunks, CHUNK_THREADS, per_expert, stream>>>(
-        topk_ids, num_slots, plan.chunk, w->num_experts, w->expert_map, num_local, chunk_counts,
-        r->status, r->sorted_slot);
-    return hipGetLastError();
+    hipError_t e = mi4_launch(count_chunks, dim3(plan.chunks), dim3(CHUNK_THREADS), per_expert,
+                              stream, check, num_slots, plan.chunk, num_local, chunk_counts,
+                              chunk_bad);
+    if (e == hipSuccess)
+        e = mi4_launch(route_offsets, dim3(1), dim3(ROUTE_THREADS), 2 * per_expert, stream,
+                       check, plan.chunks, num_local, r->tile_rows, chunk_counts, chunk_bad,
+                       r->status, r->sorted_slot, r->tile_expert);
+    if (e == hipSuccess)
+        e = mi4_launch(scatter_chunks, dim3(plan.chunks), dim3(CHUNK_THREADS), per_expert,
+                       stream, check, num_slots, plan.chunk, num_local, chunk_counts, r->status,
+                       r->sorted_slot);
+    return e;
 }
 
 __device__ float load_as_f32(const void *x, moeint4_dtype dtype, size_t i)
@@ -394,7 +387,7 @@ __global__ void convert(const void *x, moeint4_dtype dtype, int64_t rows, int hi
 
 __global__ void combine(mi4_combine_params c)
 {
-    if (mi4_combine_status(c, blockIdx.x == 0 && threadIdx.x == 0))
+    if (mi4_combine_allowed(c))
         mi4_combine_quads(c, (int64_t)blockIdx.x * blockDim.x + threadIdx.x,
                           (int64_t)gridDim.x * blockDim.x);
 }
@@ -415,17 +408,14 @@ size_t mi4_hip_route_scratch_bytes(int64_t num_slots, int num_local_experts)
     return ((size_t)plan.chunks * (size_t)num_local_experts + (size_t)plan.chunks) * sizeof(int);
 }
 
-hipError_t mi4_hip_launch_route(const int32_t *topk_ids, int64_t num_slots,
-                                const mi4_hip_weights *w, const mi4_hip_routing *r,
-                                hipStream_t stream)
+hipError_t mi4_hip_launch_route(const mi4_slot_check *check, int64_t num_slots, int num_local,
+                                const mi4_hip_routing *r, hipStream_t stream)
 {
     if (r->route_scratch != nullptr && use_multi_block(num_slots))
-        return launch_multi_block(topk_ids, num_slots, w, r, stream);
-    size_t smem = 2 * (size_t)w->num_local_experts * sizeof(int);
-    route<<<1, ROUTE_THREADS, smem, stream>>>(topk_ids, num_slots, w->num_experts, w->expert_map,
-                                              w->num_local_experts, r->tile_rows, r->status,
-                                              r->sorted_slot, r->tile_expert);
-    return hipGetLastError();
+        return launch_multi_block(*check, num_slots, num_local, r, stream);
+    size_t smem = 2 * (size_t)num_local * sizeof(int);
+    return mi4_launch(route, dim3(1), dim3(ROUTE_THREADS), smem, stream, *check, num_slots,
+                      num_local, r->tile_rows, r->status, r->sorted_slot, r->tile_expert);
 }
 
 hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t num_tokens,
@@ -433,13 +423,12 @@ hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t nu
                                   uint16_t *x_bf16, hipStream_t stream)
 {
     int64_t rows = per_slot ? num_tokens * topk : num_tokens;
-    convert<<<grid_for(rows * hidden, 256), 256, 0, stream>>>(x, dtype, rows, hidden, topk,
-                                                              topk_weights, per_slot, x_bf16);
-    return hipGetLastError();
+    return mi4_launch(convert, dim3(grid_for(rows * hidden, 256)), dim3(256), 0, stream, x, dtype,
+                      rows, hidden, topk, topk_weights, per_slot, x_bf16);
 }
 
 hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream)
 {
-    combine<<<grid_for(c->num_tokens * (c->hidden / 4), 256), 256, 0, stream>>>(*c);
-    return hipGetLastError();
+    return mi4_launch(combine, dim3(grid_for(c->num_tokens * (c->hidden / 4), 256)), dim3(256), 0,
+                      stream, *c);
 }

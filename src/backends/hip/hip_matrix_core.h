@@ -8,10 +8,10 @@
  *
  * The accumulator layout (which lane holds which (row, col)) is exposed by
  * mi4_acc_row / mi4_acc_col so the epilogues are shared code. */
-#ifndef MOEINT4_BACKENDS_HIP_MATRIX_CORE_H
-#define MOEINT4_BACKENDS_HIP_MATRIX_CORE_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_MATRIX_CORE_H
+#define MOEINT4_BACKENDS_HIP_HIP_MATRIX_CORE_H
 
-#include "hip_platform.h"
+#include "backends/hip/hip_platform.h"
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define MI4_MMA_NVIDIA 1
@@ -132,7 +132,7 @@ MI4_DEVICE void mi4_mma(mi4_frag_acc &c, const mi4_frag_a &a, const mi4_frag_b &
 #if defined(MI4_PLATFORM_NVIDIA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* Hopper (sm_90a) warpgroup MMA: 4 warps compute a 64 x N f32 tile from bf16
  * A [64][16] and B [N][16], both read from shared memory through descriptors
- * (K-major, 128-byte swizzle: the layout wgmma_gemm.hip's load_swizzled writes). The
+ * (K-major, 128-byte swizzle: the layout hip_wgmma_gemm.hip's load_swizzled writes). The
  * accumulator of n8 block j is d[4j .. 4j+3] laid out as mma.sync's (rows
  * warp*16 + lane/4 (+8), columns 8j + 2*(lane%4) (+1)). */
 #define MI4_HAVE_WGMMA 1

@@ -4,7 +4,7 @@
  * Each block computes a BM x BN output tile of one expert. Rows come from the
  * routing (sorted slots, padded to BM per expert); operands are staged
  * through shared memory in a STAGES-deep pipeline of 16-byte copies; the
- * inner step is matrix_core.h's 16x16x16 tile (matrix cores or plain FMA).
+ * inner step is hip_matrix_core.h's 16x16x16 tile (matrix cores or plain FMA).
  *
  *   gemm13: A = x rows (gathered by slot), B = w13[e] rows. Each warp's
  *           WN columns are WN/2 gate rows followed by the WN/2 matching up
@@ -13,7 +13,7 @@
  *           epilogue and only act [rows][N] (bf16) is written.
  *   gemm2:  A = act rows, B = w2[e]; the epilogue scales by the router
  *           weight and writes f32 rows per slot for the combine. */
-#include "gemm_common.h"
+#include "backends/hip/hip_gemm_common.h"
 
 namespace {
 
@@ -234,12 +234,10 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
         return hipSuccess;
     dim3 grid((unsigned)blocks), block(shape::threads);
     if (a->use_mma)
-        grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>
-            <<<grid, block, shape::smem_bytes, a->stream>>>(p);
-    else
-        grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>
-            <<<grid, block, shape::smem_bytes, a->stream>>>(p);
-    return hipGetLastError();
+        return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>, grid, block,
+                          shape::smem_bytes, a->stream, p);
+    return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>, grid, block,
+                      shape::smem_bytes, a->stream, p);
 }
 
 template <int BM, int BN, bool GATED>

@@ -2,22 +2,21 @@
  * order, of the f32 rows y[slot] (deterministic: no atomics). Its
  * parameters also tell the direct decode gemm2, which combines as it goes,
  * where and how to write the output. */
-#ifndef MOEINT4_BACKENDS_HIP_COMBINE_H
-#define MOEINT4_BACKENDS_HIP_COMBINE_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_COMBINE_H
+#define MOEINT4_BACKENDS_HIP_HIP_COMBINE_H
 
-#include "hip_platform.h"
+#include "backends/hip/hip_platform.h"
+#include "backends/hip/hip_slots.h"
 #include "moeint4.h"
 
 struct mi4_combine_params {
     const float *y;             /* [M * topk][K] */
-    const int32_t *topk_ids;
-    const int32_t *expert_map;
+    mi4_slot_check check;       /* which slots count, where a bad one is reported */
     int64_t num_tokens;
     int topk, hidden;
     void *out;
     moeint4_dtype dtype;
-    const int *status;          /* routing status: [0] bad-id flag, [1] first bad slot */
-    int *host_status;           /* mapped host copy of status[0..1] */
+    const int *status;          /* routing status: [0] bad-slot flag, [1] first bad slot */
 };
 
 /* out[at] = v in the output's dtype; scalar stores: the caller's output
@@ -33,7 +32,7 @@ MI4_DEVICE void mi4_combine_store(const mi4_combine_params &c, size_t at, float 
 }
 
 /* Writes outputs [first, end) in quads of 4 (K is a multiple of 8), striding
- * by `step` quads; the caller checked status[0] == 0. */
+ * by `step` quads; the caller checked mi4_combine_allowed. */
 MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, int64_t step)
 {
     int quads = c.hidden / 4;
@@ -44,7 +43,7 @@ MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, in
         float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         for (int j = 0; j < c.topk; j++) {
             int64_t slot = m * c.topk + j;
-            if (c.expert_map[c.topk_ids[slot]] < 0)
+            if (mi4_slot_local(c.check, slot) < 0) /* other rank's, or dropped */
                 continue;
             float4 v = *(const float4 *)(c.y + slot * c.hidden + k);
             sum.x += v.x;
@@ -59,15 +58,11 @@ MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, in
     }
 }
 
-/* Copies the routing status for the host (when `writer`); true when the
- * output may be written. */
-MI4_DEVICE bool mi4_combine_status(const mi4_combine_params &c, bool writer)
+/* True when the output may be written: no bad slot, or an asynchronous
+ * forward (which drops bad slots; the routing reported the first). */
+MI4_DEVICE bool mi4_combine_allowed(const mi4_combine_params &c)
 {
-    if (writer) {
-        c.host_status[0] = c.status[0];
-        c.host_status[1] = c.status[1];
-    }
-    return c.status[0] == 0;
+    return c.status[0] == 0 || c.check.sticky;
 }
 
 #endif

@@ -1,7 +1,7 @@
 /* Prefill GEMMs on Hopper (sm_90a): warpgroup MMA (wgmma) from 128-byte
  * swizzled shared tiles. Other builds keep only stubs; the dispatcher then
  * uses the mma.sync tile of the same rows. */
-#include "gemm_common.h"
+#include "backends/hip/hip_gemm_common.h"
 
 namespace {
 
@@ -198,8 +198,8 @@ hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
     if (blocks == 0)
         return hipSuccess;
     blocks = blocks < sms ? blocks : sms; /* persistent: one block per SM */
-    wgmma_gemm<BM, BN, GATED><<<dim3((unsigned)blocks), dim3(WG_THREADS), smem, a->stream>>>(p);
-    return hipGetLastError();
+    return mi4_launch(wgmma_gemm<BM, BN, GATED>, dim3((unsigned)blocks), dim3(WG_THREADS), smem,
+                      a->stream, p);
 #else
     (void)a;
     (void)init;

@@ -1,0 +1,99 @@
+/* Extras for the tests, looked up through the plugin table's
+ * get_proc_address; built only with MOEINT4_HIP_TEST_EXTRAS (test builds).
+ * They run in the plugin's own runtime instance, so a test needs no HIP or
+ * CUDA toolchain of its own:
+ *   hip_download_weights(ctx, weights, w13, w2): prepared bf16 weights to host
+ *   hip_context_uses_mma(ctx): 1 when the context uses matrix cores
+ *   hip_test_stream_create(&stream) / hip_test_stream_destroy(stream)
+ *   hip_test_stream_synchronize(stream)
+ *   hip_test_capture_begin(stream), hip_test_capture_end(stream, &graph):
+ *     stream capture (global mode: any unsafe call during the capture fails
+ *     it) and instantiation
+ *   hip_test_graph_launch(graph, stream) / hip_test_graph_destroy(graph)
+ * Each returns 0 on success, else the runtime's error code. */
+#if defined(MOEINT4_HIP_TEST_EXTRAS)
+#include <string.h>
+
+#include "backends/hip/hip_internal.h"
+
+namespace {
+
+moeint4_status hip_download_weights(void *backend_context, const void *backend_weights,
+                                    uint16_t *w13, uint16_t *w2)
+{
+    mi4_hip_context *ctx = (mi4_hip_context *)backend_context;
+    const mi4_hip_weights *w = (const mi4_hip_weights *)backend_weights;
+    mi4_hip_device_scope scope(ctx->device);
+    size_t k = (size_t)w->hidden_size, n = (size_t)w->intermediate_size;
+    size_t bytes = (size_t)w->num_local_experts * 2 * n * k * 2;
+    hipError_t e = hipSuccess;
+    if (w13)
+        e = hipMemcpy(w13, w->w13, bytes, hipMemcpyDeviceToHost);
+    if (e == hipSuccess && w2)
+        e = hipMemcpy(w2, w->w2, bytes / 2, hipMemcpyDeviceToHost);
+    return e == hipSuccess ? MOEINT4_SUCCESS : MOEINT4_DEVICE_ERROR;
+}
+
+int hip_context_uses_mma(void *backend_context)
+{
+    return ((mi4_hip_context *)backend_context)->use_mma;
+}
+
+/* A blocking stream: the public memory helpers' copies (legacy default
+ * stream) stay ordered with it. */
+int stream_create(void **stream)
+{
+    return (int)hipStreamCreateWithFlags((hipStream_t *)stream, 0);
+}
+
+int stream_destroy(void *stream) { return (int)hipStreamDestroy((hipStream_t)stream); }
+
+int stream_synchronize(void *stream) { return (int)hipStreamSynchronize((hipStream_t)stream); }
+
+int capture_begin(void *stream)
+{
+    return (int)hipStreamBeginCapture((hipStream_t)stream, hipStreamCaptureModeGlobal);
+}
+
+int capture_end(void *stream, void **graph_exec)
+{
+    hipGraph_t graph = nullptr;
+    hipError_t e = hipStreamEndCapture((hipStream_t)stream, &graph);
+    if (e != hipSuccess)
+        return (int)e;
+    e = hipGraphInstantiateWithFlags((hipGraphExec_t *)graph_exec, graph, 0);
+    (void)hipGraphDestroy(graph);
+    return (int)e;
+}
+
+int graph_launch(void *graph_exec, void *stream)
+{
+    return (int)hipGraphLaunch((hipGraphExec_t)graph_exec, (hipStream_t)stream);
+}
+
+int graph_destroy(void *graph_exec) { return (int)hipGraphExecDestroy((hipGraphExec_t)graph_exec); }
+
+} // namespace
+
+void *mi4_hip_test_extra(const char *name)
+{
+    static const struct {
+        const char *name;
+        void *fn;
+    } extras[] = {
+        {"hip_download_weights", (void *)hip_download_weights},
+        {"hip_context_uses_mma", (void *)hip_context_uses_mma},
+        {"hip_test_stream_create", (void *)stream_create},
+        {"hip_test_stream_destroy", (void *)stream_destroy},
+        {"hip_test_stream_synchronize", (void *)stream_synchronize},
+        {"hip_test_capture_begin", (void *)capture_begin},
+        {"hip_test_capture_end", (void *)capture_end},
+        {"hip_test_graph_launch", (void *)graph_launch},
+        {"hip_test_graph_destroy", (void *)graph_destroy},
+    };
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
+        if (strcmp(name, extras[i].name) == 0)
+            return extras[i].fn;
+    return nullptr;
+}
+#endif

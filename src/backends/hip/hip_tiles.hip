@@ -1,0 +1,36 @@
+/* The row tile of a forward: which GEMM configuration (mi4_hip_tile_config)
+ * serves a batch, from its tokens, slots and the weights' experts. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/hip/hip_internal.h"
+
+/* Rows per expert decide the row tile; MOEINT4_HIP_TILE (a mi4_hip_tile_name)
+ * forces one, for tuning. */
+mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w)
+{
+    const char *forced = getenv("MOEINT4_HIP_TILE");
+    for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
+        if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
+            return c == MI4_TILE_DIRECT && slots > MI4_DIRECT_MAX_SLOTS
+                       ? MI4_TILE_GEMV
+                       : (mi4_hip_tile_config)c;
+    /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
+     * routing, no combine) while there are no more slots than local experts
+     * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
+     * sm_90a builds, the persistent wgmma tiles, 64 x 256 while experts see
+     * fewer than 64 rows (less padding), else 128 x 256 (faster than the
+     * GEMV from two rows per expert up). Elsewhere (AMD, other NVIDIA
+     * targets): the routed register-streaming GEMV while experts see about
+     * two rows, then 16- and 64-row tiles, then the 128-row tiles. */
+    if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
+        return MI4_TILE_DIRECT;
+    int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
+    if (mi4_hip_wgmma_built())
+        return rows_per_expert < 64 ? MI4_TILE_WGMMA_64 : MI4_TILE_WGMMA_256;
+    if (rows_per_expert <= 2)
+        return MI4_TILE_GEMV;
+    if (rows_per_expert <= 8)
+        return MI4_TILE_16;
+    return rows_per_expert <= 48 ? MI4_TILE_64 : MI4_TILE_WGMMA_256;
+}
