@@ -566,6 +566,8 @@ typedef struct moeint4_checkpoint_options {
      * used when the checkpoint has none; NULL = none. */
     const char *quantization_json;
 } moeint4_checkpoint_options;
+#define MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_checkpoint_options, quantization_json)
 
 /* How the stored zero points relate to the real ones. */
 typedef enum moeint4_zero_convention {
@@ -587,6 +589,7 @@ typedef struct moeint4_checkpoint_info {
     size_t file_bytes;         /* all files together */
     int num_warnings;          /* see moeint4_checkpoint_warnings */
 } moeint4_checkpoint_info;
+#define MOEINT4_CHECKPOINT_INFO_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_checkpoint_info, num_warnings)
 
 typedef struct moeint4_checkpoint_layer_info {
     size_t struct_size;
@@ -611,6 +614,8 @@ typedef struct moeint4_checkpoint_layer_info {
     char router_dtype[8];      /* its safetensors dtype: "BF16", "F16", "F32" */
     size_t expert_bytes;       /* int4 bytes of the routed experts as stored */
 } moeint4_checkpoint_layer_info;
+#define MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_checkpoint_layer_info, expert_bytes)
 
 /* One tensor of the checkpoint, as stored (pointer into the mapped file). */
 typedef struct moeint4_tensor_view {
@@ -623,6 +628,7 @@ typedef struct moeint4_tensor_view {
     const void *data;
     size_t bytes;
 } moeint4_tensor_view;
+#define MOEINT4_TENSOR_VIEW_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_tensor_view, bytes)
 
 /* Opens a checkpoint (a directory or one .safetensors file); `options` may
  * be NULL. Validates every file header, the index, the config, the family and

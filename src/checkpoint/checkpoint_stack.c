@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/struct_size.h"
 
 void mi4_ckpt_stack_release(mi4_ckpt_stack *stack)
 {
@@ -172,10 +173,8 @@ moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x
     pthread_mutex_unlock(&ck->lock);
     if (s != MOEINT4_SUCCESS)
         return s;
-    size_t size = desc->struct_size;
     moeint4_weights_desc d;
     memset(&d, 0, sizeof d);
-    d.struct_size = size;
     d.num_experts = x->num_experts;
     d.num_local_experts = x->num_experts;
     d.hidden_size = x->hidden_size;
@@ -193,6 +192,6 @@ moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x
     d.w2_scales = st->w2_scales;
     d.w2_qzeros = st->w2_qzeros;
     d.w2_g_idx = st->w2_g_idx;
-    memcpy(desc, &d, size < sizeof d ? size : sizeof d);
+    mi4_struct_write(desc, &d, sizeof d);
     return MOEINT4_SUCCESS;
 }

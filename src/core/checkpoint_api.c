@@ -3,23 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "checkpoint/checkpoint.h"
 #include "base/error.h"
-
-/* Sizes of the info structs as first published (everything they hold now). */
-#define CHECKPOINT_OPTIONS_MIN_SIZE sizeof(moeint4_checkpoint_options)
-#define CHECKPOINT_INFO_MIN_SIZE sizeof(moeint4_checkpoint_info)
-#define LAYER_INFO_MIN_SIZE sizeof(moeint4_checkpoint_layer_info)
-#define TENSOR_VIEW_MIN_SIZE sizeof(moeint4_tensor_view)
-
-static moeint4_status check_size(size_t got, size_t min, const char *what)
-{
-    if (got < min)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "%s.struct_size = %zu is smaller than the first published size %zu", what,
-                        got, min);
-    return MOEINT4_SUCCESS;
-}
+#include "base/struct_size.h"
+#include "checkpoint/checkpoint.h"
 
 MOEINT4_API moeint4_status moeint4_checkpoint_open(const char *path,
                                                    const moeint4_checkpoint_options *options,
@@ -32,10 +18,10 @@ MOEINT4_API moeint4_status moeint4_checkpoint_open(const char *path,
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "checkpoint is NULL");
     moeint4_checkpoint_options normalized = {0};
     if (options) {
-        moeint4_status s = check_size(options->struct_size, CHECKPOINT_OPTIONS_MIN_SIZE, "options");
+        moeint4_status s = MI4_STRUCT_READ(normalized, options, MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE,
+                                           "options", "moeint4_checkpoint_options");
         if (s != MOEINT4_SUCCESS)
             return s;
-        memcpy(&normalized, options, sizeof normalized);
     }
     normalized.struct_size = sizeof normalized;
     return mi4_ckpt_open(path, &normalized, checkpoint);
@@ -53,13 +39,13 @@ MOEINT4_API moeint4_status moeint4_checkpoint_query(const moeint4_checkpoint *ch
     mi4_clear_error();
     if (!checkpoint || !info)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "info" : "checkpoint");
-    moeint4_status s = check_size(info->struct_size, CHECKPOINT_INFO_MIN_SIZE, "info");
+    moeint4_status s = mi4_struct_check_output(info, MOEINT4_CHECKPOINT_INFO_MIN_SIZE, "info",
+                                               "moeint4_checkpoint_info");
     if (s != MOEINT4_SUCCESS)
         return s;
     const moeint4_checkpoint *ck = checkpoint;
     moeint4_checkpoint_info out;
     memset(&out, 0, sizeof out);
-    out.struct_size = info->struct_size;
     snprintf(out.model_type, sizeof out.model_type, "%s", ck->model.model_type);
     snprintf(out.architecture, sizeof out.architecture, "%s", ck->model.architecture);
     snprintf(out.quant_method, sizeof out.quant_method, "%s", ck->quant.method);
@@ -72,7 +58,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_query(const moeint4_checkpoint *ch
     pthread_mutex_lock((pthread_mutex_t *)&ck->warnings_lock);
     out.num_warnings = ck->num_warnings;
     pthread_mutex_unlock((pthread_mutex_t *)&ck->warnings_lock);
-    memcpy(info, &out, sizeof out);
+    mi4_struct_write(info, &out, sizeof out);
     return MOEINT4_SUCCESS;
 }
 
@@ -115,7 +101,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
     mi4_clear_error();
     if (!checkpoint || !info)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "info" : "checkpoint");
-    moeint4_status s = check_size(info->struct_size, LAYER_INFO_MIN_SIZE, "info");
+    moeint4_status s = mi4_struct_check_output(info, MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE,
+                                               "info", "moeint4_checkpoint_layer_info");
     const mi4_ckpt_layer *l = NULL;
     if (s == MOEINT4_SUCCESS)
         s = find_layer(checkpoint, layer, &l);
@@ -124,7 +111,6 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
     const moeint4_checkpoint *ck = checkpoint;
     moeint4_checkpoint_layer_info out;
     memset(&out, 0, sizeof out);
-    out.struct_size = info->struct_size;
     out.layer = l->layer;
     out.num_experts = l->routed.num_experts;
     out.hidden_size = l->routed.hidden_size;
@@ -148,16 +134,18 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
     snprintf(out.router_name, sizeof out.router_name, "%s", l->router->tensor->name);
     snprintf(out.router_dtype, sizeof out.router_dtype, "%s", dtype_text(l->router->tensor->dtype));
     out.expert_bytes = l->routed.stored_bytes;
-    memcpy(info, &out, sizeof out);
+    mi4_struct_write(info, &out, sizeof out);
     return MOEINT4_SUCCESS;
 }
 
 static moeint4_status desc_common(moeint4_checkpoint *checkpoint, moeint4_weights_desc *desc,
                                   int layer, mi4_ckpt_layer **out)
 {
+    *out = NULL;
     if (!checkpoint || !desc)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "desc" : "checkpoint");
-    moeint4_status s = check_size(desc->struct_size, sizeof(moeint4_weights_desc), "desc");
+    moeint4_status s = mi4_struct_check_output(desc, MOEINT4_WEIGHTS_DESC_MIN_SIZE, "desc",
+                                               "moeint4_weights_desc");
     const mi4_ckpt_layer *l = NULL;
     if (s == MOEINT4_SUCCESS)
         s = find_layer(checkpoint, layer, &l);
@@ -169,7 +157,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *che
                                                          int layer, moeint4_weights_desc *desc)
 {
     mi4_clear_error();
-    mi4_ckpt_layer *l;
+    mi4_ckpt_layer *l = NULL;
     moeint4_status s = desc_common(checkpoint, desc, layer, &l);
     if (s == MOEINT4_SUCCESS)
         s = mi4_ckpt_experts_desc(checkpoint, &l->routed, desc);
@@ -182,7 +170,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *ch
                                                           int layer, moeint4_weights_desc *desc)
 {
     mi4_clear_error();
-    mi4_ckpt_layer *l;
+    mi4_ckpt_layer *l = NULL;
     moeint4_status s = desc_common(checkpoint, desc, layer, &l);
     if (s != MOEINT4_SUCCESS)
         return s;
@@ -223,7 +211,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_prepare(moeint4_context *ctx,
     if (!ctx || !weights)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", ctx ? "weights" : "ctx");
     moeint4_weights_desc desc = {.struct_size = sizeof desc};
-    mi4_ckpt_layer *l;
+    mi4_ckpt_layer *l = NULL;
     moeint4_status s = desc_common(checkpoint, &desc, layer, &l);
     if (s != MOEINT4_SUCCESS)
         return s;
@@ -243,7 +231,6 @@ static void fill_view(const mi4_ckpt_ref *r, moeint4_tensor_view *view)
 {
     moeint4_tensor_view out;
     memset(&out, 0, sizeof out);
-    out.struct_size = view->struct_size;
     out.name = r->tensor->name;
     out.file = r->file->label;
     snprintf(out.dtype, sizeof out.dtype, "%s", mi4_st_dtype_name(r->tensor->dtype));
@@ -251,7 +238,7 @@ static void fill_view(const mi4_ckpt_ref *r, moeint4_tensor_view *view)
     memcpy(out.shape, r->tensor->shape, sizeof out.shape);
     out.data = r->tensor->data;
     out.bytes = r->tensor->bytes;
-    memcpy(view, &out, sizeof out);
+    mi4_struct_write(view, &out, sizeof out);
 }
 
 MOEINT4_API moeint4_status moeint4_checkpoint_tensor(const moeint4_checkpoint *checkpoint,
@@ -261,7 +248,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_tensor(const moeint4_checkpoint *c
     if (!checkpoint || !name || !view)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL",
                         !checkpoint ? "checkpoint" : !name ? "name" : "view");
-    moeint4_status s = check_size(view->struct_size, TENSOR_VIEW_MIN_SIZE, "view");
+    moeint4_status s = mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view",
+                                               "moeint4_tensor_view");
     if (s != MOEINT4_SUCCESS)
         return s;
     const mi4_ckpt_ref *r = mi4_ckpt_find(checkpoint, name);
@@ -277,7 +265,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_tensor_at(const moeint4_checkpoint
     mi4_clear_error();
     if (!checkpoint || !view)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "view" : "checkpoint");
-    moeint4_status s = check_size(view->struct_size, TENSOR_VIEW_MIN_SIZE, "view");
+    moeint4_status s = mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view",
+                                               "moeint4_tensor_view");
     if (s != MOEINT4_SUCCESS)
         return s;
     if (index >= checkpoint->num_refs)
