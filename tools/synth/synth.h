@@ -70,6 +70,10 @@ double tk_matrix_value(const tk_matrix *m, int e, int o, int i);
 /* The parts of that value: natural code 0..15 (read from the packed qweight
  * when the codes were dropped), zero (value subtracted) and scale. */
 int tk_matrix_code(const tk_matrix *m, int e, int o, int i);
+/* The zero (value subtracted) of group g, row o, read from the packed qzeros
+ * (8 for GPTQ_SYM; + zero_offset for GPTQ_ASYM): for matrices that hold only
+ * packed arrays, such as a checkpoint's (zeros may be NULL then). */
+int tk_matrix_packed_zero(const tk_matrix *m, int e, int g, int o);
 int tk_matrix_zero(const tk_matrix *m, int e, int o, int i);
 double tk_matrix_scale(const tk_matrix *m, int e, int o, int i);
 /* Allocates every array of a matrix (uninitialised codes/zeros/scales;
