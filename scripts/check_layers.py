@@ -16,7 +16,7 @@ Without arguments it reads the sources (no build needed) and checks:
     include/moeint4_backend.h only moeint4.h;
   - tools/ (the installed `moeint4` command, and tools/synth, its synthetic
     layers and reference) includes only include/ and tools/, never tests/ or
-    src/;
+    src/; the test kit (tests/kit) never includes src/;
   - no include loops anywhere (src/, include/, tools/, tests/, bench/).
 
 With --objects BUILD_DIR it also reads the object files of a build with nm and
@@ -132,6 +132,11 @@ def check_include(path, name, target, problems):
             bad("tools/synth uses the library through include/ only")
         elif target and target.startswith("src/"):
             bad("the command uses the library through include/ only")
+        return
+    if path.startswith("tests/kit/"):
+        if target and target.startswith("src/"):
+            bad("the test kit uses the library through include/ only (its reference must share "
+                "no code with what it checks)")
         return
     if not path.startswith("src/"):
         return  # tests/ and bench/ may reach anything (internal tests)

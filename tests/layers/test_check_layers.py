@@ -54,6 +54,8 @@ CASES = [
      "must not use the test kit"),
     ("the command includes library internals", {"tools/cli.c": '#include "core/handles.h"\n'},
      "the command uses the library through include/ only"),
+    ("the test kit includes library internals",
+     {"tests/kit/kit.h": '#include "base/error.h"\n'}, "the test kit uses the library through"),
     ("include loop", {"src/core/a.h": header("MOEINT4_CORE_A_H", '#include "core/b.h"\n'),
                       "src/core/b.h": header("MOEINT4_CORE_B_H", '#include "core/a.h"\n')},
      "include loop: src/core/a.h <-> src/core/b.h"),
