@@ -6,12 +6,14 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-dev          # moeint4 bench: the sgemm peer baseline (the library makes no BLAS call)
   libcmocka-dev            # unit and conformance tests
+  libcjson-dev             # checkpoints: safetensors headers, config.json, index files (linked privately)
   python3-numpy python3-pytest python3-setuptools python3-pip  # Python binding tests
   gnuplot-nox              # bench --plot
   libze-dev                # XPU: Level Zero headers + loader (dlopen'ed at run time)
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd  # XPU: OpenCL runtime; PoCL runs its kernels on the CPU in tests
   clang-15 llvm-spirv-15 spirv-tools                   # XPU: OpenCL C -> SPIR-V, validated
   libdnnl-dev              # XPU: oneDNN matmul for experts with many tokens
+  intel-opencl-icd         # XPU: ocloc (Intel's GPU compiler) compiles the kernels at build time; Intel's real Level Zero / OpenCL GPU driver for the probe tests
   hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)
   valgrind libclang-common-15-dev                      # reliability: memcheck; libFuzzer + sanitizer runtimes for clang-15
 )

@@ -2,7 +2,8 @@
  * whose commands run through OpenCL on PoCL's CPU device, so the backend's
  * Level Zero runtime (USM allocation, immediate command lists, barriers,
  * event waits, kernel arguments by address, group sizes) runs end to end.
- * zeModuleCreate checks that it was handed the backend's embedded SPIR-V
+ * zeModuleCreate refuses native (ocloc) binaries, as a driver refuses those
+ * of another device, and checks that it was handed the backend's embedded SPIR-V
  * module, then builds the same program from the OpenCL C text: PoCL 3.1
  * cannot ingest SPIR-V, so the SPIR-V itself is only validated (spirv-val),
  * never executed here. Exports zeInitDrivers, as loaders >= 1.10 do.
@@ -209,6 +210,10 @@ ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t list, ze_event_h
     return signal_event(event, done);
 }
 
+/* Native (ocloc) modules offered to the stand-in: it is no Intel GPU, so it
+ * refuses them and the runtime must fall back to the SPIR-V. */
+int fake_native_modules_refused;
+
 ze_result_t zeModuleCreate(ze_context_handle_t context, ze_device_handle_t device,
                            const ze_module_desc_t *desc, ze_module_handle_t *module,
                            ze_module_build_log_handle_t *log)
@@ -216,6 +221,11 @@ ze_result_t zeModuleCreate(ze_context_handle_t context, ze_device_handle_t devic
     static struct _ze_module_build_log_handle_t the_log;
     if (log)
         *log = &the_log;
+    if (desc->stype == ZE_STRUCTURE_TYPE_MODULE_DESC && desc->format == ZE_MODULE_FORMAT_NATIVE) {
+        /* as a real driver refuses a binary compiled for another device */
+        __atomic_add_fetch(&fake_native_modules_refused, 1, __ATOMIC_RELAXED);
+        return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+    }
     if (desc->stype != ZE_STRUCTURE_TYPE_MODULE_DESC || desc->format != ZE_MODULE_FORMAT_IL_SPIRV ||
         device != &the_device)
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;

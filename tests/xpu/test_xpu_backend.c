@@ -1,6 +1,6 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
  * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
- * found on the device, expert_map, determinism across runs and chunkings,
+ * and non-finite router weights found on the device (output untouched), expert_map, determinism across runs and chunkings,
  * the oneDNN path against the reference, memory accounting, and an OpenCL
  * "framework" handing in its own context, queue and SVM memory. */
 #include <math.h>
@@ -99,6 +99,15 @@ static void make_layer(tk_layer *layer, tk_rng *rng, uint64_t seed, moeint4_form
                      0);
 }
 
+/* A symmetric GPTQ layer (f16 scales, no expert_map) and f32 inputs for it. */
+static void make_problem(tk_layer *layer, tk_rng *rng, uint64_t seed, float *hidden,
+                         int32_t *ids, float *topk_weights)
+{
+    make_layer(layer, rng, seed, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
+    tk_fill_activations(rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(rng, M, E, TOPK, ids, topk_weights);
+}
+
 static moeint4_weights *prepare(moeint4_context *ctx, const tk_layer *layer)
 {
     moeint4_weights_desc desc = tk_layer_desc(layer);
@@ -189,6 +198,137 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
     moeint4_context_destroy(ctx);
 }
 
+/* A non-finite router weight is INVALID_ARGUMENT naming the first bad slot,
+ * whatever the path: one chunk, several chunks (the bad slot in a later
+ * one), every expert through oneDNN; the output stays untouched. */
+static void test_non_finite_router_weight_output_untouched(void **state)
+{
+    (void)state;
+    const char *configs[][2] = {{"0", "64"}, {"2", "64"}, {"3", "1"}};
+    tk_rng rng;
+    tk_layer layer;
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    make_problem(&layer, &rng, 3, hidden, ids, topk_weights);
+    topk_weights[9 * TOPK + 1] = INFINITY;
+    topk_weights[6 * TOPK + 0] = NAN;
+    ids[10 * TOPK] = E; /* a bad id after the first bad weight: the weight is reported */
+    uint8_t *out = malloc((size_t)M * K * 4);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; ++c) {
+        moeint4_context *ctx = xpu_context(configs[c][0], configs[c][1]);
+        moeint4_weights *weights = prepare(ctx, &layer);
+        device_io io;
+        io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+        moeint4_forward_args args = make_args(&io, MOEINT4_DTYPE_F32);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        const char *message = moeint4_last_error();
+        if (!strstr(message, "topk_weights[6][0] = ") || !strstr(message, "nan is not finite"))
+            fail_msg("chunks %s, oneDNN from %s: \"%s\"", configs[c][0], configs[c][1],
+                     message);
+        assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        for (size_t i = 0; i < io.out_bytes; ++i)
+            assert_int_equal(out[i], 0xff);
+        io_free(ctx, &io);
+        moeint4_weights_release(weights);
+        moeint4_context_destroy(ctx);
+    }
+    free(out);
+    tk_layer_free(&layer);
+}
+
+/* MOEINT4_FORWARD_ASYNC on PoCL: the forward only enqueues into the caller's
+ * workspace (one chunk, then 3-token chunks); the output equals the
+ * synchronous one bit for bit once the queue is done. A bad id or weight
+ * then contributes nothing, the other tokens are computed as usual, the
+ * forward returns SUCCESS and moeint4_forward_check reports the first bad
+ * slot once, with the synchronous message. No workspace, or one too small:
+ * INVALID_ARGUMENT. */
+static void test_async_forward_with_workspace(void **state)
+{
+    (void)state;
+    const char *chunkings[] = {"0", "3"};
+    tk_rng rng;
+    tk_layer layer;
+    float hidden[M * K], topk_weights[M * TOPK];
+    int32_t ids[M * TOPK];
+    make_problem(&layer, &rng, 5, hidden, ids, topk_weights);
+    size_t row = (size_t)K * 4;
+    uint8_t *sync_out = malloc((size_t)M * row), *async_out = malloc((size_t)M * row);
+    for (int c = 0; c < 2; ++c) {
+        moeint4_context *ctx = xpu_context(chunkings[c], "64");
+        moeint4_weights *weights = prepare(ctx, &layer);
+        device_io io;
+        io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
+        moeint4_forward_args args = make_args(&io, MOEINT4_DTYPE_F32);
+        if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+            fail_msg("sync: %s", moeint4_last_error());
+        assert_int_equal(moeint4_memory_copy(ctx, sync_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        size_t bytes = 0;
+        assert_int_equal(moeint4_forward_workspace_size(weights, M, TOPK, MOEINT4_DTYPE_F32,
+                                                        &bytes),
+                         MOEINT4_SUCCESS);
+        assert_true(bytes > 0);
+        void *workspace = NULL;
+        assert_int_equal(moeint4_memory_alloc(ctx, bytes + 1, &workspace), MOEINT4_SUCCESS);
+        args.flags = MOEINT4_FORWARD_ASYNC;
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        assert_non_null(strstr(moeint4_last_error(), "args->workspace is required"));
+        args.workspace = (uint8_t *)workspace + 1; /* any alignment */
+        args.workspace_bytes = bytes - 1;
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
+        args.workspace_bytes = bytes;
+        uint8_t *poison = malloc((size_t)M * row);
+        memset(poison, 0xff, (size_t)M * row);
+        assert_int_equal(moeint4_memory_copy(ctx, io.output, poison, (size_t)M * row,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
+            fail_msg("async: %s", moeint4_last_error());
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, async_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        assert_memory_equal(async_out, sync_out, (size_t)M * row);
+
+        /* token 7's first slot gets a bad id, token 2's second a NaN weight */
+        int32_t bad_ids[M * TOPK];
+        float bad_weights[M * TOPK];
+        memcpy(bad_ids, ids, sizeof bad_ids);
+        memcpy(bad_weights, topk_weights, sizeof bad_weights);
+        bad_ids[7 * TOPK] = -3;
+        bad_weights[2 * TOPK + 1] = NAN;
+        assert_int_equal(moeint4_memory_copy(ctx, io.ids, bad_ids, sizeof bad_ids,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, io.weights, bad_weights, sizeof bad_weights,
+                                             MOEINT4_COPY_HOST_TO_DEVICE),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_SUCCESS); /* sticky */
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_INVALID_ARGUMENT);
+        assert_true(ends_with(moeint4_last_error(), "topk_weights[2][1] = nan is not finite"));
+        assert_int_equal(moeint4_forward_check(ctx, weights, NULL), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_memory_copy(ctx, async_out, io.output, (size_t)M * row,
+                                             MOEINT4_COPY_DEVICE_TO_HOST),
+                         MOEINT4_SUCCESS);
+        for (int m = 0; m < M; ++m)
+            if (m != 2 && m != 7)
+                assert_memory_equal(async_out + m * row, sync_out + m * row, row);
+        free(poison);
+        moeint4_memory_free(ctx, workspace);
+        io_free(ctx, &io);
+        moeint4_weights_release(weights);
+        moeint4_context_destroy(ctx);
+    }
+    free(sync_out);
+    free(async_out);
+    tk_layer_free(&layer);
+}
+
 /* Runs one forward on a fresh context with the given chunking and oneDNN
  * crossover; returns the output bytes (malloc'd). */
 static uint8_t *run_once(const char *chunk_tokens, const char *onednn_min_tokens,
@@ -252,7 +392,10 @@ static void test_expert_map_determinism_and_onednn(void **state)
     print_message("relative L2: int4 kernels %.3g, oneDNN path %.3g\n", err_kernels, err_onednn);
     assert_true(err_kernels < 1e-5);
     assert_true(err_onednn < 1e-5);
-    assert_memory_not_equal(first, dnnl, bytes); /* the other path really ran */
+    if (getenv("MOEINT4_XPU_TEST_ANY_GPU")) /* a non-Intel GPU: oneDNN has no engine there */
+        assert_memory_equal(first, dnnl, bytes);
+    else
+        assert_memory_not_equal(first, dnnl, bytes); /* the other path really ran */
     free(first), free(second), free(third), free(dnnl);
     tk_layer_free(&layer);
 }
@@ -269,7 +412,7 @@ static void test_memory_accounting(void **state)
     assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
     size_t w13 = (size_t)E * 2 * N * (K / 2) + (size_t)E * 2 * N * (K / GROUP) * 2;
     size_t w2 = (size_t)E * K * (N / 2) + (size_t)E * K * (N / GROUP) * 2;
-    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t));
+    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t) + 6 * sizeof(int32_t)); /* + error records */
     moeint4_backend backend = MOEINT4_BACKEND_AUTO;
     assert_int_equal(moeint4_weights_backend(weights, &backend), MOEINT4_SUCCESS);
     assert_int_equal(backend, MOEINT4_BACKEND_XPU);
@@ -279,20 +422,22 @@ static void test_memory_accounting(void **state)
 }
 
 
-/* PoCL's CPU device, as a framework would have found it. */
-static cl_device_id pocl_cpu_device(void)
+/* PoCL's CPU device, as a framework would have found it; with
+ * MOEINT4_XPU_TEST_ANY_GPU=1 (a non-Intel GPU, e.g. the H200) the first GPU. */
+static cl_device_id framework_device(void)
 {
     cl_platform_id platforms[8];
     cl_uint count = 0;
+    cl_device_type type = getenv("MOEINT4_XPU_TEST_ANY_GPU") ? CL_DEVICE_TYPE_GPU
+                                                             : CL_DEVICE_TYPE_CPU;
     assert_int_equal(clGetPlatformIDs(8, platforms, &count), CL_SUCCESS);
     for (cl_uint p = 0; p < count; ++p) {
         cl_device_id device;
         cl_uint devices = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_CPU, 1, &device, &devices) == CL_SUCCESS &&
-            devices > 0)
+        if (clGetDeviceIDs(platforms[p], type, 1, &device, &devices) == CL_SUCCESS && devices > 0)
             return device;
     }
-    fail_msg("no OpenCL CPU device (PoCL)");
+    fail_msg("no OpenCL %s device", type == CL_DEVICE_TYPE_GPU ? "GPU" : "CPU (PoCL)");
     return NULL;
 }
 
@@ -320,7 +465,7 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     uint8_t *expected = run_once("0", "0", &layer, MOEINT4_DTYPE_BF16, hidden, ids, topk_weights, 0);
 
     cl_int rc;
-    cl_device_id device = pocl_cpu_device();
+    cl_device_id device = framework_device();
     cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &rc);
     assert_int_equal(rc, CL_SUCCESS);
     cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, NULL, &rc);
@@ -406,6 +551,8 @@ int main(void)
         cmocka_unit_test(test_backend_is_listed_available_in_test_mode),
         cmocka_unit_test(test_asymmetric_formats_are_unsupported_with_reason),
         cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
+        cmocka_unit_test(test_non_finite_router_weight_output_untouched),
+        cmocka_unit_test(test_async_forward_with_workspace),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
         cmocka_unit_test(test_memory_accounting),
         cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),

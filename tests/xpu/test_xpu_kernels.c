@@ -1,5 +1,6 @@
 /* The XPU kernels one at a time on PoCL (OpenCL test mode) against scalar
- * double computations: routing (counts, offsets, sort, expert_map, bad ids),
+ * double computations: routing (counts, offsets, sort, expert_map, tile
+ * list, bad ids and non-finite router weights in the error record),
  * the w13 GEMM with each fused activation, the w2 GEMM with the router
  * weight, and the combine (bit-exact: fixed summation order). */
 #include <limits.h>
@@ -19,39 +20,55 @@
 /* ---- routing ---- */
 
 typedef struct route_result {
-    int32_t route[3 * 16 + 2];
+    int32_t route[4 * 16 + 2];
     int32_t slot_expert[256];
     int32_t sorted[256];
+    int32_t errors[2];
 } route_result;
 
-static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, int num_slots,
-                        const int32_t *map, int num_experts, int num_local, route_result *out)
+static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *weights,
+                        int num_slots, const int32_t *map, int num_experts, int num_local,
+                        int dnnl_min_rows, route_result *out)
 {
-    size_t route_ints = 3 * (size_t)num_local + 2;
+    size_t route_ints = 4 * (size_t)num_local + 2;
     void *ids_d = xt_upload(rt, ids, (size_t)num_slots * 4);
+    void *weights_d = xt_upload(rt, weights, (size_t)num_slots * 4);
     void *map_d = xt_upload(rt, map, (size_t)num_experts * 4);
     void *route_d = xt_upload(rt, NULL, route_ints * 4);
+    void *errors_d = xt_upload(rt, NULL, 2 * 4);
     void *slot_expert_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     void *sorted_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
-    mi4_xpu_arg init[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local)};
-    mi4_xpu_arg count[] = {MI4_XPU_PTR(ids_d),         MI4_XPU_PTR(map_d),
-                           MI4_XPU_INT(num_slots),     MI4_XPU_INT(num_experts),
+    int reset = 1, slot_base = 0;
+    mi4_xpu_arg init[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_PTR(errors_d),
+                          MI4_XPU_INT(reset)};
+    mi4_xpu_arg count[] = {MI4_XPU_PTR(ids_d),         MI4_XPU_PTR(weights_d),
+                           MI4_XPU_PTR(map_d),         MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
                            MI4_XPU_INT(num_local),     MI4_XPU_PTR(slot_expert_d),
-                           MI4_XPU_PTR(route_d)};
-    mi4_xpu_arg scan[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local)};
+                           MI4_XPU_PTR(route_d),       MI4_XPU_PTR(errors_d)};
+    int gated = 1;
+    mi4_xpu_arg scan[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local),
+                          MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(errors_d), MI4_XPU_INT(gated)};
     mi4_xpu_arg scatter[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
                              MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d),
                              MI4_XPU_PTR(sorted_d)};
-    xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 2, init);
-    xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 7, count);
-    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 2, scan);
+    xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 4, init);
+    xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count);
+    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan);
     xt_launch(rt, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter);
     xt_download(rt, out->route, route_d, route_ints * 4);
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
     xt_download(rt, out->sorted, sorted_d, (size_t)num_slots * 4);
-    void *all[] = {ids_d, map_d, route_d, slot_expert_d, sorted_d};
-    for (int i = 0; i < 5; ++i)
+    xt_download(rt, out->errors, errors_d, 2 * 4);
+    void *all[] = {ids_d, weights_d, map_d, route_d, errors_d, slot_expert_d, sorted_d};
+    for (int i = 0; i < 7; ++i)
         rt->ops->free(rt, all[i]);
+}
+
+static void ones(float *weights, int count)
+{
+    for (int i = 0; i < count; ++i)
+        weights[i] = 1.0f;
 }
 
 static int compare_ints(const void *a, const void *b)
@@ -81,6 +98,8 @@ static void test_routing_sorts_by_expert(void **state)
 {
     (void)state;
     mi4_xpu_runtime *rt = xt_runtime();
+    /* not an Intel GPU: no ocloc binary fits, the program is built from text */
+    assert_string_equal(rt->kernels_from, "OpenCL C text");
     tk_rng rng;
     tk_rng_seed(&rng, 11);
     enum { E = 12, M = 41, TOPK = 3, S = M * TOPK };
@@ -93,9 +112,12 @@ static void test_routing_sorts_by_expert(void **state)
             num_local = random_map(&rng, E, map);
         for (int s = 0; s < S; ++s)
             ids[s] = (int32_t)(tk_rng_next(&rng) % E);
+        float weights[S];
+        ones(weights, S);
+        int dnnl_min_rows = with_map ? 10 : INT_MAX; /* experts with >= 10 slots get no tiles */
         route_result r;
-        run_routing(rt, ids, S, map, E, num_local, &r);
-        int running = 0;
+        run_routing(rt, ids, weights, S, map, E, num_local, dnnl_min_rows, &r);
+        int running = 0, tiles = 0;
         for (int e = 0; e < num_local; ++e) {
             int expected[S], n = 0;
             for (int s = 0; s < S; ++s)
@@ -107,36 +129,51 @@ static void test_routing_sorts_by_expert(void **state)
             memcpy(got, r.sorted + running, (size_t)n * sizeof(int));
             qsort(got, (size_t)n, sizeof(int), compare_ints);
             assert_memory_equal(got, expected, (size_t)n * sizeof(int));
+            assert_int_equal(r.route[3 * num_local + 1 + e], tiles); /* tile offsets */
             running += n;
+            if (n < dnnl_min_rows)
+                tiles += (n + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
         }
         assert_int_equal(r.route[2 * num_local], running);
-        assert_int_equal(r.route[3 * num_local + 1], INT_MAX);
+        assert_int_equal(r.route[4 * num_local + 1], tiles);
+        assert_int_equal(r.errors[0], INT_MAX);
+        assert_int_equal(r.errors[1], INT_MAX);
         for (int s = 0; s < S; ++s)
             assert_int_equal(r.slot_expert[s], map[ids[s]]);
     }
     rt->ops->destroy(rt);
 }
 
-static void test_routing_flags_first_bad_id(void **state)
+static void test_routing_flags_first_bad_id_and_weight(void **state)
 {
     (void)state;
     mi4_xpu_runtime *rt = xt_runtime();
     enum { E = 8, S = 30 };
     int32_t map[E], ids[S];
+    float weights[S];
     for (int e = 0; e < E; ++e)
         map[e] = e;
     for (int s = 0; s < S; ++s)
         ids[s] = (s * 5 + 1) % E;
+    ones(weights, S);
     ids[22] = -1;
     ids[9] = E;
     ids[27] = INT_MAX;
+    weights[25] = INFINITY;
+    weights[14] = NAN;
+    weights[3] = -INFINITY;
     route_result r;
-    run_routing(rt, ids, S, map, E, E, &r);
-    assert_int_equal(r.route[3 * E + 1], 9);
+    run_routing(rt, ids, weights, S, map, E, E, INT_MAX, &r);
+    assert_int_equal(r.errors[0], 9);
+    assert_int_equal(r.errors[1], 3);
     assert_int_equal(r.slot_expert[9], -1);
     assert_int_equal(r.slot_expert[22], -1);
     assert_int_equal(r.slot_expert[27], -1);
-    assert_int_equal(r.route[2 * E], S - 3);
+    assert_int_equal(r.slot_expert[3], -1); /* a non-finite weight contributes nothing */
+    assert_int_equal(r.slot_expert[14], -1);
+    assert_int_equal(r.slot_expert[25], -1);
+    assert_int_equal(r.route[2 * E], S - 6);
+    assert_int_equal(r.route[4 * E + 1], 0); /* no GEMM tile once the record is set */
     rt->ops->destroy(rt);
 }
 
@@ -144,9 +181,8 @@ static void test_routing_flags_first_bad_id(void **state)
 
 typedef struct gemm_setup {
     int num_local, num_tokens, topk, num_slots, num_tiles;
-    int32_t route[3 * 8 + 2];
+    int32_t route[4 * 8 + 2];
     int32_t sorted[128];
-    int32_t tiles[2 * 64];
     int32_t slot_local[128];
     float weights[128];
 } gemm_setup;
@@ -166,19 +202,16 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gem
     int row = 0;
     for (int e = 0; e < num_local; ++e) {
         g->route[num_local + e] = row;
+        g->route[3 * num_local + 1 + e] = g->num_tiles;
         int first = row;
         for (int s = 0; s < g->num_slots; ++s)
             if (g->slot_local[s] == e)
                 g->sorted[row++] = s;
         g->route[e] = row - first;
-        for (int r = first; r < row; r += MI4_XPU_TILE_ROWS) {
-            g->tiles[2 * g->num_tiles] = e;
-            g->tiles[2 * g->num_tiles + 1] = r;
-            ++g->num_tiles;
-        }
+        g->num_tiles += (row - first + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
     }
     g->route[2 * num_local] = row;
-    g->route[3 * num_local + 1] = INT_MAX;
+    g->route[4 * num_local + 1] = g->num_tiles;
     /* some expert needs a second tile, which is partial */
     assert_true(g->num_tiles > num_local);
 }
@@ -243,14 +276,13 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
     uint8_t hidden[M * K * 4];
     tk_fill_activations(&rng, dtype, M * K, 1.0, hidden);
     void *hidden_d = xt_upload(rt, hidden, M * K * esize);
-    void *tiles_d = xt_upload(rt, g.tiles, sizeof g.tiles);
     void *route_d = xt_upload(rt, g.route, sizeof g.route);
     void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *act_d = xt_upload(rt, NULL, (size_t)g.num_slots * N * 4);
     int num_local = E, dt = (int)dtype, topk = TOPK, k_dim = K, n_dim = N, act = act_kind;
     int gs = group_size == -1 ? K : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(tiles_d),        MI4_XPU_PTR(route_d),
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(route_d),
                           MI4_XPU_INT(num_local),      MI4_XPU_PTR(sorted_d),
                           MI4_XPU_PTR(hidden_d),       MI4_XPU_INT(dt),
                           MI4_XPU_PTR(weights_d),      MI4_XPU_INT(on_input),
@@ -260,7 +292,8 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
                           MI4_XPU_INT(gs),             MI4_XPU_INT(act),
                           MI4_XPU_FLOAT(limit),        MI4_XPU_FLOAT(alpha),
                           MI4_XPU_FLOAT(beta),         MI4_XPU_PTR(act_d)};
-    xt_launch(rt, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles, 20,
+    /* two groups past the last tile: they must write nothing */
+    xt_launch(rt, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 19,
               args);
     float got[M * TOPK * N];
     xt_download(rt, got, act_d, sizeof got);
@@ -294,8 +327,8 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
                          n, (double)got[s * N + n], want, bound, (int)dtype, act_kind);
         }
     }
-    void *all[] = {hidden_d, tiles_d, route_d, sorted_d, weights_d, act_d};
-    for (int i = 0; i < 6; ++i)
+    void *all[] = {hidden_d, route_d, sorted_d, weights_d, act_d};
+    for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w13);
     rt->ops->destroy(rt);
@@ -326,19 +359,19 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
     for (int i = 0; i < M * TOPK * N; ++i)
         act[i] = (float)tk_rng_normal(&rng);
     void *act_d = xt_upload(rt, act, sizeof act);
-    void *tiles_d = xt_upload(rt, g.tiles, sizeof g.tiles);
     void *route_d = xt_upload(rt, g.route, sizeof g.route);
     void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
     int num_local = E, k_dim = K, n_dim = N;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(tiles_d),     MI4_XPU_PTR(route_d),  MI4_XPU_INT(num_local),
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(route_d),  MI4_XPU_INT(num_local),
                           MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),    MI4_XPU_PTR(weights_d),
                           MI4_XPU_INT(on_input),    MI4_XPU_PTR(w2.packed_d),
                           MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),     MI4_XPU_INT(k_dim),
                           MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),       MI4_XPU_PTR(out_d)};
-    xt_launch(rt, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles, 14, args);
+    xt_launch(rt, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 13,
+              args);
     float got[M * TOPK * K];
     xt_download(rt, got, out_d, sizeof got);
     for (int s = 0; s < g.num_slots; ++s) {
@@ -357,8 +390,8 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
                          (double)got[s * K + k], want, bound);
         }
     }
-    void *all[] = {act_d, tiles_d, route_d, sorted_d, weights_d, out_d};
-    for (int i = 0; i < 6; ++i)
+    void *all[] = {act_d, route_d, sorted_d, weights_d, out_d};
+    for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w2);
     rt->ops->destroy(rt);
@@ -391,6 +424,10 @@ static void test_combine_is_exact_and_ordered(void **state)
         slot_expert[2 * TOPK + j] = -1; /* token 2 has no local slot: zeros */
     void *slot_out_d = xt_upload(rt, slot_out, sizeof slot_out);
     void *slot_expert_d = xt_upload(rt, slot_expert, sizeof slot_expert);
+    int32_t no_errors[2] = {INT_MAX, INT_MAX}, bad_weight[2] = {INT_MAX, 5};
+    int gated = 1;
+    void *no_errors_d = xt_upload(rt, no_errors, sizeof no_errors);
+    void *bad_weight_d = xt_upload(rt, bad_weight, sizeof bad_weight);
     moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
     for (int d = 0; d < 3; ++d) {
         size_t esize = tk_dtype_size(dtypes[d]);
@@ -400,9 +437,15 @@ static void test_combine_is_exact_and_ordered(void **state)
         mi4_xpu_arg args[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
                               MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
                               MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
+                              MI4_XPU_PTR(bad_weight_d),  MI4_XPU_INT(gated),
                               MI4_XPU_PTR(out_d)};
-        xt_launch(rt, MI4_XPU_COMBINE, K, M, 7, args);
         uint8_t got[M * K * 4 + 64];
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args); /* error record set: writes nothing */
+        xt_download(rt, got, out_d, bytes + 64);
+        for (size_t i = 0; i < bytes + 64; ++i)
+            assert_int_equal(got[i], 0xff);
+        args[6] = MI4_XPU_PTR(no_errors_d);
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args);
         xt_download(rt, got, out_d, bytes + 64);
         for (int m = 0; m < M; ++m)
             for (int k = 0; k < K; ++k) {
@@ -428,6 +471,8 @@ static void test_combine_is_exact_and_ordered(void **state)
     }
     rt->ops->free(rt, slot_out_d);
     rt->ops->free(rt, slot_expert_d);
+    rt->ops->free(rt, no_errors_d);
+    rt->ops->free(rt, bad_weight_d);
     rt->ops->destroy(rt);
 }
 
@@ -466,7 +511,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_sorts_by_expert),
-        cmocka_unit_test(test_routing_flags_first_bad_id),
+        cmocka_unit_test(test_routing_flags_first_bad_id_and_weight),
         cmocka_unit_test(test_w13_every_activation_and_dtype),
         cmocka_unit_test(test_w2_router_weight_and_groups),
         cmocka_unit_test(test_combine_is_exact_and_ordered),

@@ -115,6 +115,8 @@ static uint16_t *forward_on(moeint4_context *ctx, const framework *f, const inpu
     return out;
 }
 
+extern int fake_native_modules_refused; /* fake_ze_loader.c */
+
 static void test_framework_handles_and_memory_used_in_place(void **state)
 {
     (void)state;
@@ -135,6 +137,9 @@ static void test_framework_handles_and_memory_used_in_place(void **state)
     if (moeint4_context_create(&options, &own) != MOEINT4_SUCCESS)
         fail_msg("xpu over Level Zero: %s", moeint4_last_error());
     uint16_t *expected = forward_on(own, NULL, in, NULL);
+    /* every embedded ocloc binary was offered natively, refused, then the
+     * SPIR-V built: the fallback a non-matching Intel device takes */
+    assert_int_equal(fake_native_modules_refused, MOEINT4_XPU_AOT_TARGET_COUNT);
     moeint4_context_destroy(own);
 
     framework f;

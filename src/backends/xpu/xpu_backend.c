@@ -2,9 +2,10 @@
  * (vLLM's XPU W4A16 path) on Intel GPUs through Level Zero or OpenCL.
  *
  * Decisions (see also README.md next to this file):
- *  - Runtime choice. Level Zero first (Intel's GPU driver, zero-copy with
- *    frameworks), OpenCL otherwise (Debian's packaged intel-opencl-icd).
- *    MOEINT4_XPU_RUNTIME=level_zero|opencl forces one. Caller-provided
+ *  - Runtime choice. Without native handles: OpenCL first while oneDNN is
+ *    wanted (MOEINT4_XPU_ONEDNN_MIN_TOKENS > 0, the default), because
+ *    oneDNN's GPU engine (Debian's 2.6) runs on OpenCL only; Level Zero
+ *    first otherwise. MOEINT4_XPU_RUNTIME=level_zero|opencl forces one. Caller-provided
  *    native_context/native_device/native_queue are Level Zero handles
  *    (ze_context_handle_t, ze_device_handle_t, ze_command_list_handle_t)
  *    and imply the Level Zero runtime, as the header documents; with
@@ -52,30 +53,13 @@
  *  - Concurrency: kernel objects hold their arguments, so forward() calls on
  *    one context are serialised by the context's mutex.
  */
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "moeint4_backend.h"
 #include "xpu_backend.h"
-
-const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT] = {
-    "mi4_route_init",  "mi4_route_count",   "mi4_route_scan",    "mi4_route_scatter",
-    "mi4_w13_gemm",    "mi4_w2_gemm",       "mi4_combine",       "mi4_dnnl_gather",
-    "mi4_dnnl_dequant", "mi4_dnnl_activate", "mi4_dnnl_scatter", "mi4_dnnl_scales_t",
-};
-
-moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
-{
-    if (err && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* ---- runtime choice ---- */
 
@@ -94,7 +78,7 @@ static runtime_choice requested_runtime(void)
 static int xpu_probe(void *user_data, int device_index, char *reason, size_t cap)
 {
     (void)user_data;
-    char ze_reason[200] = "", ocl_reason[200] = "";
+    char ze_reason[400] = "", ocl_reason[200] = "";
     runtime_choice choice = requested_runtime();
     if (choice != CHOOSE_OPENCL && mi4_xpu_ze_probe(device_index, ze_reason, sizeof ze_reason))
         return 1;
@@ -119,6 +103,12 @@ static int xpu_supports(void *user_data, const moeint4_problem *p, char *reason,
                  p->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ asymmetric");
         return 0;
     }
+    if (p->struct_size >= offsetof(moeint4_problem, act_order) + sizeof p->act_order &&
+        p->act_order) {
+        snprintf(reason, cap,
+                 "xpu does not serve act-order g_idx (its int4 layout keeps groups contiguous)");
+        return 0;
+    }
     if (p->hidden_size % 8 != 0 || p->intermediate_size % 8 != 0) {
         snprintf(reason, cap, "xpu needs hidden_size and intermediate_size multiples of 8");
         return 0;
@@ -140,18 +130,28 @@ static int env_int(const char *name, int fallback)
 
 /* native_* handles are Level Zero handles unless MOEINT4_XPU_RUNTIME=opencl
  * makes them OpenCL ones (cl_context, cl_device_id, cl_command_queue). */
-static moeint4_status create_runtime(const moeint4_context_options *o, mi4_xpu_runtime **rt,
-                                     char *err, size_t cap)
+static moeint4_status create_runtime(const moeint4_context_options *o, int want_onednn,
+                                     mi4_xpu_runtime **rt, char *err, size_t cap)
 {
     int native = o->native_context || o->native_device || o->native_queue;
     runtime_choice choice = requested_runtime();
+    /* oneDNN's GPU engine (Debian's 2.6) runs on OpenCL only: when it is
+     * wanted and no Level Zero handles were handed in, OpenCL goes first, so
+     * that large M reaches oneDNN on a real Intel system (the same driver
+     * package provides both runtimes). */
+    if (choice == CHOOSE_AUTO && !native && want_onednn) {
+        char ocl_err[200] = "";
+        moeint4_status st = mi4_xpu_ocl_create(o, rt, ocl_err, sizeof ocl_err);
+        if (st != MOEINT4_BACKEND_UNAVAILABLE)
+            return st == MOEINT4_SUCCESS ? st : mi4_xpu_fail(err, cap, st, "%s", ocl_err);
+    }
     if (native && !o->native_device)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_context/native_queue need native_device");
     if (native && choice == CHOOSE_OPENCL && !o->native_context)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_device needs native_context (OpenCL handles)");
-    char ze_err[200] = "";
+    char ze_err[400] = "";
     moeint4_status st = MOEINT4_BACKEND_UNAVAILABLE;
     if (choice != CHOOSE_OPENCL) {
         st = mi4_xpu_ze_create(o, rt, ze_err, sizeof ze_err);
@@ -193,15 +193,16 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
     mi4_xpu_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
-    moeint4_status st = create_runtime(o, &ctx->rt, err, cap);
+    ctx->onednn_min_tokens =
+        env_int("MOEINT4_XPU_ONEDNN_MIN_TOKENS", MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS);
+    moeint4_status st = create_runtime(o, ctx->onednn_min_tokens > 0, &ctx->rt, err, cap);
     if (st != MOEINT4_SUCCESS) {
         free(ctx);
         return st;
     }
     pthread_mutex_init(&ctx->lock, NULL);
-    ctx->onednn_min_tokens =
-        env_int("MOEINT4_XPU_ONEDNN_MIN_TOKENS", MI4_XPU_DEFAULT_ONEDNN_MIN_TOKENS);
     ctx->chunk_tokens = env_int("MOEINT4_XPU_CHUNK_TOKENS", 0);
+    ctx->reserve_tokens = env_int("MOEINT4_XPU_RESERVE_TOKENS", MI4_XPU_DEFAULT_RESERVE_TOKENS);
     create_dnnl(ctx);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;
@@ -214,6 +215,7 @@ static void xpu_context_destroy(void *user_data, void *backend_context)
     if (!ctx)
         return;
     mi4_xpu_dnnl_destroy(ctx->dnnl);
+    mi4_xpu_scratch_free(ctx);
     ctx->rt->ops->destroy(ctx->rt);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -227,7 +229,8 @@ static void xpu_release(void *backend_context, void *backend_weights)
     mi4_xpu_weights *w = backend_weights;
     if (!w)
         return;
-    void *buffers[] = {w->expert_map, w->w13_packed, w->w13_scales, w->w2_packed, w->w2_scales};
+    void *buffers[] = {w->expert_map, w->w13_packed, w->w13_scales, w->w2_packed, w->w2_scales,
+                       w->errors};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
         ctx->rt->ops->free(ctx->rt, buffers[i]);
     free(w);
@@ -243,7 +246,9 @@ static moeint4_status upload(mi4_xpu_context *ctx, mi4_xpu_weights *w, const voi
     return st;
 }
 
-/* One projection: the layout module's XPU conversion on the host, then up. */
+/* One projection: the layout module's XPU conversion on the host (through
+ * the public API, which checks the matrix again: a plugin includes only
+ * public headers), then up. */
 static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w,
                                         const moeint4_quant_matrix *m, const char *name,
                                         uint8_t **packed, uint16_t **scales, char *err, size_t cap)
@@ -300,6 +305,15 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
         st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, err, cap);
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
+    /* error records: the synchronous one clear, the sticky one empty */
+    const int32_t records[6] = {INT32_MAX, INT32_MAX, 0, 0, 0, 0};
+    if (st == MOEINT4_SUCCESS)
+        st = upload(ctx, w, records, sizeof records, (void **)&w->errors, err, cap);
+    /* forwards of up to reserve_tokens tokens (top-8) allocate nothing */
+    if (st == MOEINT4_SUCCESS)
+        st = mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
+                             mi4_xpu_chunk_scratch_bytes(w, ctx->reserve_tokens, 8), NULL, err,
+                             cap);
     pthread_mutex_unlock(&ctx->lock);
     free(map);
     if (st != MOEINT4_SUCCESS) {
@@ -319,6 +333,15 @@ static void xpu_memory_usage(void *backend_context, const void *backend_weights,
         *host_bytes = sizeof *w;
     if (device_bytes)
         *device_bytes = w->device_bytes;
+}
+
+static moeint4_status xpu_workspace_size(void *backend_context, const void *backend_weights,
+                                         int64_t max_tokens, int topk, moeint4_dtype dtype,
+                                         size_t *bytes, char *err, size_t cap)
+{
+    (void)err, (void)cap;
+    *bytes = mi4_xpu_workspace_bytes(backend_context, backend_weights, max_tokens, topk, dtype);
+    return MOEINT4_SUCCESS;
 }
 
 /* ---- memory helpers ---- */
@@ -369,6 +392,8 @@ static const moeint4_backend_iface xpu_iface = {
     .memory_free = xpu_memory_free,
     .memory_copy = xpu_memory_copy,
     .get_proc_address = NULL,
+    .forward_workspace_size = xpu_workspace_size,
+    .forward_check = mi4_xpu_forward_check,
 };
 
 __attribute__((visibility("default"))) const moeint4_backend_iface *

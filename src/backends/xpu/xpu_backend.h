@@ -1,10 +1,11 @@
 /* What the XPU backend's handles hold, shared by xpu_backend.c (tables,
- * contexts, weights) and xpu_forward.c. */
+ * contexts, weights), xpu_scratch.c and xpu_forward.c. */
 #ifndef MOEINT4_BACKENDS_XPU_XPU_BACKEND_H
 #define MOEINT4_BACKENDS_XPU_XPU_BACKEND_H
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "moeint4.h"
 #include "xpu_dnnl.h"
@@ -15,12 +16,28 @@
 #define MI4_XPU_SCRATCH_BUDGET ((size_t)256 << 20)
 /* tokens per chunk at most: launch grids stay within every device's group counts */
 #define MI4_XPU_MAX_CHUNK_TOKENS 32768
+/* tokens whose scratch prepare reserves (MOEINT4_XPU_RESERVE_TOKENS) */
+#define MI4_XPU_DEFAULT_RESERVE_TOKENS 64
+
+/* Device buffers a forward works in. Reserved at prepare, grown (never per
+ * forward) when a forward needs more; owned by the context, whose lock
+ * serialises forwards. */
+typedef struct mi4_xpu_scratch {
+    void *chunk;               /* route table, slot lists, f32 intermediates of one chunk */
+    size_t chunk_bytes;
+    void *staging;             /* a forward of several chunks combines here first */
+    size_t staging_bytes;
+    void *dnnl[6];             /* oneDNN operands (whole allocations: see xpu_forward.c) */
+    size_t dnnl_bytes[6];
+} mi4_xpu_scratch;
 
 typedef struct mi4_xpu_context {
     mi4_xpu_runtime *rt;
     mi4_xpu_dnnl *dnnl;      /* NULL: the int4 kernels serve every expert */
     int onednn_min_tokens;   /* experts with at least this many slots use oneDNN */
     int64_t chunk_tokens;    /* 0: from MI4_XPU_SCRATCH_BUDGET */
+    int64_t reserve_tokens;  /* scratch reserved at prepare for this many tokens */
+    mi4_xpu_scratch scratch;
     pthread_mutex_t lock;    /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;
 
@@ -33,10 +50,30 @@ typedef struct mi4_xpu_weights {
     uint16_t *w13_scales;    /* device [E_l, 2N, K/g] */
     uint8_t *w2_packed;      /* device [E_l, K, N/2] */
     uint16_t *w2_scales;     /* device [E_l, K, N/g] */
+    /* device [6]: [0, 2) the synchronous forwards' error record (reset by
+     * each), [2, 6) the sticky record of asynchronous forwards that
+     * forward_check reads and clears (kernels/routing.cl) */
+    int32_t *errors;
     size_t device_bytes;
 } mi4_xpu_weights;
 
+/* Bytes of chunk scratch for `tokens` tokens of `topk` slots on these weights. */
+size_t mi4_xpu_chunk_scratch_bytes(const mi4_xpu_weights *w, int64_t tokens, int topk);
+/* Tokens per chunk of a forward of num_tokens tokens. */
+int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
+                             int64_t num_tokens);
+/* Bytes of a caller workspace for up to max_tokens tokens (any alignment). */
+size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights *w,
+                               int64_t max_tokens, int topk, moeint4_dtype dtype);
+/* Makes ctx->scratch.chunk at least `bytes` (waits for the queue before
+ * freeing a smaller one). Called with ctx->lock held. */
+moeint4_status mi4_xpu_reserve(mi4_xpu_context *ctx, void **buffer, size_t *have, size_t bytes,
+                               void *queue, char *err, size_t cap);
+void mi4_xpu_scratch_free(mi4_xpu_context *ctx);
+
 moeint4_status mi4_xpu_forward(void *backend_context, const void *backend_weights,
                                const moeint4_forward_args *args, char *err, size_t cap);
+moeint4_status mi4_xpu_forward_check(void *backend_context, const void *backend_weights,
+                                     void *stream, char *err, size_t cap);
 
 #endif

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "xpu_dnnl.h"
-#include "xpu_runtime.h"
+#include "xpu_common.h"
 
 #define MI4_DNNL_3 (DNNL_VERSION_MAJOR >= 3)
 #define MI4_DNNL_INT4 (DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 5))
@@ -20,8 +20,11 @@ struct mi4_xpu_dnnl {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     int is_gpu;
+    int int4;          /* this engine takes int4 weights with grouped scales directly */
     cl_context cl_ctx; /* GPU only: SVM pointers are wrapped into buffers of it */
 };
+
+static void detect_int4(mi4_xpu_dnnl *d);
 
 static moeint4_status dnnl_failed(char *err, size_t cap, const char *what, dnnl_status_t rc)
 {
@@ -62,6 +65,7 @@ moeint4_status mi4_xpu_dnnl_create_ocl(void *device, void *context, void *queue,
         mi4_xpu_dnnl_destroy(d);
         return dnnl_failed(err, cap, "creating the OpenCL GPU engine", rc);
     }
+    detect_int4(d);
     *out = d;
     return MOEINT4_SUCCESS;
 }
@@ -210,8 +214,29 @@ moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int6
     return status;
 }
 
+int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d) { return d->int4; }
+
 #if MI4_DNNL_INT4
-int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d) { return d->is_gpu; }
+static int int4_matmul_accepted(mi4_xpu_dnnl *d);
+#endif
+
+/* Decided once per engine at run time: the oneDNN loaded (dnnl_version(),
+ * not the headers) must be >= 3.5, this build must have its int4 API, and
+ * the engine must accept a small int4 matmul with grouped scales. Debian's
+ * oneDNN 2.6 answers no at the first step. */
+static void detect_int4(mi4_xpu_dnnl *d)
+{
+    const dnnl_version_t *v = dnnl_version();
+    int new_enough = v && (v->major > 3 || (v->major == 3 && v->minor >= 5));
+#if MI4_DNNL_INT4
+    d->int4 = d->is_gpu && new_enough && int4_matmul_accepted(d);
+#else
+    (void)new_enough;
+    d->int4 = 0;
+#endif
+}
+
+#if MI4_DNNL_INT4
 
 /* Never compiled on Debian 12 (oneDNN 2.6); written to oneDNN 3.5's
  * documented weight-decompression API (signatures checked against its
@@ -254,12 +279,31 @@ moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands,
     md_free(a_md), md_free(b_md), md_free(c_md), md_free(s_md), md_free(z_md);
     return status;
 }
-#else
-int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *d)
+
+/* A 32 x 64 x 32 int4 matmul primitive descriptor: does this engine take it? */
+static int int4_matmul_accepted(mi4_xpu_dnnl *d)
 {
-    (void)d;
-    return 0;
+    mi4_md a_md, b_md, c_md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_dims_t groups = {32, 1};
+    int ok = make_md(&a_md, 32, 64, dnnl_f16, dnnl_ab) == dnnl_success &&
+             make_md(&b_md, 64, 32, dnnl_u4, dnnl_ba) == dnnl_success &&
+             make_md(&c_md, 32, 32, dnnl_f32, dnnl_ab) == dnnl_success &&
+             dnnl_primitive_attr_create(&attr) == dnnl_success &&
+             dnnl_primitive_attr_set_fpmath_mode_v2(attr, dnnl_fpmath_mode_f16, 1) ==
+                 dnnl_success &&
+             dnnl_primitive_attr_set_scales(attr, DNNL_ARG_WEIGHTS, 3, 2, groups, dnnl_f16) ==
+                 dnnl_success &&
+             dnnl_matmul_primitive_desc_create(&pd, d->engine, a_md, b_md, NULL, c_md, attr) ==
+                 dnnl_success;
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    md_free(a_md), md_free(b_md), md_free(c_md);
+    return ok;
 }
+#else
 
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
                                         int64_t N, int64_t K, int group_size, const void *a,

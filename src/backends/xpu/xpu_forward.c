@@ -1,8 +1,13 @@
-/* forward(): routing on the device, then per chunk of tokens the int4
- * grouped GEMMs (or oneDNN for experts with many slots), then the combine.
- * Everything is enqueued on the caller's queue (or the runtime's own); the
- * host reads back only the per-expert offsets, which it needs to size the
- * GEMM launches and to report a bad expert id before anything is written. */
+/* forward(): per chunk of tokens, routing on the device (ids and router
+ * weights checked there, slots sorted by expert, the GEMM tile list built),
+ * the int4 grouped GEMMs, the combine. Everything is enqueued on the
+ * caller's queue (or the runtime's own) into buffers the context reserved;
+ * the int4 path reads nothing back before the end. Only the oneDNN path
+ * (experts with many slots) reads the per-expert counts back, because the
+ * host must size oneDNN's matmuls. A forward of several chunks combines into
+ * staging and copies to the output last; the combine and that copy skip the
+ * write while the device's error record is set, so the output stays
+ * untouched on every error. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,31 +16,31 @@
 
 /* GEMM work-groups must be exactly this wide; other kernels take any size */
 #define LOCAL_SIZE MI4_XPU_GEMM_LANES
+#define ALIGN 256
 
-typedef struct fwd_buffers {
-    int32_t *route;        /* 3E+2 ints, see kernels/routing.cl */
+typedef struct chunk_buffers {
+    int32_t *route;        /* 4E+2 ints, see kernels/routing.cl */
     int32_t *slot_expert;  /* [S] */
     int32_t *sorted;       /* [S] */
-    int32_t *tiles;        /* [2 * max_tiles] */
     float *act;            /* [S, N] */
     float *slot_out;       /* [S, K] */
-    /* oneDNN scratch, allocated at first use */
-    void *dnnl_a, *dnnl_w, *dnnl_a2;
-    uint16_t *dnnl_s;      /* one expert's transposed scales (int4 path) */
-    float *dnnl_c13, *dnnl_c2;
-} fwd_buffers;
+} chunk_buffers;
+
+enum { DNNL_A, DNNL_W, DNNL_A2, DNNL_C13, DNNL_C2, DNNL_S };
 
 typedef struct fwd_state {
     mi4_xpu_context *ctx;
+    int async;             /* MOEINT4_FORWARD_ASYNC: enqueue only */
+    int32_t *record;       /* the error record this forward writes */
+    void *staging;         /* several chunks: the combined output before the copy */
     const mi4_xpu_weights *w;
     const moeint4_forward_args *args;
     mi4_xpu_runtime *rt;
     void *queue;
     int64_t chunk_tokens;
-    int max_tiles;
-    fwd_buffers buf;
-    int32_t *host_route;   /* 3E+2 */
-    int32_t *host_tiles;
+    int use_dnnl;          /* oneDNN may serve experts of this forward */
+    chunk_buffers buf;
+    void **dnnl;           /* ctx->scratch.dnnl */
     char *err;
     size_t cap;
 } fwd_state;
@@ -58,113 +63,110 @@ static moeint4_status launch(fwd_state *s, mi4_xpu_kernel kernel, size_t size0, 
 
 static size_t dtype_size(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_F32 ? 4 : 2; }
 
-static moeint4_status alloc(fwd_state *s, size_t bytes, void **ptr)
+/* Carves one chunk's buffers out of `base` (same order and sizes as
+ * mi4_xpu_chunk_scratch_bytes). */
+static void carve_chunk(fwd_state *s, uint8_t *base)
 {
-    return s->rt->ops->alloc(s->rt, bytes, ptr, s->err, s->cap);
-}
-
-static void free_buffers(fwd_state *s)
-{
-    void *all[] = {s->buf.route, s->buf.slot_expert, s->buf.sorted, s->buf.tiles,
-                   s->buf.act, s->buf.slot_out, s->buf.dnnl_a, s->buf.dnnl_w,
-                   s->buf.dnnl_a2, s->buf.dnnl_c13, s->buf.dnnl_c2, s->buf.dnnl_s};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
-        s->rt->ops->free(s->rt, all[i]);
-    free(s->host_route);
-    free(s->host_tiles);
-}
-
-static moeint4_status alloc_buffers(fwd_state *s)
-{
-    const mi4_xpu_weights *w = s->w;
     size_t slots = (size_t)s->chunk_tokens * (size_t)s->args->topk;
-    size_t route_ints = 3 * (size_t)w->num_local + 2;
-    s->max_tiles = (int)(slots / MI4_XPU_TILE_ROWS) + w->num_local + 1;
-    s->host_route = malloc(route_ints * sizeof(int32_t));
-    s->host_tiles = malloc(2 * (size_t)s->max_tiles * sizeof(int32_t));
-    if (!s->host_route || !s->host_tiles)
-        return mi4_xpu_fail(s->err, s->cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
-    moeint4_status st = alloc(s, route_ints * 4, (void **)&s->buf.route);
-    if (!st)
-        st = alloc(s, slots * 4, (void **)&s->buf.slot_expert);
-    if (!st)
-        st = alloc(s, slots * 4, (void **)&s->buf.sorted);
-    if (!st)
-        st = alloc(s, 2 * (size_t)s->max_tiles * 4, (void **)&s->buf.tiles);
-    if (!st)
-        st = alloc(s, slots * (size_t)w->intermediate * 4, (void **)&s->buf.act);
-    if (!st)
-        st = alloc(s, slots * (size_t)w->hidden * 4, (void **)&s->buf.slot_out);
-    return st;
+    uint8_t *p = base;
+    s->buf.route = (int32_t *)p;
+    p += round_up((4 * (size_t)s->w->num_local + 2) * 4, ALIGN);
+    s->buf.slot_expert = (int32_t *)p;
+    p += round_up(slots * 4, ALIGN);
+    s->buf.sorted = (int32_t *)p;
+    p += round_up(slots * 4, ALIGN);
+    s->buf.act = (float *)p;
+    p += round_up(slots * (size_t)s->w->intermediate * 4, ALIGN);
+    s->buf.slot_out = (float *)p;
 }
 
-static moeint4_status alloc_dnnl_buffers(fwd_state *s)
+static moeint4_status reserve_dnnl_buffers(fwd_state *s)
 {
-    if (s->buf.dnnl_w)
-        return MOEINT4_SUCCESS;
     const mi4_xpu_weights *w = s->w;
+    mi4_xpu_scratch *sc = &s->ctx->scratch;
     size_t rows = (size_t)s->chunk_tokens * (size_t)s->args->topk;
     size_t K = (size_t)w->hidden, N = (size_t)w->intermediate;
     size_t esize = dtype_size(mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype));
-    moeint4_status st = alloc(s, 2 * N * K * esize, &s->buf.dnnl_w);
-    if (!st)
-        st = alloc(s, rows * K * esize, &s->buf.dnnl_a);
-    if (!st)
-        st = alloc(s, rows * N * esize, &s->buf.dnnl_a2);
-    if (!st)
-        st = alloc(s, rows * 2 * N * 4, (void **)&s->buf.dnnl_c13);
-    if (!st)
-        st = alloc(s, rows * K * 4, (void **)&s->buf.dnnl_c2);
     size_t scales13 = 2 * N * (K / (size_t)w->group13), scales2 = K * (N / (size_t)w->group2);
-    if (!st)
-        st = alloc(s, (scales13 > scales2 ? scales13 : scales2) * 2, (void **)&s->buf.dnnl_s);
+    size_t bytes[6];
+    bytes[DNNL_A] = rows * K * esize;
+    bytes[DNNL_W] = 2 * N * K * esize;
+    bytes[DNNL_A2] = rows * N * esize;
+    bytes[DNNL_C13] = rows * 2 * N * 4;
+    bytes[DNNL_C2] = rows * K * 4;
+    bytes[DNNL_S] = (scales13 > scales2 ? scales13 : scales2) * 2;
+    moeint4_status st = MOEINT4_SUCCESS;
+    for (int i = 0; i < 6 && !st; ++i)
+        st = mi4_xpu_reserve(s->ctx, &sc->dnnl[i], &sc->dnnl_bytes[i], bytes[i], s->queue, s->err,
+                             s->cap);
     return st;
 }
 
-/* Routes slots [first_token * topk, +tokens * topk): count (and, with
- * sort = 1, scan + scatter), then reads back the route table. A bad id fails
- * with its position. */
+/* Routes the slots of tokens [first_token, +tokens): init, count (checking
+ * ids and weights into the error record) and, with sort, scan + scatter. */
 static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, int sort)
 {
     const mi4_xpu_weights *w = s->w;
     int topk = s->args->topk;
-    int num_slots = (int)(tokens * topk);
-    int num_local = w->num_local, num_experts = w->num_experts;
+    int num_slots = (int)(tokens * topk), slot_base = (int)(first_token * topk);
+    int num_local = w->num_local, num_experts = w->num_experts, no_reset = 0;
+    int gated = !s->async;
+    int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
-    mi4_xpu_arg init_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local)};
-    mi4_xpu_arg count_args[] = {MI4_XPU_PTR(ids), MI4_XPU_PTR(w->expert_map),
-                                MI4_XPU_INT(num_slots), MI4_XPU_INT(num_experts),
+    const float *weights = s->args->topk_weights + first_token * topk;
+    mi4_xpu_arg init_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                               MI4_XPU_PTR(s->record), MI4_XPU_INT(no_reset)};
+    mi4_xpu_arg count_args[] = {MI4_XPU_PTR(ids), MI4_XPU_PTR(weights),
+                                MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
+                                MI4_XPU_INT(slot_base), MI4_XPU_INT(num_experts),
                                 MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.slot_expert),
-                                MI4_XPU_PTR(s->buf.route)};
-    mi4_xpu_arg scan_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local)};
+                                MI4_XPU_PTR(s->buf.route), MI4_XPU_PTR(s->record)};
+    mi4_xpu_arg scan_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                               MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(s->record),
+                               MI4_XPU_INT(gated)};
     mi4_xpu_arg scatter_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_INT(num_slots),
                                   MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.route),
                                   MI4_XPU_PTR(s->buf.sorted)};
-    size_t route_ints = 3 * (size_t)num_local + 2;
-    moeint4_status st = launch(s, MI4_XPU_ROUTE_INIT, route_ints, 1, 2, init_args);
+    moeint4_status st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, init_args);
     if (!st)
-        st = launch(s, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 7, count_args);
+        st = launch(s, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count_args);
     if (!st && sort)
-        st = launch(s, MI4_XPU_ROUTE_SCAN, 1, 1, 2, scan_args);
+        st = launch(s, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan_args);
     if (!st && sort)
         st = launch(s, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter_args);
-    if (!st)
-        st = s->rt->ops->copy(s->rt, s->queue, s->host_route, s->buf.route, route_ints * 4,
-                              s->err, s->cap);
-    if (st)
+    return st;
+}
+
+/* The message the core gives for the same input. */
+static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, int topk,
+                               int32_t bits, int num_experts)
+{
+    if (is_id)
+        return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                            "topk_ids[%lld][%d] = %d is outside [0, %d)",
+                            (long long)(slot / topk), (int)(slot % topk), (int)bits, num_experts);
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
+                        "topk_weights[%lld][%d] = %g is not finite", (long long)(slot / topk),
+                        (int)(slot % topk), (double)value);
+}
+
+/* After the device finished: a set error record becomes the failure. */
+static moeint4_status read_errors(fwd_state *s)
+{
+    int32_t record[2], bits = 0;
+    moeint4_status st =
+        s->rt->ops->copy(s->rt, s->queue, record, s->record, sizeof record, s->err, s->cap);
+    if (st || (record[0] == INT_MAX && record[1] == INT_MAX))
         return st;
-    int bad = s->host_route[3 * num_local + 1];
-    if (bad != INT_MAX) {
-        int32_t value = 0;
-        st = s->rt->ops->copy(s->rt, s->queue, &value, ids + bad, sizeof value, s->err, s->cap);
-        if (st)
-            return st;
-        int64_t slot = first_token * topk + bad;
-        return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
-                            "topk_ids[%lld][%d] = %d is outside [0, %d)", (long long)(slot / topk),
-                            (int)(slot % topk), (int)value, num_experts);
-    }
-    return MOEINT4_SUCCESS;
+    int is_id = record[0] <= record[1]; /* the first bad slot, as the CPU backend reports it */
+    int64_t slot = is_id ? record[0] : record[1];
+    const void *source = is_id ? (const void *)(s->args->topk_ids + slot)
+                               : (const void *)(s->args->topk_weights + slot);
+    st = s->rt->ops->copy(s->rt, s->queue, &bits, source, sizeof bits, s->err, s->cap);
+    return st ? st
+              : bad_slot(s->err, s->cap, is_id, slot, s->args->topk, bits, s->w->num_experts);
 }
 
 /* oneDNN reads what the kernels wrote: the queue may be the caller's, not
@@ -180,10 +182,10 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
 
 /* c[rows][out] (f32) = a[rows][in] . W[expert]^T for one projection of one
  * expert (packed [E, out, in/2], scales [E, out, in/group]). With oneDNN's
- * int4 weights: the expert's codes are copied to the start of dnnl_w and its
- * scales transposed into dnnl_s (oneDNN's [in/group][out] order), because
+ * int4 weights: the expert's codes are copied to the start of the weight
+ * buffer and its scales transposed (oneDNN's [in/group][out] order), because
  * only whole SVM allocations may back the OpenCL buffers oneDNN is given.
- * Otherwise the expert is dequantized just in time into dnnl_w. */
+ * Otherwise the expert is dequantized just in time into the weight buffer. */
 static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed,
                                         const uint16_t *scales, int expert, int out, int in,
                                         int group_size, int rows, const void *a, float *c)
@@ -196,21 +198,22 @@ static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed,
     moeint4_status st;
     if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && operands != MOEINT4_DTYPE_F32) {
         mi4_xpu_arg args[] = {MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
-                              MI4_XPU_INT(groups), MI4_XPU_PTR(s->buf.dnnl_s)};
+                              MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[DNNL_S])};
         st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)out, (size_t)groups, 5, args);
         if (!st) /* the copy waits for everything before it */
-            st = s->rt->ops->copy(s->rt, s->queue, s->buf.dnnl_w,
+            st = s->rt->ops->copy(s->rt, s->queue, s->dnnl[DNNL_W],
                                   packed + (size_t)expert * expert_bytes, expert_bytes, s->err,
                                   s->cap);
         return st ? st
                   : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, operands, rows, out, in, group_size,
-                                             a, s->buf.dnnl_w, s->buf.dnnl_s, c, s->err, s->cap);
+                                             a, s->dnnl[DNNL_W], s->dnnl[DNNL_S], c, s->err,
+                                             s->cap);
     }
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(packed),   MI4_XPU_PTR(scales),     MI4_XPU_INT(bf16),
-                          MI4_XPU_INT(expert),   MI4_XPU_INT(out),        MI4_XPU_INT(in),
-                          MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),      MI4_XPU_PTR(s->buf.dnnl_w)};
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales), MI4_XPU_INT(bf16),
+                          MI4_XPU_INT(expert),     MI4_XPU_INT(out),    MI4_XPU_INT(in),
+                          MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[DNNL_W])};
     st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 9, args);
-    return st ? st : dnnl_matmul(s, rows, out, in, a, s->buf.dnnl_w, c);
+    return st ? st : dnnl_matmul(s, rows, out, in, a, s->dnnl[DNNL_W], c);
 }
 
 /* One expert with many slots through oneDNN: gather its rows, w13, the
@@ -230,61 +233,54 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
                                  MI4_XPU_PTR(hidden), MI4_XPU_INT(dtype),
                                  MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
                                  MI4_XPU_INT(topk), MI4_XPU_INT(K), MI4_XPU_INT(mdt),
-                                 MI4_XPU_PTR(s->buf.dnnl_a)};
-    mi4_xpu_arg act_args[] = {MI4_XPU_PTR(s->buf.dnnl_c13), MI4_XPU_INT(rows), MI4_XPU_INT(N),
+                                 MI4_XPU_PTR(s->dnnl[DNNL_A])};
+    mi4_xpu_arg act_args[] = {MI4_XPU_PTR(s->dnnl[DNNL_C13]), MI4_XPU_INT(rows), MI4_XPU_INT(N),
                               MI4_XPU_INT(act_kind), MI4_XPU_FLOAT(limit), MI4_XPU_FLOAT(alpha),
                               MI4_XPU_FLOAT(beta), MI4_XPU_INT(mdt),
-                              MI4_XPU_PTR(s->buf.dnnl_a2)};
+                              MI4_XPU_PTR(s->dnnl[DNNL_A2])};
     mi4_xpu_arg scatter_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
                                   MI4_XPU_INT(expert), MI4_XPU_PTR(s->buf.sorted),
-                                  MI4_XPU_PTR(s->buf.dnnl_c2), MI4_XPU_PTR(topk_weights),
+                                  MI4_XPU_PTR(s->dnnl[DNNL_C2]), MI4_XPU_PTR(topk_weights),
                                   MI4_XPU_INT(on_input), MI4_XPU_INT(K),
                                   MI4_XPU_PTR(s->buf.slot_out)};
     moeint4_status st = launch(s, MI4_XPU_DNNL_GATHER, (size_t)K, (size_t)rows, 12, gather_args);
     if (!st)
         st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13,
-                               rows, s->buf.dnnl_a, s->buf.dnnl_c13);
+                               rows, s->dnnl[DNNL_A], s->dnnl[DNNL_C13]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_ACTIVATE, (size_t)N, (size_t)rows, 9, act_args);
     if (!st)
         st = expert_projection(s, w->w2_packed, w->w2_scales, expert, K, N, w->group2, rows,
-                               s->buf.dnnl_a2, s->buf.dnnl_c2);
+                               s->dnnl[DNNL_A2], s->dnnl[DNNL_C2]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_SCATTER, (size_t)K, (size_t)rows, 9, scatter_args);
     return st;
 }
 
-/* Experts below the crossover become tiles of the int4 kernels; the others
- * go through oneDNN now. Returns the tile count in *num_tiles. */
-static moeint4_status plan_experts(fwd_state *s, const void *hidden, const float *topk_weights,
-                                   int *num_tiles)
+/* The oneDNN part of a chunk: the one place the host reads the routing
+ * back (it sizes oneDNN's matmuls). Stops at a bad input. */
+static moeint4_status run_dnnl_experts(fwd_state *s, const void *hidden,
+                                       const float *topk_weights)
 {
-    int num_local = s->w->num_local, tiles = 0;
-    const int32_t *offsets = s->host_route + num_local;
-    int min_tokens = s->ctx->onednn_min_tokens;
-    for (int e = 0; e < num_local; ++e) {
-        int rows = offsets[e + 1] - offsets[e];
-        if (rows == 0)
-            continue;
-        if (s->ctx->dnnl && min_tokens > 0 && rows >= min_tokens) {
-            moeint4_status st = alloc_dnnl_buffers(s);
-            if (!st)
-                st = expert_dnnl(s, e, rows, hidden, topk_weights);
-            if (st)
-                return st;
-            continue;
-        }
-        for (int r = offsets[e]; r < offsets[e + 1]; r += MI4_XPU_TILE_ROWS) {
-            s->host_tiles[2 * tiles] = e;
-            s->host_tiles[2 * tiles + 1] = r;
-            ++tiles;
-        }
-    }
-    *num_tiles = tiles;
-    return MOEINT4_SUCCESS;
+    int num_local = s->w->num_local;
+    size_t count_bytes = (2 * (size_t)num_local + 1) * sizeof(int32_t);
+    int32_t *counts = malloc(count_bytes);
+    if (!counts)
+        return mi4_xpu_fail(s->err, s->cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
+    moeint4_status st = s->rt->ops->copy(s->rt, s->queue, counts, s->buf.route, count_bytes,
+                                         s->err, s->cap);
+    if (!st)
+        st = read_errors(s);
+    if (!st)
+        st = reserve_dnnl_buffers(s);
+    for (int e = 0; e < num_local && !st; ++e)
+        if (counts[e] >= s->ctx->onednn_min_tokens)
+            st = expert_dnnl(s, e, counts[e], hidden, topk_weights);
+    free(counts);
+    return st;
 }
 
-static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t tokens)
+static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t tokens, void *target)
 {
     const mi4_xpu_weights *w = s->w;
     const moeint4_forward_args *a = s->args;
@@ -297,46 +293,44 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     float limit = a->swiglu_limit, alpha = a->swiglu_alpha, beta = a->swiglu_beta;
     const void *hidden = (const uint8_t *)a->hidden_states + (size_t)first_token * K * esize;
     const float *topk_weights = a->topk_weights + first_token * topk;
-    void *output = (uint8_t *)a->output + (size_t)first_token * K * esize;
-    int num_tiles = 0;
+    size_t slots = (size_t)tokens * (size_t)topk;
+    /* the most tiles a chunk can have: every expert's last tile may be partial */
+    size_t max_tiles = slots / MI4_XPU_TILE_ROWS +
+                       ((size_t)num_local < slots ? (size_t)num_local : slots);
 
     moeint4_status st = route(s, first_token, tokens, 1);
-    if (!st)
-        st = plan_experts(s, hidden, topk_weights, &num_tiles);
-    if (!st && num_tiles > 0)
-        st = s->rt->ops->copy(s->rt, s->queue, s->buf.tiles, s->host_tiles,
-                              (size_t)num_tiles * 2 * 4, s->err, s->cap);
+    if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
+        st = run_dnnl_experts(s, hidden, topk_weights);
     if (st)
         return st;
-    mi4_xpu_arg w13_args[] = {MI4_XPU_PTR(s->buf.tiles), MI4_XPU_PTR(s->buf.route),
-                              MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.sorted),
-                              MI4_XPU_PTR(hidden), MI4_XPU_INT(dtype), MI4_XPU_PTR(topk_weights),
-                              MI4_XPU_INT(on_input), MI4_XPU_INT(topk),
+    mi4_xpu_arg w13_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                              MI4_XPU_PTR(s->buf.sorted), MI4_XPU_PTR(hidden), MI4_XPU_INT(dtype),
+                              MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input), MI4_XPU_INT(topk),
                               MI4_XPU_PTR(w->w13_packed), MI4_XPU_PTR(w->w13_scales),
                               MI4_XPU_INT(bf16), MI4_XPU_INT(K), MI4_XPU_INT(N), MI4_XPU_INT(gs13),
                               MI4_XPU_INT(act_kind), MI4_XPU_FLOAT(limit), MI4_XPU_FLOAT(alpha),
                               MI4_XPU_FLOAT(beta), MI4_XPU_PTR(s->buf.act)};
-    mi4_xpu_arg w2_args[] = {MI4_XPU_PTR(s->buf.tiles), MI4_XPU_PTR(s->buf.route),
-                             MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.sorted),
-                             MI4_XPU_PTR(s->buf.act), MI4_XPU_PTR(topk_weights),
-                             MI4_XPU_INT(on_input), MI4_XPU_PTR(w->w2_packed),
-                             MI4_XPU_PTR(w->w2_scales), MI4_XPU_INT(bf16), MI4_XPU_INT(K),
-                             MI4_XPU_INT(N), MI4_XPU_INT(gs2), MI4_XPU_PTR(s->buf.slot_out)};
+    mi4_xpu_arg w2_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                             MI4_XPU_PTR(s->buf.sorted), MI4_XPU_PTR(s->buf.act),
+                             MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
+                             MI4_XPU_PTR(w->w2_packed), MI4_XPU_PTR(w->w2_scales),
+                             MI4_XPU_INT(bf16), MI4_XPU_INT(K), MI4_XPU_INT(N), MI4_XPU_INT(gs2),
+                             MI4_XPU_PTR(s->buf.slot_out)};
+    int gated = !s->async;
     mi4_xpu_arg combine_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_PTR(s->buf.slot_out),
                                   MI4_XPU_INT(num_tokens), MI4_XPU_INT(topk), MI4_XPU_INT(K),
-                                  MI4_XPU_INT(dtype), MI4_XPU_PTR(output)};
-    st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)num_tiles, 20,
-                w13_args);
+                                  MI4_XPU_INT(dtype), MI4_XPU_PTR(s->record), MI4_XPU_INT(gated),
+                                  MI4_XPU_PTR(target)};
+    st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, max_tiles, 19, w13_args);
     if (!st)
-        st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)num_tiles, 14,
-                    w2_args);
+        st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, max_tiles, 13, w2_args);
     if (!st)
-        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 7, combine_args);
+        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;
 }
 
-static int64_t chunk_tokens_for(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
-                                int64_t num_tokens)
+int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
+                             int64_t num_tokens)
 {
     int64_t chunk = ctx->chunk_tokens;
     if (chunk <= 0) {
@@ -350,17 +344,106 @@ static int64_t chunk_tokens_for(const mi4_xpu_context *ctx, const mi4_xpu_weight
     return chunk < num_tokens ? chunk : num_tokens;
 }
 
+/* Copies the staged output (several chunks) to the caller's, guarded. */
+static moeint4_status copy_out(fwd_state *s)
+{
+    long long words = (long long)((size_t)s->args->num_tokens * (size_t)s->w->hidden *
+                                  dtype_size(s->args->dtype) / 4);
+    size_t width = words < (1 << 16) ? (size_t)words : (size_t)1 << 16;
+    size_t height = (size_t)((words + (long long)width - 1) / (long long)width);
+    int gated = !s->async;
+    mi4_xpu_arg args[] = {MI4_XPU_PTR(s->staging), MI4_XPU_LONG(words), MI4_XPU_PTR(s->record),
+                          MI4_XPU_INT(gated), MI4_XPU_PTR(s->args->output)};
+    return launch(s, MI4_XPU_COPY_OUT, width, height, 5, args);
+}
+
+static size_t staging_bytes(const mi4_xpu_weights *w, int64_t tokens, moeint4_dtype dtype)
+{
+    return (size_t)tokens * (size_t)w->hidden * dtype_size(dtype);
+}
+
+size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights *w,
+                               int64_t max_tokens, int topk, moeint4_dtype dtype)
+{
+    int64_t chunk = mi4_xpu_chunk_tokens(ctx, w, topk, max_tokens > 0 ? max_tokens : 1);
+    size_t bytes = ALIGN /* an unaligned pointer */ + ALIGN /* the record */ +
+                   round_up(mi4_xpu_chunk_scratch_bytes(w, chunk, topk), ALIGN);
+    if (chunk < max_tokens)
+        bytes += staging_bytes(w, max_tokens, dtype);
+    return bytes;
+}
+
+/* The scratch: the caller's workspace, or the context's reserved buffers
+ * (grown when too small; synchronous forwards only). */
+static moeint4_status take_scratch(fwd_state *s, int chunked)
+{
+    const moeint4_forward_args *a = s->args;
+    mi4_xpu_context *ctx = s->ctx;
+    mi4_xpu_scratch *sc = &ctx->scratch;
+    if (a->workspace) {
+        size_t need = mi4_xpu_workspace_bytes(ctx, s->w, a->num_tokens, a->topk, a->dtype);
+        if (a->workspace_bytes < need)
+            return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
+                                "args->workspace_bytes = %zu is less than the %zu bytes this "
+                                "forward needs (moeint4_forward_workspace_size)",
+                                a->workspace_bytes, need);
+        uint8_t *p = (uint8_t *)round_up((size_t)(uintptr_t)a->workspace, ALIGN);
+        s->record = s->async ? (int32_t *)p : s->w->errors;
+        p += ALIGN;
+        carve_chunk(s, p);
+        p += round_up(mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk), ALIGN);
+        s->staging = chunked ? p : NULL;
+        return MOEINT4_SUCCESS;
+    }
+    if (s->async)
+        return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
+                            "args->flags has MOEINT4_FORWARD_ASYNC: args->workspace is required");
+    moeint4_status st = mi4_xpu_reserve(ctx, &sc->chunk, &sc->chunk_bytes,
+                                        mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk),
+                                        s->queue, s->err, s->cap);
+    if (!st && chunked)
+        st = mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes,
+                             staging_bytes(s->w, a->num_tokens, a->dtype), s->queue, s->err,
+                             s->cap);
+    if (st)
+        return st;
+    s->record = s->w->errors;
+    carve_chunk(s, sc->chunk);
+    s->staging = chunked ? sc->staging : NULL;
+    return MOEINT4_SUCCESS;
+}
+
 static moeint4_status forward_locked(fwd_state *s)
 {
-    int64_t total = s->args->num_tokens;
-    moeint4_status st = alloc_buffers(s);
-    /* with several chunks, check every id first so the output stays untouched */
-    for (int64_t m = 0; !st && s->chunk_tokens < total && m < total; m += s->chunk_tokens)
-        st = route(s, m, total - m < s->chunk_tokens ? total - m : s->chunk_tokens, 0);
-    for (int64_t m = 0; !st && m < total; m += s->chunk_tokens)
-        st = run_chunk(s, m, total - m < s->chunk_tokens ? total - m : s->chunk_tokens);
+    const moeint4_forward_args *a = s->args;
+    int64_t total = a->num_tokens, chunk = s->chunk_tokens;
+    int chunked = chunk < total, reset = 1, num_local = s->w->num_local, topk = a->topk;
+    moeint4_status st = take_scratch(s, chunked);
+    if (st)
+        return st;
+    mi4_xpu_arg reset_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                                MI4_XPU_PTR(s->record), MI4_XPU_INT(reset)};
+    st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, reset_args);
+    /* several chunks: check every slot before the first chunk computes */
+    for (int64_t m = 0; !st && chunked && m < total; m += chunk)
+        st = route(s, m, total - m < chunk ? total - m : chunk, 0);
+    for (int64_t m = 0; !st && m < total; m += chunk) {
+        size_t offset = (size_t)m * (size_t)s->w->hidden * dtype_size(a->dtype);
+        void *target = (uint8_t *)(chunked ? s->staging : a->output) + offset;
+        st = run_chunk(s, m, total - m < chunk ? total - m : chunk, target);
+    }
+    if (!st && chunked)
+        st = copy_out(s);
+    if (!st && s->async) { /* enqueue only: the sticky record keeps a bad slot */
+        mi4_xpu_arg merge_args[] = {MI4_XPU_PTR(s->record), MI4_XPU_PTR(a->topk_ids),
+                                    MI4_XPU_PTR(a->topk_weights), MI4_XPU_INT(topk),
+                                    MI4_XPU_PTR(s->w->errors + 2)};
+        return launch(s, MI4_XPU_RECORD_MERGE, 1, 1, 5, merge_args);
+    }
     if (!st)
         st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
+    if (!st)
+        st = read_errors(s);
     return st;
 }
 
@@ -383,12 +466,37 @@ moeint4_status mi4_xpu_forward(void *backend_context, const void *backend_weight
     s.queue = args->stream;
     s.err = err;
     s.cap = cap;
-    s.chunk_tokens = chunk_tokens_for(ctx, w, args->topk, args->num_tokens);
+    s.chunk_tokens = mi4_xpu_chunk_tokens(ctx, w, args->topk, args->num_tokens);
+    s.async = (args->flags & MOEINT4_FORWARD_ASYNC) != 0;
+    /* oneDNN's matmuls are sized on the host: not in an asynchronous forward */
+    s.use_dnnl = ctx->dnnl && ctx->onednn_min_tokens > 0 && !s.async;
+    s.dnnl = ctx->scratch.dnnl;
     pthread_mutex_lock(&ctx->lock);
     st = forward_locked(&s);
-    if (st) /* buffers may still be in use by enqueued work */
+    if (st && !s.async) /* the scratch may still be in use by enqueued work */
         s.rt->ops->wait(s.rt, s.queue, NULL, 0);
-    free_buffers(&s);
     pthread_mutex_unlock(&ctx->lock);
     return st;
+}
+
+moeint4_status mi4_xpu_forward_check(void *backend_context, const void *backend_weights,
+                                     void *stream, char *err, size_t cap)
+{
+    mi4_xpu_context *ctx = backend_context;
+    const mi4_xpu_weights *w = backend_weights;
+    mi4_xpu_runtime *rt = ctx->rt;
+    int32_t sticky[4], cleared[4] = {0, 0, 0, 0};
+    moeint4_status st = rt->ops->check_queue(rt, stream, err, cap);
+    if (st)
+        return st;
+    pthread_mutex_lock(&ctx->lock);
+    st = rt->ops->wait(rt, stream, err, cap);
+    if (!st)
+        st = rt->ops->copy(rt, stream, sticky, w->errors + 2, sizeof sticky, err, cap);
+    if (!st && sticky[0] != 0)
+        st = rt->ops->copy(rt, stream, w->errors + 2, cleared, sizeof cleared, err, cap);
+    pthread_mutex_unlock(&ctx->lock);
+    if (st || sticky[0] == 0)
+        return st;
+    return bad_slot(err, cap, sticky[0] == 1, sticky[1], sticky[3], sticky[2], w->num_experts);
 }

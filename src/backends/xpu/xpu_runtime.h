@@ -9,30 +9,12 @@
 #include <stddef.h>
 
 #include "moeint4.h"
-
-/* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
-typedef enum mi4_xpu_kernel {
-    MI4_XPU_ROUTE_INIT,
-    MI4_XPU_ROUTE_COUNT,
-    MI4_XPU_ROUTE_SCAN,
-    MI4_XPU_ROUTE_SCATTER,
-    MI4_XPU_W13_GEMM,
-    MI4_XPU_W2_GEMM,
-    MI4_XPU_COMBINE,
-    MI4_XPU_DNNL_GATHER,
-    MI4_XPU_DNNL_DEQUANT,
-    MI4_XPU_DNNL_ACTIVATE,
-    MI4_XPU_DNNL_SCATTER,
-    MI4_XPU_DNNL_SCALES_T,
-    MI4_XPU_KERNEL_COUNT
-} mi4_xpu_kernel;
-
-extern const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT];
+#include "xpu_common.h"
 
 /* Rows per GEMM tile; kernels/common.cl has the same MI4_TILE_ROWS. */
 #define MI4_XPU_TILE_ROWS 8
-/* Work-items per GEMM work-group, one output column each (MI4_LANES in
- * kernels/gemm.cl): launch GEMMs with global[0] = columns * this. */
+/* Work-items per GEMM output column (MI4_LANES in kernels/gemm.cl): launch
+ * GEMMs with global[0] = columns * this. */
 #define MI4_XPU_GEMM_LANES 32
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
@@ -45,6 +27,7 @@ typedef struct mi4_xpu_arg {
 #define MI4_XPU_PTR(p) ((mi4_xpu_arg){1, sizeof(void *), (const void *)(p)})
 #define MI4_XPU_INT(v) ((mi4_xpu_arg){0, sizeof(int), &(v)})
 #define MI4_XPU_FLOAT(v) ((mi4_xpu_arg){0, sizeof(float), &(v)})
+#define MI4_XPU_LONG(v) ((mi4_xpu_arg){0, sizeof(long long), &(v)})
 
 typedef enum mi4_xpu_runtime_kind {
     MI4_XPU_LEVEL_ZERO = 1,
@@ -75,6 +58,7 @@ struct mi4_xpu_runtime {
     const mi4_xpu_runtime_ops *ops;
     mi4_xpu_runtime_kind kind;
     char device_name[128];
+    char kernels_from[64];  /* what the kernels were built from, for `moeint4 info` */
     int is_test_cpu_device; /* OpenCL test mode on PoCL's CPU device */
 };
 
@@ -92,13 +76,16 @@ moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xp
 /* OpenCL handles for the oneDNN path (NULL unless rt is an OpenCL runtime). */
 void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, void **queue);
 
-/* err/cap convention of the backend interface; returns `status`. */
-moeint4_status mi4_xpu_fail(char *err, size_t cap, moeint4_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Embedded program text and SPIR-V (generated at build time). */
 extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
+/* ocloc's binaries of that SPIR-V for Intel GPU targets (aot_compile.sh). */
+extern const int mi4_xpu_aot_count;
+extern const char *const mi4_xpu_aot_targets[];
+extern const unsigned char *const mi4_xpu_aot_binaries[];
+extern const size_t mi4_xpu_aot_sizes[];
+extern const char mi4_xpu_aot_source_sha256[];
+extern const char mi4_xpu_aot_spirv_sha256[];
 
 #endif

@@ -17,6 +17,19 @@
 #define MAX_PLATFORMS 16
 #define MAX_DEVICES 16
 
+/* MOEINT4_XPU_PROFILE=1 (bench only): the runtime's own queue records an
+ * event per launch; each wait adds the device times per kernel, and destroy
+ * prints them to stderr. Launches on a caller's queue are not timed. */
+#define MAX_PENDING 256
+
+typedef struct ocl_profile {
+    cl_event pending[MAX_PENDING];
+    mi4_xpu_kernel pending_kernel[MAX_PENDING];
+    int num_pending;
+    double total_us[MI4_XPU_KERNEL_COUNT], min_us[MI4_XPU_KERNEL_COUNT];
+    long count[MI4_XPU_KERNEL_COUNT];
+} ocl_profile;
+
 typedef struct ocl_runtime {
     mi4_xpu_runtime base;
     cl_device_id device;
@@ -24,12 +37,25 @@ typedef struct ocl_runtime {
     cl_command_queue queue;
     cl_program program;
     cl_kernel kernels[MI4_XPU_KERNEL_COUNT];
+    ocl_profile *profile; /* NULL unless MOEINT4_XPU_PROFILE=1 */
 } ocl_runtime;
 
-static int test_cpu_mode(void)
+/* Test selectors (read where a device is chosen: probe and context
+ * creation): MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device,
+ * MOEINT4_XPU_TEST_ANY_GPU=1 any OpenCL GPU with coarse-grained SVM (e.g.
+ * NVIDIA's), so the kernels run on a real GPU that is not Intel's. */
+enum { TEST_CPU = 1, TEST_ANY_GPU = 2 };
+
+static int env_is_1(const char *name)
 {
-    const char *value = getenv("MOEINT4_XPU_TEST_CPU_DEVICE");
+    const char *value = getenv(name);
     return value && strcmp(value, "1") == 0;
+}
+
+static int test_modes(void)
+{
+    return (env_is_1("MOEINT4_XPU_TEST_CPU_DEVICE") ? TEST_CPU : 0) |
+           (env_is_1("MOEINT4_XPU_TEST_ANY_GPU") ? TEST_ANY_GPU : 0);
 }
 
 static void append(char *buf, size_t cap, const char *text)
@@ -67,9 +93,9 @@ static int device_acceptable(cl_platform_id platform, cl_device_id device, int t
              (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) ? "" : " without SVM");
     if (!(svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER))
         return 0;
-    if ((type & CL_DEVICE_TYPE_GPU) && vendor == INTEL_VENDOR_ID)
+    if ((type & CL_DEVICE_TYPE_GPU) && (vendor == INTEL_VENDOR_ID || (test_mode & TEST_ANY_GPU)))
         return 1;
-    return test_mode && (type & CL_DEVICE_TYPE_CPU) &&
+    return (test_mode & TEST_CPU) && (type & CL_DEVICE_TYPE_CPU) &&
            strstr(platform_name, "Portable Computing Language") != NULL;
 }
 
@@ -79,7 +105,7 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
 {
     cl_platform_id platforms[MAX_PLATFORMS];
     cl_uint num_platforms = 0;
-    int test_mode = test_cpu_mode();
+    int test_mode = test_modes();
     cl_int rc = clGetPlatformIDs(MAX_PLATFORMS, platforms, &num_platforms);
     if (rc != CL_SUCCESS || num_platforms == 0) {
         snprintf(reason, cap, "OpenCL: no platform (clGetPlatformIDs returned %d)", (int)rc);
@@ -115,7 +141,8 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
     else
         snprintf(reason, cap, "OpenCL: no Intel GPU platform (found: %s)%s",
                  seen_list[0] ? seen_list : "no devices",
-                 test_mode ? "" : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
+                 (test_mode & TEST_CPU) ? ""
+                                        : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
     return 0;
 }
 
@@ -165,6 +192,36 @@ static moeint4_status ocl_copy(mi4_xpu_runtime *base, void *queue, void *dst, co
     return MOEINT4_SUCCESS;
 }
 
+static void profile_collect(ocl_runtime *rt)
+{
+    ocl_profile *p = rt->profile;
+    for (int i = 0; p && i < p->num_pending; ++i) {
+        cl_ulong start = 0, end = 0;
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                NULL);
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+        clReleaseEvent(p->pending[i]);
+        mi4_xpu_kernel k = p->pending_kernel[i];
+        double us = (double)(end - start) * 1e-3;
+        p->total_us[k] += us;
+        if (p->count[k] == 0 || us < p->min_us[k])
+            p->min_us[k] = us;
+        p->count[k]++;
+    }
+    if (p)
+        p->num_pending = 0;
+}
+
+static void profile_print(ocl_runtime *rt)
+{
+    ocl_profile *p = rt->profile;
+    fprintf(stderr, "xpu profile (%s): kernel, launches, mean us, min us\n", rt->base.device_name);
+    for (int k = 0; k < MI4_XPU_KERNEL_COUNT; ++k)
+        if (p->count[k] > 0)
+            fprintf(stderr, "xpu profile: %-18s %8ld %10.2f %10.2f\n", mi4_xpu_kernel_names[k],
+                    p->count[k], p->total_us[k] / (double)p->count[k], p->min_us[k]);
+}
+
 static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_kernel which,
                                  const size_t global[2], const size_t local[2], int num_args,
                                  const mi4_xpu_arg *args, char *err, size_t cap)
@@ -180,8 +237,16 @@ static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_ker
                                 "OpenCL: setting argument %d of %s returned %d", i,
                                 mi4_xpu_kernel_names[which], (int)rc);
     }
+    int timed = rt->profile && !queue;
+    if (timed && rt->profile->num_pending == MAX_PENDING) {
+        clFinish(rt->queue);
+        profile_collect(rt);
+    }
+    cl_event *event = timed ? &rt->profile->pending[rt->profile->num_pending] : NULL;
     cl_int rc = clEnqueueNDRangeKernel(queue_or_default(rt, queue), kernel, 2, NULL, global,
-                                       local, 0, NULL, NULL);
+                                       local, 0, NULL, event);
+    if (timed && rc == CL_SUCCESS)
+        rt->profile->pending_kernel[rt->profile->num_pending++] = which;
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: launching %s (%zu x %zu) returned %d",
@@ -192,6 +257,8 @@ static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_ker
 static moeint4_status ocl_wait(mi4_xpu_runtime *base, void *queue, char *err, size_t cap)
 {
     cl_int rc = clFinish(queue_or_default(as_ocl(base), queue));
+    if (!queue)
+        profile_collect(as_ocl(base));
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR, "OpenCL: clFinish returned %d",
                             (int)rc);
@@ -223,6 +290,13 @@ static void ocl_destroy(mi4_xpu_runtime *base)
     ocl_runtime *rt = as_ocl(base);
     if (!rt)
         return;
+    if (rt->profile) {
+        if (rt->queue)
+            clFinish(rt->queue);
+        profile_collect(rt);
+        profile_print(rt);
+        free(rt->profile);
+    }
     for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i)
         if (rt->kernels[i])
             clReleaseKernel(rt->kernels[i]);
@@ -239,10 +313,56 @@ static const mi4_xpu_runtime_ops ocl_ops = {
     ocl_alloc, ocl_free, ocl_copy, ocl_launch, ocl_wait, ocl_check_queue, ocl_destroy,
 };
 
+static moeint4_status create_kernels(ocl_runtime *rt, char *err, size_t cap)
+{
+    for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i) {
+        cl_int rc;
+        rt->kernels[i] = clCreateKernel(rt->program, mi4_xpu_kernel_names[i], &rc);
+        if (rc != CL_SUCCESS)
+            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR,
+                                "OpenCL: kernel %s missing (%d)", mi4_xpu_kernel_names[i],
+                                (int)rc);
+    }
+    return MOEINT4_SUCCESS;
+}
+
+/* An Intel GPU: the embedded ocloc binary the driver accepts for this
+ * device, as Intel's own libraries ship theirs (the driver refuses a binary
+ * of another target, and the next one is tried). */
+static int load_aot_binary(ocl_runtime *rt)
+{
+    cl_uint vendor = 0;
+    cl_device_type type = 0;
+    clGetDeviceInfo(rt->device, CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL);
+    clGetDeviceInfo(rt->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    if (vendor != INTEL_VENDOR_ID || !(type & CL_DEVICE_TYPE_GPU))
+        return 0;
+    for (int i = 0; i < mi4_xpu_aot_count; ++i) {
+        const unsigned char *bytes = mi4_xpu_aot_binaries[i];
+        size_t size = mi4_xpu_aot_sizes[i];
+        cl_int rc, binary_status;
+        cl_program program = clCreateProgramWithBinary(rt->context, 1, &rt->device, &size,
+                                                       &bytes, &binary_status, &rc);
+        if (rc == CL_SUCCESS && binary_status == CL_SUCCESS &&
+            clBuildProgram(program, 1, &rt->device, "", NULL, NULL) == CL_SUCCESS) {
+            rt->program = program;
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
+                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            return 1;
+        }
+        if (program)
+            clReleaseProgram(program);
+    }
+    return 0;
+}
+
 static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
 {
     const char *text = mi4_xpu_kernel_source;
-    cl_int rc;
+    cl_int rc = CL_SUCCESS;
+    if (load_aot_binary(rt))
+        return create_kernels(rt, err, cap);
+    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text");
     rt->program = clCreateProgramWithSource(rt->context, 1, &text, NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
@@ -255,14 +375,7 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: building the kernels returned %d: %s", (int)rc, log);
     }
-    for (int i = 0; i < MI4_XPU_KERNEL_COUNT; ++i) {
-        rt->kernels[i] = clCreateKernel(rt->program, mi4_xpu_kernel_names[i], &rc);
-        if (rc != CL_SUCCESS)
-            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR,
-                                "OpenCL: kernel %s missing (%d)", mi4_xpu_kernel_names[i],
-                                (int)rc);
-    }
-    return MOEINT4_SUCCESS;
+    return create_kernels(rt, err, cap);
 }
 
 /* The caller's cl_context / cl_device_id / cl_command_queue (retained, so
@@ -280,7 +393,7 @@ static moeint4_status adopt_native(ocl_runtime *rt, const moeint4_context_option
         clGetDeviceInfo(rt->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
                             "native_device is not an OpenCL cl_device_id");
-    if (!device_acceptable(platform, rt->device, test_cpu_mode(), seen, sizeof seen))
+    if (!device_acceptable(platform, rt->device, test_modes(), seen, sizeof seen))
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE,
                             "native_device (%s) is not an Intel GPU with SVM", seen);
     rt->base.is_test_cpu_device = (type & CL_DEVICE_TYPE_GPU) == 0;
@@ -316,8 +429,12 @@ static moeint4_status create_own(ocl_runtime *rt, int device_index, char *err, s
     rt->base.is_test_cpu_device = is_cpu;
     cl_int rc;
     rt->context = clCreateContext(NULL, 1, &rt->device, NULL, NULL, &rc);
+    cl_queue_properties timed[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    if (env_is_1("MOEINT4_XPU_PROFILE"))
+        rt->profile = calloc(1, sizeof *rt->profile);
     if (rc == CL_SUCCESS)
-        rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device, NULL, &rc);
+        rt->queue = clCreateCommandQueueWithProperties(rt->context, rt->device,
+                                                       rt->profile ? timed : NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: creating a context and queue returned %d", (int)rc);

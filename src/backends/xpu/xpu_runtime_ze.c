@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
@@ -141,6 +142,33 @@ static int load_api(ze_api *api, char *reason, size_t cap)
     return 1;
 }
 
+/* Why the loader found no device, as far as the host tells: is Intel's GPU
+ * driver installed, does the kernel expose a GPU (/dev/dri)? The loader
+ * unloads a driver that found nothing, so the driver is looked up again
+ * here (loading it runs no device discovery). */
+static void describe_missing_device(char *why, size_t cap)
+{
+    const char *alternative = getenv("ZE_ENABLE_ALT_DRIVERS");
+    if (alternative && *alternative) {
+        snprintf(why, cap, "ZE_ENABLE_ALT_DRIVERS=%.80s replaces the loader's driver list",
+                 alternative);
+        return;
+    }
+    void *driver = dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver) {
+        snprintf(why, cap, "Intel's GPU driver is not installed (libze_intel_gpu.so.1: Debian "
+                           "package intel-opencl-icd)");
+        return;
+    }
+    dlclose(driver);
+    if (access("/dev/dri", F_OK) != 0)
+        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but the "
+                           "kernel exposes no GPU (no /dev/dri)");
+    else
+        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but no "
+                           "/dev/dri render node is an Intel GPU it supports");
+}
+
 /* Initialises the drivers and lists them; fills `reason` on failure. */
 static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *count, char *reason,
                         size_t cap)
@@ -164,9 +192,12 @@ static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *coun
             rc = api->driver_get(count, drivers);
     }
     if (rc != ZE_RESULT_SUCCESS || *count == 0) {
+        char why[200];
+        describe_missing_device(why, sizeof why);
         snprintf(reason, cap,
-                 "no Level Zero driver: libze_loader found but %s returned 0x%x (%s)%s", how,
-                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "");
+                 "no Level Zero driver: libze_loader found but %s returned 0x%x (%s)%s; %s", how,
+                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "",
+                 why);
         return 0;
     }
     return 1;
@@ -337,6 +368,29 @@ static const mi4_xpu_runtime_ops ze_ops = {
     ze_alloc, ze_free, ze_copy, ze_launch, ze_wait, ze_check_queue, ze_destroy,
 };
 
+/* The embedded ocloc binary the driver accepts for this device (native
+ * format, as Intel's own libraries load theirs); the driver refuses one of
+ * another target and the next is tried. 0: none fits, build the SPIR-V. */
+static int load_aot_module(ze_runtime *rt)
+{
+    for (int i = 0; i < mi4_xpu_aot_count; ++i) {
+        ze_module_desc_t desc;
+        memset(&desc, 0, sizeof desc);
+        desc.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
+        desc.format = ZE_MODULE_FORMAT_NATIVE;
+        desc.inputSize = mi4_xpu_aot_sizes[i];
+        desc.pInputModule = mi4_xpu_aot_binaries[i];
+        if (rt->api.module_create(rt->context, rt->device, &desc, &rt->module, NULL) ==
+            ZE_RESULT_SUCCESS) {
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
+                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            return 1;
+        }
+        rt->module = NULL;
+    }
+    return 0;
+}
+
 static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
 {
     ze_api *api = &rt->api;
@@ -364,7 +418,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
                                  ZE_EVENT_SCOPE_FLAG_HOST};
         rc = api->event_create(rt->event_pool, &event, &rt->done);
     }
-    if (rc == ZE_RESULT_SUCCESS) {
+    if (rc == ZE_RESULT_SUCCESS && !load_aot_module(rt)) {
         ze_module_desc_t desc;
         memset(&desc, 0, sizeof desc);
         desc.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
@@ -372,6 +426,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
         desc.inputSize = mi4_xpu_kernel_spirv_size;
         desc.pInputModule = mi4_xpu_kernel_spirv;
         ze_module_build_log_handle_t build_log = NULL;
+        snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "SPIR-V");
         rc = api->module_create(rt->context, rt->device, &desc, &rt->module, &build_log);
         if (rc != ZE_RESULT_SUCCESS && build_log) {
             size_t size = log_cap;
@@ -390,7 +445,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
 moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu_runtime **out,
                                  char *err, size_t cap)
 {
-    char reason[256];
+    char reason[400];
     ze_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "Level Zero runtime: out of memory");
