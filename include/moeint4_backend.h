@@ -158,6 +158,14 @@ MOEINT4_API moeint4_status moeint4_backend_load(const char *path, moeint4_backen
  * cast to the function type the backend documents. */
 MOEINT4_API void *moeint4_backend_get_proc_address(moeint4_backend id, const char *name);
 
+/* The layout module's XPU conversion (moeint4_layout_gptq_to_xpu's output)
+ * for a projection that moeint4_weights_prepare has already validated: a
+ * backend's prepare_weights receives such matrices, so nothing is checked
+ * again here (calling it on anything else is undefined). GPTQ_SYM without
+ * act-order only (the backend's supports() refuses the rest). */
+MOEINT4_API void moeint4_backend_layout_gptq_to_xpu(const moeint4_quant_matrix *validated,
+                                                    uint8_t *packed, void *scales_t);
+
 /* ------------------------------------------------------------------------ */
 /* Header-only kit                                                           */
 /* ------------------------------------------------------------------------ */

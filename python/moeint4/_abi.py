@@ -333,6 +333,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
+    ("moeint4_backend_layout_gptq_to_xpu", None, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
     ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
