@@ -397,6 +397,16 @@ MOEINT4_API moeint4_status moeint4_context_backend(const moeint4_context *ctx,
                                                    moeint4_backend *backend);
 
 /* ------------------------------------------------------------------------ */
+/* Debugging                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Host memory blocks the library (core and CPU backend) has allocated and not
+ * yet freed, process-wide, in every build: a leak check that does not depend
+ * on the allocator (compare the count before and after create/release
+ * cycles). GPU plugins' device memory is not counted. */
+MOEINT4_API moeint4_status moeint4_debug_live_allocations(int64_t *count);
+
+/* ------------------------------------------------------------------------ */
 /* Oracle                                                                    */
 /* ------------------------------------------------------------------------ */
 

@@ -15,12 +15,20 @@ packages=(
   hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)
   valgrind libclang-common-15-dev                      # reliability: memcheck; libFuzzer + sanitizer runtimes for clang-15
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# Installed without their recommendations (python3-torch would bring libtorch-dev and a desktop stack).
+lean_packages=(
+  python3-torch            # torch operator, torch.distributed expert-parallel example (CPU, gloo)
+)
+missing() { # package... -> those not installed
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing_packages < <(missing "${packages[@]}")
+mapfile -t missing_lean < <(missing "${lean_packages[@]}")
+if [ $((${#missing_packages[@]} + ${#missing_lean[@]})) -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
-  apt-get install -y -q "${missing[@]}"
+  [ ${#missing_packages[@]} -eq 0 ] || apt-get install -y -q "${missing_packages[@]}"
+  [ ${#missing_lean[@]} -eq 0 ] || apt-get install -y -q --no-install-recommends "${missing_lean[@]}"
 fi

@@ -14,7 +14,7 @@ from .errors import LibraryNotFoundError, MoeInt4Error, VersionMismatchError
 from .layout import dequantize_bf16, dequantize_f32, gptq_to_xpu, validate
 from .oracle import BackendInfo, backends, explain, select
 from .reference import bf16_to_float32, float32_to_bf16
-from .weights import Weights
+from .weights import Weights, has_async_forward
 
 
 def library_version() -> str:
@@ -26,6 +26,6 @@ def library_version() -> str:
 __all__ = [
     "__version__", "BackendInfo", "Context", "LibraryNotFoundError", "MoeInt4Error",
     "VersionMismatchError", "Weights", "backends", "bf16_to_float32", "default_context",
-    "dequantize_bf16", "dequantize_f32", "explain", "float32_to_bf16", "gptq_to_xpu",
+    "dequantize_bf16", "dequantize_f32", "explain", "float32_to_bf16", "gptq_to_xpu", "has_async_forward",
     "library_path", "library_version", "select", "validate",
 ]

@@ -28,6 +28,7 @@ STATUS_NAMES: Dict[int, str] = {
     7: "MOEINT4_INTERNAL_ERROR",
 }
 SUCCESS = 0
+INVALID_ARGUMENT = 1
 
 BACKEND_AUTO, BACKEND_CPU, BACKEND_XPU, BACKEND_HIP = 0, 1, 2, 3
 BACKEND_FIRST_CUSTOM = 16
@@ -112,6 +113,8 @@ class WeightsDesc(Structure):
     ]
 
 
+# moeint4_forward_args as first published (MOEINT4_FORWARD_ARGS_MIN_SIZE bytes):
+# what a library without the asynchronous forward takes.
 class ForwardArgs(Structure):
     _fields_ = [
         ("struct_size", c_size_t),
@@ -134,6 +137,20 @@ class ForwardArgs(Structure):
     ]
 
 FORWARD_ASYNC = 0x1
+
+
+# Fields appended for the asynchronous, graph-capturable forward, and the
+# struct with them; used only with a library that exports ASYNC_FUNCTIONS.
+FORWARD_ASYNC = 0x1
+ASYNC_FORWARD_FIELDS = [
+    ("flags", c_uint32),
+    ("workspace", c_void_p),
+    ("workspace_bytes", c_size_t),
+]
+
+
+class ForwardArgsAsync(ForwardArgs):  # a subclass: moeint4_forward's argtype takes it
+    _fields_ = ASYNC_FORWARD_FIELDS
 
 
 class Problem(Structure):
@@ -232,6 +249,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_memory_free", None, [c_void_p, c_void_p]),
     ("moeint4_memory_copy", STATUS, [c_void_p, c_void_p, c_void_p, c_size_t, c_enum]),
     ("moeint4_context_backend", STATUS, [c_void_p, POINTER(c_enum)]),
+    ("moeint4_debug_live_allocations", STATUS, [POINTER(c_int64)]),
     ("moeint4_oracle_select", STATUS, [POINTER(Problem), c_enum, c_int, POINTER(c_enum)]),
     ("moeint4_oracle_explain", STATUS,
      [POINTER(Problem), c_enum, c_int, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
@@ -242,22 +260,46 @@ FUNCTIONS: List[Function] = [
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
 ]
 
+# The asynchronous forward's functions: bound when the library has them (a
+# library built before them still loads; the package then offers no async).
+ASYNC_FUNCTIONS: List[Function] = [
+    ("moeint4_forward_workspace_size", STATUS,
+     [c_void_p, c_int64, c_int, c_enum, POINTER(c_size_t)]),
+    ("moeint4_forward_check", STATUS, [c_void_p, c_void_p, c_void_p]),
+]
+
 STRUCTS = [BackendInfo, ContextOptions, QuantMatrix, WeightsDesc, ForwardArgs, Problem,
            BackendIface]
 
 
 def bind(lib: ctypes.CDLL, errcheck: Callable[..., Any]) -> Optional[str]:
     """Declares every function of FUNCTIONS on `lib`; status-returning ones
-    get `errcheck`. Returns the name of the first missing symbol, or None."""
+    get `errcheck`. Returns the name of the first missing symbol, or None.
+    ASYNC_FUNCTIONS are bound too when all of them are present."""
     for name, restype, argtypes in FUNCTIONS:
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
+        if not _bind_one(lib, name, restype, argtypes, errcheck):
             return name
-        fn.argtypes = argtypes
-        if restype == STATUS:
-            fn.restype = c_status
-            fn.errcheck = errcheck
-        else:
-            fn.restype = restype
+    if all(hasattr(lib, name) for name, _, _ in ASYNC_FUNCTIONS):
+        for name, restype, argtypes in ASYNC_FUNCTIONS:
+            _bind_one(lib, name, restype, argtypes, errcheck)
     return None
+
+
+def has_async_forward(lib: ctypes.CDLL) -> bool:
+    """Whether `lib` has the asynchronous forward (flags/workspace in forward_args)."""
+    return all(hasattr(lib, name) for name, _, _ in ASYNC_FUNCTIONS)
+
+
+def _bind_one(lib: Any, name: str, restype: Any, argtypes: List[Any],
+              errcheck: Callable[..., Any]) -> bool:
+    try:
+        fn = getattr(lib, name)
+    except AttributeError:
+        return False
+    fn.argtypes = argtypes
+    if restype == STATUS:
+        fn.restype = c_status
+        fn.errcheck = errcheck
+    else:
+        fn.restype = restype
+    return True

@@ -3,19 +3,25 @@
 Search order (the first that loads wins):
   1. $MOEINT4_LIBRARY: a path to the library. When set it is the only place
      tried, so a wrong path is reported rather than papered over.
-  2. Next to the package: moeint4/libmoeint4.so (a bundled copy), the source
-     tree's build/lib/ (python/moeint4 -> <repo>/build/lib), and the lib
-     folders of the installation prefix the package sits in (and sys.prefix).
-  3. The system loader: ctypes.util.find_library("moeint4"), then
-     "libmoeint4.so.0" (LD_LIBRARY_PATH, ld.so.cache: `cmake --install` puts
-     the library in <prefix>/lib; run `ldconfig` afterwards for /usr/local).
+  2. Next to the package: moeint4/libmoeint4.so (a bundled copy); in a source
+     tree (python/moeint4 of the repository) also <repo>/build/lib.
+  3. The installation prefix the package sits in (<prefix>/lib/pythonX.Y/
+     site-packages/moeint4 -> <prefix>/lib, lib64, lib/<multiarch>): where
+     `cmake --install --prefix <prefix>` puts the library.
+  4. The system loader, as a C program linked with -lmoeint4 would find it:
+     the folders of $LD_LIBRARY_PATH, then ld.so.cache and the default folders
+     (`cmake --install` to /usr/local needs `ldconfig` afterwards).
+  5. pkg-config: the libdir of `pkg-config moeint4` ($PKG_CONFIG_PATH may name
+     <prefix>/lib/pkgconfig).
+A failure lists each place that applied and why it did not load.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import os
-import sys
+import shutil
+import subprocess
 import sysconfig
 import threading
 from pathlib import Path
@@ -38,17 +44,27 @@ def _prefix_lib_dirs(prefix: Path) -> List[Path]:
     return dirs
 
 
+def _install_prefix(package_dir: Path) -> Optional[Path]:
+    """<prefix> when the package is installed as <prefix>/lib*/python*/
+    {site,dist}-packages/moeint4, else None."""
+    parents = package_dir.parents
+    if (len(parents) >= 4 and parents[0].name in ("site-packages", "dist-packages")
+            and parents[1].name.startswith("python") and parents[2].name.startswith("lib")):
+        return parents[3]
+    return None
+
+
 def candidate_paths(package_dir: Path = _PACKAGE_DIR) -> List[Path]:
-    """Files next to the package that may hold the library, most specific first."""
-    paths = [package_dir / "libmoeint4.so", package_dir.parent.parent / "build" / "lib" / "libmoeint4.so"]
-    prefixes: List[Path] = []
-    # <prefix>/lib/pythonX.Y/site-packages/moeint4 -> <prefix>
-    if len(package_dir.parents) >= 4 and package_dir.parent.name in ("site-packages", "dist-packages"):
-        prefixes.append(package_dir.parents[3])
-    prefixes.append(Path(sys.prefix))
-    for prefix in prefixes:
-        for lib_dir in _prefix_lib_dirs(prefix):
-            paths.append(lib_dir / SONAME)
+    """Files next to the package that may hold the library, most specific first:
+    the bundled copy, the source tree's build (only inside a source tree) and
+    the lib folders of the package's installation prefix that exist."""
+    paths = [package_dir / "libmoeint4.so"]
+    repo = package_dir.parent.parent
+    if package_dir.parent.name == "python" and (repo / "include" / "moeint4.h").exists():
+        paths.append(repo / "build" / "lib" / "libmoeint4.so")
+    prefix = _install_prefix(package_dir)
+    if prefix is not None:
+        paths += [d / SONAME for d in _prefix_lib_dirs(prefix) if d.is_dir()]
     unique: List[Path] = []
     for path in paths:
         if path not in unique:
@@ -56,17 +72,52 @@ def candidate_paths(package_dir: Path = _PACKAGE_DIR) -> List[Path]:
     return unique
 
 
-def _try_load(target: str, tried: List[str]) -> Optional[ctypes.CDLL]:
+def _try_load(target: str, tried: List[str], where: str = "") -> Optional[ctypes.CDLL]:
     try:
         return ctypes.CDLL(target)
     except OSError as exc:
-        tried.append(f"  {target}: {exc}")
+        tried.append(f"  {where or target}: {exc}")
         return None
+
+
+def _loaded_file(name: str) -> str:
+    """The file the dynamic loader mapped for `name` (from /proc/self/maps),
+    or `name` when it cannot be told."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if os.path.basename(path) == name or path.endswith("/" + name):
+                    return path
+    except OSError:
+        pass
+    return name
+
+
+def _pkg_config_libdir(environ: Any, tried: List[str]) -> Optional[Path]:
+    tool = shutil.which("pkg-config", path=environ.get("PATH"))
+    if tool is None:
+        tried.append("  pkg-config: not installed")
+        return None
+    try:
+        result = subprocess.run([tool, "--variable=libdir", "moeint4"], env=dict(environ),
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        tried.append(f"  pkg-config moeint4: {exc}")
+        return None
+    libdir = result.stdout.strip()
+    if result.returncode != 0 or not libdir:
+        where = environ.get("PKG_CONFIG_PATH")
+        tried.append("  pkg-config moeint4: no moeint4.pc " +
+                     (f"(PKG_CONFIG_PATH={where})" if where else
+                      "(set PKG_CONFIG_PATH=<prefix>/lib/pkgconfig for a prefix of your own)"))
+        return None
+    return Path(os.path.normpath(libdir))  # ${pcfiledir}/../../lib -> <prefix>/lib
 
 
 def find_and_load(environ: Any = os.environ,
                   package_dir: Path = _PACKAGE_DIR) -> Tuple[ctypes.CDLL, str]:
-    """Loads the library; returns (handle, where it came from)."""
+    """Loads the library; returns (handle, the file it came from)."""
     tried: List[str] = []
     explicit = environ.get(LIBRARY_ENV)
     if explicit:
@@ -83,22 +134,40 @@ def find_and_load(environ: Any = os.environ,
         lib = _try_load(str(path), tried)
         if lib is not None:
             return lib, str(path)
-    system_names = []
-    found = ctypes.util.find_library("moeint4")
-    if found:
-        system_names.append(found)
-    else:
-        tried.append("  ctypes.util.find_library('moeint4'): nothing")
-    if SONAME not in system_names:
-        system_names.append(SONAME)
-    for name in system_names:
-        lib = _try_load(name, tried)
+    # The system loader: LD_LIBRARY_PATH's folders, then ld.so.cache and the
+    # default folders (what dlopen of the SONAME searches).
+    missing = []
+    for folder in (d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d):
+        path = Path(folder) / SONAME
+        if not path.exists():
+            missing.append(folder)
+            continue
+        lib = _try_load(str(path), tried)
         if lib is not None:
-            return lib, name
+            return lib, str(path)
+    if missing:
+        tried.append(f"  LD_LIBRARY_PATH: no {SONAME} in " + ", ".join(missing))
+    names = [SONAME]
+    found = ctypes.util.find_library("moeint4")  # ld.so.cache (ldconfig -p), then ld/gcc
+    if found and found not in names:
+        names.append(found)
+    for name in names:
+        lib = _try_load(name, tried, f"the system loader ({name}: ld.so.cache and the default "
+                                     "folders; after `cmake --install` to a system prefix run "
+                                     "`ldconfig`)")
+        if lib is not None:
+            return lib, _loaded_file(name)
+    libdir = _pkg_config_libdir(environ, tried)
+    if libdir is not None:
+        for name in (SONAME, "libmoeint4.so"):
+            lib = _try_load(str(libdir / name), tried)
+            if lib is not None:
+                return lib, str(libdir / name)
     raise LibraryNotFoundError(
         "cannot find libmoeint4; tried, in order:\n" + "\n".join(tried) +
         f"\nSet {LIBRARY_ENV}=/path/to/libmoeint4.so (e.g. build/lib/libmoeint4.so), or "
-        "`cmake --install` it onto the loader path (then `ldconfig`).")
+        "`cmake --install` it onto the loader path (then `ldconfig`), or add its folder to "
+        "LD_LIBRARY_PATH, or its pkgconfig folder to PKG_CONFIG_PATH.")
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:

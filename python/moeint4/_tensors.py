@@ -8,6 +8,9 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._abi import INVALID_ARGUMENT
+from .errors import MoeInt4Error
+
 # Our short dtype names; "bf16" for numpy means uint16 bit patterns declared as such.
 _NUMPY_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
                  "int64": "i64", "uint8": "u8", "uint16": "u16", "float64": "f64"}
@@ -112,17 +115,41 @@ def bf16_declared(v: View, declared: Optional[str]) -> View:
     return v
 
 
-def int32_view(name: str, obj: Any, meaning: str, shape: Sequence[Optional[int]]) -> View:
+def int32_view(name: str, obj: Any, meaning: str, shape: Sequence[Optional[int]],
+               bound: Optional[int] = None) -> View:
     """An int32 index tensor; int64 (what argsort/torch.topk return) is
-    converted with a copy, on the tensor's own device."""
+    converted with a copy, on the tensor's own device. With `bound`, int64
+    values are range-checked against [0, bound) before the narrowing (2**32 + 1
+    would otherwise become 1), failing as the library does for int32 ids."""
     v = view(name, obj)
     if v.dtype == "i64":
+        if bound is not None:
+            obj = _checked_before_narrowing(v, bound)
         converted = obj.astype(np.int32) if v.kind == "numpy" else obj.to(dtype=_torch().int32)
         v = view(name, converted)
     expect_dtype(v, ("i32",), "int64 is also accepted")
     expect_shape(v, shape, meaning)
     expect_contiguous(v)
     return v
+
+
+def _checked_before_narrowing(v: View, bound: int) -> Any:
+    """Raises the library's INVALID_ARGUMENT for the first int64 value outside
+    [0, bound). A device tensor inside a CUDA/HIP graph capture cannot be read
+    back: its values are clamped to [-1, bound] instead, so a bad one stays
+    bad after narrowing and the library's device-side check records it."""
+    if v.kind == "torch" and not v.on_host:
+        torch = _torch()
+        if torch.cuda.is_current_stream_capturing():
+            return v.obj.clamp(-1, bound)
+    values = v.obj if v.kind == "numpy" else v.obj.detach().cpu().numpy()
+    bad = (values < 0) | (values >= bound)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        index = "".join(f"[{i}]" for i in where)
+        raise MoeInt4Error(INVALID_ARGUMENT, f"{v.name}{index} = {int(values[where])} is outside "
+                           f"[0, {bound})", "moeint4_forward")
+    return v.obj
 
 
 def float32_view(name: str, obj: Any, meaning: str, shape: Sequence[Optional[int]]) -> View:
@@ -147,8 +174,9 @@ def host_array_like(obj: Any, array: np.ndarray, bf16: bool = False) -> Any:
     """Returns `array` as `obj`'s kind: numpy as is, torch as a CPU tensor
     (bf16 bit patterns viewed as torch.bfloat16 when bf16=True)."""
     if obj is not None and is_torch(obj):
-        tensor = _torch().from_numpy(array)
-        return tensor.view(_torch().bfloat16) if bf16 else tensor
+        if bf16:  # through int16: torch before 2.3 has no uint16
+            return _torch().from_numpy(array.view(np.int16)).view(_torch().bfloat16)
+        return _torch().from_numpy(array)
     return array
 
 

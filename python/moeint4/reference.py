@@ -141,6 +141,26 @@ def moe(x: np.ndarray, w13: np.ndarray, w2: np.ndarray, topk_ids: np.ndarray,
     return out
 
 
+def checkpoint_moe(x: np.ndarray, checkpoint: Dict[str, np.ndarray], format: str,
+                   group_size: int, topk_ids: np.ndarray, topk_weights: np.ndarray,
+                   zero_offset: int = 0, **options) -> np.ndarray:
+    """moe() straight from checkpoint tensors (the keys random_checkpoint
+    writes); `options` as moe()."""
+    w13, w2 = (dequantize(checkpoint[f"{p}_qweight"], checkpoint[f"{p}_scales"],
+                          checkpoint.get(f"{p}_qzeros"), format, group_size, zero_offset)
+               for p in ("w13", "w2"))
+    return moe(x, w13, w2, topk_ids, topk_weights, **options)
+
+
+def relative_l2(got: np.ndarray, want: np.ndarray) -> float:
+    """||got - want|| / ||want|| in float64 (NaN when got has a non-finite value)."""
+    got = np.asarray(got, dtype=np.float64)
+    if not np.isfinite(got).all():
+        return float("nan")
+    want = np.asarray(want, dtype=np.float64)
+    return float(np.linalg.norm(got - want) / max(float(np.linalg.norm(want)), 1e-300))
+
+
 def route(logits: np.ndarray, topk: int) -> Dict[str, np.ndarray]:
     """Softmax over experts, then the top-k (renormalized), as Mixtral routes."""
     z = logits - logits.max(axis=-1, keepdims=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import weakref
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -30,9 +31,11 @@ class Weights(Closing):
     """
 
     def __init__(self, context: Context, handle: int, w13: Projection, group_size: int,
-                 zero_offset: int, num_experts: int, has_expert_map: bool) -> None:
+                 zero_offset: int, num_experts: int, expert_map: Optional[np.ndarray]) -> None:
         self._context = context
         self._handle: Optional[int] = handle
+        self.expert_map = expert_map  # int32 [num_experts] as prepared, or None
+        has_expert_map = expert_map is not None
         self.format = FORMAT_NAMES[w13.format]
         self.num_experts = num_experts
         self.num_local_experts = w13.num_experts
@@ -49,6 +52,7 @@ class Weights(Closing):
         self.backend = info.name.decode()
         self.device_pointers = bool(info.device_pointers)
         context._adopt(self)
+        _BY_HANDLE[handle] = self
 
     # ---- construction ----
     @classmethod
@@ -150,7 +154,7 @@ class Weights(Closing):
         lib().moeint4_weights_prepare(context.handle, ctypes.byref(desc), ctypes.byref(handle))
         try:
             return cls(context, int(handle.value), w13, size, zero_offset, num_experts,
-                       map_array is not None)
+                       map_array)
         except BaseException:
             lib().moeint4_weights_release(handle.value)
             raise
@@ -176,8 +180,20 @@ class Weights(Closing):
     def close(self) -> None:
         """Releases the prepared weights (moeint4_weights_release). Idempotent."""
         handle, self._handle = self._handle, None
-        if handle is not None and not self._context.closed:
-            lib().moeint4_weights_release(handle)
+        if handle is not None:
+            if _BY_HANDLE.get(handle) is self:
+                del _BY_HANDLE[handle]
+            if not self._context.closed:
+                lib().moeint4_weights_release(handle)
+
+    @staticmethod
+    def from_handle(handle: int) -> "Weights":
+        """The open Weights whose moeint4_weights* is `handle` (what the torch
+        op carries); ValueError when none is."""
+        weights = _BY_HANDLE.get(handle)
+        if weights is None or weights.closed:
+            raise ValueError(f"no open moeint4 Weights has the handle {handle:#x}")
+        return weights
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"backend={self.backend}"
@@ -206,7 +222,8 @@ class Weights(Closing):
                 swiglu_alpha: float = SWIGLU_DEFAULT_ALPHA,
                 swiglu_beta: float = SWIGLU_DEFAULT_BETA,
                 apply_router_weight_on_input: bool = False, out: Any = None,
-                dtype: Optional[str] = None, stream: Optional[int] = None) -> Any:
+                dtype: Optional[str] = None, stream: Optional[int] = None,
+                asynchronous: bool = False, workspace: Any = None) -> Any:
         """out[m] = sum_j topk_weights[m,j] * W2[e] . act(W13[e] . x[m]), e = topk_ids[m,j]
 
             x            [M, K] float32 / float16 / bfloat16 (numpy: uint16 bit
@@ -222,6 +239,13 @@ class Weights(Closing):
         Device tensors (torch CUDA/ROCm) go to the library as data_ptr() with the
         current stream of their device (or `stream`), for device backends only;
         numpy arrays given to a device backend are staged through device memory.
+        asynchronous: only enqueue the work on the stream and return (what a
+        CUDA/HIP graph capture needs; see has_async_forward()): no host
+        synchronization, so a bad expert id is not an exception here: its slot
+        contributes nothing and check() reports it later. `workspace`: a
+        device buffer (torch uint8 tensor) of at least
+        workspace_size(M, topk, dtype) bytes, so that nothing is allocated
+        during the call; one workspace per concurrently running stream.
         Returns out.
         """
         handle = self.handle
@@ -230,7 +254,7 @@ class Weights(Closing):
         expect_shape(xv, (None, self.hidden_size), "[M, K]")
         expect_contiguous(xv)
         tokens = xv.shape[0]
-        ids = int32_view("topk_ids", topk_ids, "[M, topk]", (tokens, None))
+        ids = int32_view("topk_ids", topk_ids, "[M, topk]", (tokens, None), self.num_experts)
         weights = float32_view("topk_weights", topk_weights, "[M, topk]", (tokens, ids.shape[1]))
         if out is None:
             ov = View("out", empty_like(xv), xv.kind, xv.dtype, xv.shape, xv.device, True)
@@ -248,7 +272,7 @@ class Weights(Closing):
             raise ValueError(f"activation must be one of {sorted(_abi.ACTIVATION_BY_NAME)}, "
                              f"got {activation!r}")
 
-        args = _abi.new_struct(_abi.ForwardArgs)
+        args = self._forward_args(asynchronous, workspace)
         args.dtype = _abi.DTYPE_BY_NAME[xv.dtype]
         args.num_tokens = tokens
         args.topk = ids.shape[1]
@@ -258,6 +282,9 @@ class Weights(Closing):
         args.swiglu_beta = swiglu_beta
         args.apply_router_weight_on_input = int(bool(apply_router_weight_on_input))
         if xv.on_host and self.device_pointers:
+            if asynchronous:
+                raise ValueError("an asynchronous forward on the device takes device tensors; "
+                                 "host arrays are staged synchronously")
             _StagedCall(self._context, (xv, ids, weights), ov).run(handle, args)
         else:
             if not xv.on_host and not self.device_pointers:
@@ -269,6 +296,53 @@ class Weights(Closing):
         return ov.obj
 
     __call__ = forward
+
+    def _forward_args(self, asynchronous: bool, workspace: Any) -> Any:
+        """The library's whole struct when it has the async fields (flags 0 =
+        the synchronous default), else the first-published one."""
+        if not has_async_forward():
+            if asynchronous or workspace is not None:
+                raise NotImplementedError("this libmoeint4 has no asynchronous forward (no "
+                                          "moeint4_forward_workspace_size); update the library")
+            return _abi.new_struct(_abi.ForwardArgs)
+        args = _abi.new_struct(_abi.ForwardArgsAsync)
+        args.flags = _abi.FORWARD_ASYNC if asynchronous else 0
+        if workspace is not None:
+            ws = view("workspace", workspace)
+            expect_contiguous(ws)
+            args.workspace = ws.ptr
+            args.workspace_bytes = ws.nbytes
+        return args
+
+    def workspace_size(self, max_tokens: int, topk: int, dtype: str = "bf16") -> int:
+        """Bytes of the workspace an asynchronous forward of up to max_tokens
+        tokens needs (moeint4_forward_workspace_size); dtype "f32"/"f16"/"bf16"."""
+        if not has_async_forward():
+            raise NotImplementedError("this libmoeint4 has no asynchronous forward")
+        if dtype not in _abi.DTYPE_BY_NAME:
+            raise ValueError(f"dtype must be one of {sorted(_abi.DTYPE_BY_NAME)}, got {dtype!r}")
+        nbytes = ctypes.c_size_t()
+        lib().moeint4_forward_workspace_size(self.handle, max_tokens, topk,
+                                             _abi.DTYPE_BY_NAME[dtype], ctypes.byref(nbytes))
+        return int(nbytes.value)
+
+    def check(self, stream: Optional[int] = None) -> None:
+        """Synchronizes `stream` and raises MoeInt4Error (INVALID_ARGUMENT, the
+        message the synchronous forward gives) when an asynchronous forward
+        saw a bad expert id since the last check (moeint4_forward_check)."""
+        if not has_async_forward():
+            return  # nothing ran asynchronously
+        lib().moeint4_forward_check(self._context.handle, self.handle, stream)
+
+
+def has_async_forward() -> bool:
+    """Whether the loaded library has the asynchronous, graph-capturable
+    forward (forward_args flags/workspace, moeint4_forward_check)."""
+    return _abi.has_async_forward(lib())
+
+
+# Open Weights by their moeint4_weights* (the torch op passes the handle).
+_BY_HANDLE: "weakref.WeakValueDictionary[int, Weights]" = weakref.WeakValueDictionary()
 
 
 def _fill_pointers(args: _abi.ForwardArgs, x: int, ids: int, weights: int, out: int) -> None:

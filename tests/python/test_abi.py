@@ -26,26 +26,46 @@ def _header_functions():
     return set(re.findall(r"MOEINT4_API\s+[^;(]*?\b(moeint4_\w+)\s*\(", text))
 
 
+def _header_has_async_forward():
+    return {name for name, _, _ in _abi.ASYNC_FUNCTIONS} <= _header_functions()
+
+
 def test_table_declares_every_header_function_once():
     declared = [name for name, _, _ in _abi.FUNCTIONS]
+    if _header_has_async_forward():
+        declared += [name for name, _, _ in _abi.ASYNC_FUNCTIONS]
     assert len(declared) == len(set(declared))
     assert set(declared) == _header_functions()
 
 
 def test_every_function_is_exported_and_bound():
     lib = _loader.lib()
-    for name, restype, argtypes in _abi.FUNCTIONS:
+    table = list(_abi.FUNCTIONS)
+    if _abi.has_async_forward(lib):
+        table += _abi.ASYNC_FUNCTIONS
+    for name, restype, argtypes in table:
         fn = getattr(lib, name)
         assert fn.argtypes == argtypes, name
         if restype == _abi.STATUS:
             assert fn.errcheck is not None, name
 
 
+def test_async_forward_is_all_or_nothing():
+    """The header and the library agree on the asynchronous forward."""
+    assert _abi.has_async_forward(_loader.lib()) == _header_has_async_forward()
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to read the header's layout")
 def test_struct_layouts_match_the_header(tmp_path):
     lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "moeint4.h"',
              "int main(void) {"]
-    for cls in _abi.STRUCTS:
+    structs = list(_abi.STRUCTS)
+    if _header_has_async_forward():
+        # The header's moeint4_forward_args is the appended struct; the
+        # first-published one keeps its fields' offsets.
+        C_NAMES["ForwardArgsAsync"] = "moeint4_forward_args"
+        structs.append(_abi.ForwardArgsAsync)
+    for cls in structs:
         c = C_NAMES[cls.__name__]
         lines.append(f'printf("{cls.__name__} size %zu\\n", sizeof({c}));')
         for field, _ in cls._fields_:
@@ -61,8 +81,9 @@ def test_struct_layouts_match_the_header(tmp_path):
                                text=True).stdout.splitlines():
         name, field, value = line.split()
         seen[(name, field)] = int(value)
-    for cls in _abi.STRUCTS:
-        assert seen[(cls.__name__, "size")] == ctypes.sizeof(cls), cls.__name__
+    for cls in structs:
+        if not (cls is _abi.ForwardArgs and _abi.ForwardArgsAsync in structs):
+            assert seen[(cls.__name__, "size")] == ctypes.sizeof(cls), cls.__name__
         for field, _ in cls._fields_:
             assert seen[(cls.__name__, field)] == getattr(cls, field).offset, (cls.__name__, field)
 

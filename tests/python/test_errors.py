@@ -124,6 +124,21 @@ def test_library_errors_become_moeint4_error(layer):
                 inp["topk_weights"], activation="swiglu_clamp", swiglu_limit=-1.0)
 
 
+@pytest.mark.parametrize("bad", [2 ** 32 + 1, -(2 ** 32), 2 ** 31, -1])
+def test_int64_ids_are_range_checked_before_narrowing(layer, bad):
+    """2**32 + 1 narrowed to int32 is 1, a valid id: the check must come first."""
+    with layer.weights(backend="cpu") as w:
+        inp = layer.inputs(4, 2)
+        ids = inp["topk_ids"].astype(np.int64)
+        ids[3, 1] = bad
+        out = np.full((4, layer.K), 7.0, np.float32)
+        err = _expect("MOEINT4_INVALID_ARGUMENT", f"topk_ids[3][1] = {bad} is outside [0, {layer.E})",
+                      w.forward, inp["x32"], ids, inp["topk_weights"], out=out)
+        assert err.function == "moeint4_forward"
+        assert (out == 7.0).all(), "output touched by a failing call"
+        assert ids[3, 1] == bad, "input modified"
+
+
 def test_unsupported_and_unknown_names(layer):
     t = layer.tensors
     g_idx13 = np.tile(np.arange(layer.K, dtype=np.int32) % 2, (layer.E, 1))  # act-order: not k // g

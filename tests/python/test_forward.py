@@ -175,3 +175,39 @@ def test_concurrent_forward_on_shared_weights():
             for _ in range(5):
                 for got, want in zip(pool.map(run, batches), serial):
                     assert np.array_equal(got, want)
+
+
+def test_async_flag_on_the_cpu_backend_behaves_as_the_default():
+    """The CPU backend accepts the asynchronous flag and a workspace and does
+    what it always does: same result, a bad id still fails at once."""
+    if not moeint4.has_async_forward():
+        pytest.skip("this libmoeint4 has no asynchronous forward")
+    layer = Layer(seed=75, format="gptq", asymmetric=True)
+    with layer.weights(backend="cpu") as w:
+        inp = layer.inputs(9, 2)
+        nbytes = w.workspace_size(9, 2, "f32")
+        assert nbytes >= 0
+        workspace = np.empty(max(nbytes, 1), dtype=np.uint8)
+        want = w.forward(inp["x32"], inp["topk_ids"], inp["topk_weights"])
+        got = w.forward(inp["x32"], inp["topk_ids"], inp["topk_weights"], asynchronous=True,
+                        workspace=workspace)
+        w.check()
+        assert np.array_equal(got, want)
+        bad = inp["topk_ids"].copy()
+        bad[4, 1] = layer.E
+        with pytest.raises(moeint4.MoeInt4Error, match=rf"topk_ids\[4\]\[1\] = {layer.E} is outside"):
+            w.forward(inp["x32"], bad, inp["topk_weights"], asynchronous=True)
+        w.check()  # the failure was reported by the call itself: nothing sticky left
+
+
+def test_async_forward_needs_a_library_that_has_it():
+    layer = Layer(seed=76)
+    with layer.weights(backend="cpu") as w:
+        inp = layer.inputs(2, 1)
+        if moeint4.has_async_forward():
+            assert w.workspace_size(2, 1, "bf16") >= 0
+            with pytest.raises(ValueError, match="dtype must be one of"):
+                w.workspace_size(2, 1, "f64")
+        else:
+            with pytest.raises(NotImplementedError, match="no asynchronous forward"):
+                w.forward(inp["x32"], inp["topk_ids"], inp["topk_weights"], asynchronous=True)

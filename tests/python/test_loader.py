@@ -23,14 +23,38 @@ def _import_in(tmp_path, env_extra):
 
 
 def test_not_found_lists_every_place_tried(tmp_path):
-    out = _import_in(tmp_path, {})
+    out = _import_in(tmp_path, {"PKG_CONFIG_PATH": ""})
     if out.startswith("LOADED"):
         import pytest
         pytest.skip(f"a libmoeint4 is installed on this machine: {out}")
     assert out.startswith("LibraryNotFoundError")
     assert str(tmp_path / "site" / "moeint4" / "libmoeint4.so") in out
-    assert "find_library('moeint4')" in out and "libmoeint4.so.0" in out
-    assert "MOEINT4_LIBRARY" in out
+    assert "the system loader (libmoeint4.so.0" in out and "ldconfig" in out
+    assert "pkg-config" in out and "MOEINT4_LIBRARY" in out
+    # Not in a source tree: no build folder of a repository is listed.
+    assert "build" not in out.split("Set MOEINT4_LIBRARY")[0]
+
+
+def test_not_found_in_a_venv_lists_only_places_that_exist(tmp_path):
+    """<venv>/lib/pythonX.Y/site-packages/moeint4: <venv>/lib is listed (where
+    `cmake --install --prefix <venv>` would put the library), nothing under
+    lib/pythonX.Y/ and no lib folder that does not exist."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MOEINT4_LIBRARY", "LD_LIBRARY_PATH")}
+    env.update(PYTHONPATH=str(site), PKG_CONFIG_PATH="")
+    code = "import moeint4\ntry:\n    moeint4.backends()\nexcept ImportError as e:\n    print(e)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    if not out.startswith("cannot find"):
+        import pytest
+        pytest.skip(f"a libmoeint4 is installed on this machine: {out}")
+    places = [line.strip().split(": ")[0] for line in out.splitlines() if line.startswith("  ")]
+    assert str(venv / "lib" / "libmoeint4.so.0") in places
+    assert str(site / "moeint4" / "libmoeint4.so") in places
+    assert not any("python3" in p and "build" in p for p in places), places
+    assert str(venv / "lib64" / "libmoeint4.so.0") not in places  # no such folder
 
 
 def test_explicit_path_is_the_only_place_tried(tmp_path):
