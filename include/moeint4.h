@@ -188,7 +188,29 @@ typedef struct moeint4_context_options {
     void *native_context;
     void *native_device;
     void *native_queue;
+    /* ---- appended (a smaller struct_size reads as the default, AUTO) ---- */
+    /* How a GPU backend holds prepared weights (moeint4_gpu_weights; the
+     * HIP backend; the CPU and XPU backends keep their int4 layouts either
+     * way). AUTO: MOEINT4_HIP_WEIGHTS=bf16|int4 when set, else INT4. */
+    int gpu_weights;
 } moeint4_context_options;
+
+/* The first published size of moeint4_context_options (through
+ * native_queue): callers built before gpu_weights existed pass it. */
+#define MOEINT4_CONTEXT_OPTIONS_SIZE_V1 \
+    (offsetof(moeint4_context_options, native_queue) + sizeof(void *))
+
+/* Device weights of a GPU backend (moeint4_context_options.gpu_weights).
+ *   INT4: codes, scales and zero points stay int4 on the device (about the
+ *     checkpoint's bytes); kernels dequantize in registers, weights exact
+ *     in f32 ((q - zero) * scale).
+ *   BF16: the experts dequantized once at prepare to BF16 (4x the int4
+ *     bytes; each weight rounded once to BF16). */
+typedef enum moeint4_gpu_weights {
+    MOEINT4_GPU_WEIGHTS_AUTO = 0, /* INT4 unless MOEINT4_HIP_WEIGHTS asks for bf16 */
+    MOEINT4_GPU_WEIGHTS_BF16 = 1,
+    MOEINT4_GPU_WEIGHTS_INT4 = 2,
+} moeint4_gpu_weights;
 
 /* Creates a context. `options` may be NULL (AUTO, device 0, all cores).
  * *ctx is set only on success. Errors: INVALID_ARGUMENT (NULL ctx, bad enum,
@@ -277,8 +299,8 @@ MOEINT4_API void moeint4_weights_release(moeint4_weights *weights);
 MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,
                                                    moeint4_backend *backend);
 /* Bytes the prepared handle holds in host memory and in device memory (the
- * HIP backend holds BF16 weights: about 4x the int4 checkpoint). Either output
- * pointer may be NULL. */
+ * HIP backend: about the int4 checkpoint's bytes with gpu_weights INT4,
+ * about 4x with BF16). Either output pointer may be NULL. */
 MOEINT4_API moeint4_status moeint4_weights_memory(const moeint4_weights *weights,
                                                   size_t *host_bytes, size_t *device_bytes);
 

@@ -44,11 +44,11 @@ moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_
 
 static moeint4_status check_options(const moeint4_context_options *options)
 {
-    if (options->struct_size < sizeof *options)
+    if (options->struct_size < MOEINT4_CONTEXT_OPTIONS_SIZE_V1)
         return mi4_fail(MOEINT4_VERSION_MISMATCH,
                         "options->struct_size = %zu, expected at least "
-                        "sizeof(moeint4_context_options) = %zu",
-                        options->struct_size, sizeof *options);
+                        "the first published size of moeint4_context_options = %zu",
+                        options->struct_size, (size_t)MOEINT4_CONTEXT_OPTIONS_SIZE_V1);
     if (options->device_index < 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "options->device_index = %d is negative",
                         options->device_index);
@@ -72,7 +72,15 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
         moeint4_status status = check_options(options);
         if (status != MOEINT4_SUCCESS)
             return status;
-        memcpy(&resolved, options, sizeof resolved);
+        /* Fields past the caller's struct_size keep their default (0). */
+        memcpy(&resolved, options,
+               options->struct_size < sizeof resolved ? options->struct_size : sizeof resolved);
+        if (resolved.gpu_weights < MOEINT4_GPU_WEIGHTS_AUTO ||
+            resolved.gpu_weights > MOEINT4_GPU_WEIGHTS_INT4)
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                            "options->gpu_weights = %d is not a moeint4_gpu_weights (0 AUTO, "
+                            "1 BF16, 2 INT4)",
+                            resolved.gpu_weights);
     }
     resolved.struct_size = sizeof resolved;
     moeint4_backend requested;
