@@ -34,7 +34,7 @@ fi
 
 if want test; then
   (cd "$BUILD" && ctest -V --timeout 900 \
-     -R "${TESTS:-^(test_hip_.*|hip_conformance)$}") > "$OUT/tests.log" 2>&1
+     -R "${TESTS:-^(test_hip_.*|hip_conformance.*)$}") > "$OUT/tests.log" 2>&1
   echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
 fi
 

@@ -225,6 +225,23 @@ static void explain_row(mi4_text *text, const mi4_verdict *verdict, int is_chose
     text_append(text, "%s\n", is_chosen ? "  <- chosen" : "");
 }
 
+/* How the HIP backend will hold the weights of a context with gpu_weights
+ * AUTO (the plugin resolves the same way: hip_int4_weights.hip). */
+static void explain_hip_weights(mi4_text *text)
+{
+    const char *env = getenv("MOEINT4_HIP_WEIGHTS");
+    const int set = env && env[0];
+    const char *mode = set && strcasecmp(env, "bf16") == 0 ? "bf16 (4x the int4 bytes)"
+                       : !set || strcasecmp(env, "int4") == 0 || strcasecmp(env, "auto") == 0
+                           ? "int4 (about the checkpoint's bytes)"
+                           : "none: MOEINT4_HIP_WEIGHTS is not auto, bf16 or int4";
+    text_append(text,
+                "hip weights: %s (gpu_weights AUTO: %s%s%s; the context option "
+                "gpu_weights = BF16 or INT4 overrides)\n",
+                mode, set ? "MOEINT4_HIP_WEIGHTS=" : "int4 unless BF16 is asked for",
+                set ? env : "", set ? "" : ", MOEINT4_HIP_WEIGHTS unset");
+}
+
 MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem,
                                                   moeint4_backend requested, int device_index,
                                                   char *buffer, size_t capacity, size_t *length)
@@ -273,6 +290,8 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem
         text_append(&text, "chosen: %s (%s)\n", chosen->name,
                     forced ? "the requested backend is available and supports the problem"
                            : "first in priority order that is available and supports the problem");
+    if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
+        explain_hip_weights(&text);
     else
         text_append(&text, "chosen: none (%s)\n",
                     why ? why : "no backend is both available and able to serve this problem");

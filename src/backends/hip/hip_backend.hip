@@ -191,6 +191,11 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
         st = mi4_hip_device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
     if (st == MOEINT4_SUCCESS && !w->int4)
         st = mi4_hip_device_alloc((void **)&w->w2, w2_bytes, "w2 (bf16)", err, err_cap);
+    const moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    if (st == MOEINT4_SUCCESS && w->int4)
+        st = mi4_hip_int4_alloc(&w13, "w13", &w->q13, err, err_cap);
+    if (st == MOEINT4_SUCCESS && w->int4)
+        st = mi4_hip_int4_alloc(&w2, "w2", &w->q2, err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = mi4_hip_device_alloc((void **)&w->expert_map, map_bytes, "expert_map", err,
                                   err_cap);
@@ -217,12 +222,11 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
                 st = mi4_hip_failure(err, err_cap, "copying expert_map", e);
         }
     }
-    const moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
     if (st == MOEINT4_SUCCESS)
-        st = w->int4 ? mi4_hip_int4_prepare(&w13, &w->q13, err, err_cap)
+        st = w->int4 ? mi4_hip_int4_fill(&w13, &w->q13, err, err_cap)
                      : mi4_hip_dequantize(&w13, w->w13, err, err_cap);
     if (st == MOEINT4_SUCCESS)
-        st = w->int4 ? mi4_hip_int4_prepare(&w2, &w->q2, err, err_cap)
+        st = w->int4 ? mi4_hip_int4_fill(&w2, &w->q2, err, err_cap)
                      : mi4_hip_dequantize(&w2, w->w2, err, err_cap);
     if (st != MOEINT4_SUCCESS) {
         release_weights(w);

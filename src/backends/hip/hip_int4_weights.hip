@@ -136,11 +136,10 @@ void mi4_hip_int4_free(mi4_hip_int4_matrix *m)
     m->zeros = nullptr;
 }
 
-moeint4_status mi4_hip_int4_prepare(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
-                                    char *err, size_t err_cap)
+moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
+                                  mi4_hip_int4_matrix *out, char *err, size_t err_cap)
 {
     memset(out, 0, sizeof *out);
-    const mi4_int4_packing packing = mi4_layout_int4_packing(m);
     out->experts = m->num_experts;
     out->rows = m->out_features;
     out->inner = m->in_features;
@@ -148,19 +147,32 @@ moeint4_status mi4_hip_int4_prepare(const moeint4_quant_matrix *m, mi4_hip_int4_
     out->group_size = m->group_size == -1 ? out->inner_padded : m->group_size;
     out->groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     out->scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
-    const size_t experts = (size_t)m->num_experts, in = (size_t)m->in_features,
-                 rows = (size_t)m->out_features, groups = (size_t)out->groups;
-    const size_t code_bytes = experts * rows * (size_t)(out->inner_padded / 2);
-    const size_t row_groups = experts * rows * groups;
-    moeint4_status st =
-        mi4_hip_device_alloc((void **)&out->codes, code_bytes, "int4 codes", err, err_cap);
+    const size_t row_groups = (size_t)out->experts * out->rows * out->groups;
+    const size_t code_bytes = (size_t)out->experts * out->rows * (size_t)(out->inner_padded / 2);
+    char what[64];
+    snprintf(what, sizeof what, "%s (int4 codes)", name);
+    moeint4_status st = mi4_hip_device_alloc((void **)&out->codes, code_bytes, what, err, err_cap);
+    snprintf(what, sizeof what, "%s (int4 scales)", name);
     if (st == MOEINT4_SUCCESS)
-        st = mi4_hip_device_alloc((void **)&out->scales, row_groups * 2, "int4 scales", err,
-                                  err_cap);
-    if (st == MOEINT4_SUCCESS && packing.has_zeros)
-        st = mi4_hip_device_alloc((void **)&out->zeros, row_groups, "int4 zero points", err,
-                                  err_cap);
-    if (st == MOEINT4_SUCCESS && out->inner_padded != out->inner) {
+        st = mi4_hip_device_alloc((void **)&out->scales, row_groups * 2, what, err, err_cap);
+    snprintf(what, sizeof what, "%s (int4 zero points)", name);
+    if (st == MOEINT4_SUCCESS && mi4_layout_int4_packing(m).has_zeros)
+        st = mi4_hip_device_alloc((void **)&out->zeros, row_groups, what, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        mi4_hip_int4_free(out);
+    return st;
+}
+
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
+                                 char *err, size_t err_cap)
+{
+    const mi4_int4_packing packing = mi4_layout_int4_packing(m);
+    const size_t experts = (size_t)m->num_experts, in = (size_t)m->in_features,
+                 rows = (size_t)m->out_features;
+    const size_t code_bytes = experts * rows * (size_t)(out->inner_padded / 2);
+    const size_t row_groups = experts * rows * (size_t)out->groups;
+    moeint4_status st = MOEINT4_SUCCESS;
+    if (out->inner_padded != out->inner) {
         hipError_t e = hipMemset(out->codes, 0, code_bytes); /* pad codes */
         if (e != hipSuccess)
             st = mi4_hip_failure(err, err_cap, "clearing the int4 codes", e);
@@ -201,8 +213,6 @@ moeint4_status mi4_hip_int4_prepare(const moeint4_quant_matrix *m, mi4_hip_int4_
     (void)hipFree(qweight);
     (void)hipFree(scales);
     (void)hipFree(qzeros);
-    if (st != MOEINT4_SUCCESS)
-        mi4_hip_int4_free(out);
     return st;
 }
 

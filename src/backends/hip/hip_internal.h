@@ -107,10 +107,14 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
 /* MOEINT4_HIP_WEIGHTS and the context option -> BF16 or INT4, with a
  * message naming a bad value. */
 moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, char *err, size_t cap);
-/* The int4 device layout of one projection (device memory it allocates;
- * mi4_hip_int4_free releases it, also after a failure). */
-moeint4_status mi4_hip_int4_prepare(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
-                                    char *err, size_t err_cap);
+/* The int4 device layout of one projection in two steps, so that a prepare
+ * allocates everything before it reads a host array: _alloc (device
+ * memory named "<name> (int4 codes)" ...; nothing kept on failure), then
+ * _fill (uploads and repacks). mi4_hip_int4_free releases it. */
+moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
+                                  mi4_hip_int4_matrix *out, char *err, size_t err_cap);
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
+                                 char *err, size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
 /* Workspace bytes a forward with row tile `config` needs for BF16 copies
