@@ -290,11 +290,11 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem
         text_append(&text, "chosen: %s (%s)\n", chosen->name,
                     forced ? "the requested backend is available and supports the problem"
                            : "first in priority order that is available and supports the problem");
-    if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
-        explain_hip_weights(&text);
     else
         text_append(&text, "chosen: none (%s)\n",
                     why ? why : "no backend is both available and able to serve this problem");
+    if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
+        explain_hip_weights(&text);
     if (length)
         *length = text.length;
     return MOEINT4_SUCCESS;
