@@ -25,8 +25,10 @@
  * header's precision note) dequantizes to BF16 at load and rounds the input
  * rows and the intermediate to BF16 for every dtype: rms 2.3e-3 per rounding,
  * ~4e-3 through both projections (measured on the H200: at most 5.1e-3 for
- * f32 outputs, 4.9e-3 f16, 4.8e-3 bf16, tests/hip), so F32 and F16 outputs
- * get 8e-3 and BF16 outputs, whose own rounding adds 2.3e-3, 1e-2; XPU kernels use
+ * f32 outputs, 4.9e-3 f16, 4.8e-3 bf16, tests/hip); its int4 mode keeps the
+ * weights exact but rounds the same two, and one tiny case (K = 8, top-1,
+ * f16: few terms per dot product, no averaging) reached 9.6e-3 on the H200,
+ * so HIP gets 1e-2 for every dtype; XPU kernels use
  * f16 dequantized weights / intermediates (~2.8e-4 per rounding, a few
  * roundings deep), so they get the f16 bound as a floor. Any other (third
  * party) backend is held to the bf16 bound. */
@@ -37,7 +39,7 @@ double conf_tolerance(const char *backend_name, moeint4_dtype dtype)
     if (strcmp(backend_name, "cpu") == 0)
         floor = 0.0;
     else if (strcmp(backend_name, "hip") == 0)
-        floor = dtype == MOEINT4_DTYPE_BF16 ? 1e-2 : 8e-3;
+        floor = 1e-2;
     else if (strcmp(backend_name, "xpu") == 0)
         floor = 2e-3;
     return by_dtype > floor ? by_dtype : floor;

@@ -235,8 +235,6 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 
 hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a)
 {
-    if (a->weights->int4) /* hip_int4_gemv.hip */
-        return mi4_hip_launch_int4_gemv(gated, direct, a);
     gemm_params p = make_params(a, gated);
     int resident = a->multiprocessors * GEMV_BLOCKS_PER_SM;
     dim3 block(GEMV_WARPS * MI4_WARP);

@@ -85,8 +85,11 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
         for (int t = 0; t < TA; t++)
             acc[r][t] = 0.0f;
     for (int k0 = lane * CODES_PER_LOAD; k0 < q.inner_padded; k0 += WARP_CODES * UNROLL) {
-        /* every load of the step before the first use */
-        uint4 cv[UNROLL][NR];
+        /* every load of the step before the first use; the token rows too
+         * where each row meets one token (a token chunk loaded at its use
+         * costs an L2 round trip each); ALL (8 tokens) has no registers for
+         * that and reads them at their use */
+        uint4 cv[UNROLL][NR], xv[UNROLL][ALL ? 1 : T][4];
         float scale[UNROLL][NR], bias[UNROLL][NR];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
@@ -100,6 +103,13 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
                 scale[u][r] = q.scales_bf16 ? mi4_dev_bf16_to_f32(s) : mi4_dev_f16_to_f32(s);
                 bias[u][r] = MAGIC + (float)(valid && w[r].zeros ? (int)w[r].zeros[g] : 8);
             }
+#pragma unroll
+            for (int t = 0; t < (ALL ? 0 : T); t++)
+#pragma unroll
+                for (int word = 0; word < 4; word++)
+                    xv[u][t][word] = t < tokens && x[t] && k + 8 * word < q.inner
+                                         ? *(const uint4 *)(x[t] + k + 8 * word)
+                                         : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
@@ -134,7 +144,7 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
                     if (t >= tokens || x[t] == nullptr)
                         continue;
                     float xf[8];
-                    bf16x8(*(const uint4 *)(x[t] + kw), xf);
+                    bf16x8(ALL ? *(const uint4 *)(x[t] + kw) : xv[u][ALL ? 0 : t][word], xf);
 #pragma unroll
                     for (int r = 0; r < NR; r++) {
                         if (!ALL && r / ROWS_PER_TOKEN != t)
@@ -228,7 +238,7 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
         const int4_row w[2] = {int4_row_of(q, expert, out),
                                int4_row_of(q, expert, p.out_cols + out)};
         float acc[2][1];
-        int4_dots<2, 1, false, 4>(q, w, x, 1, acc);
+        int4_dots<2, 1, false, 2>(q, w, x, 1, acc);
         float gate = mi4_warp_sum(acc[0][0]), up = mi4_warp_sum(acc[1][0]);
         if (lane == 0)
             p.act[(size_t)slot * p.out_cols + out] =
@@ -286,8 +296,12 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 
 } // namespace
 
-hipError_t mi4_hip_launch_int4_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a)
+hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
+                               const mi4_hip_gemm_args *a)
 {
+    const bool direct = config == MI4_TILE_DIRECT;
+    if (a->weights->int4_mma && (gated || !direct)) /* hip_int4_mma.hip */
+        return mi4_hip_launch_int4_mma(gated, direct, a);
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;
@@ -303,7 +317,7 @@ hipError_t mi4_hip_launch_int4_gemv(bool gated, bool direct, const mi4_hip_gemm_
                           dim3(persistent_grid(p.combine.num_tokens * p.out_cols, resident)),
                           block, slot_table, a->stream, p, q);
     if (direct)
-        return mi4_launch(int4_direct_gemm2<4, 1>,
+        return mi4_launch(int4_direct_gemm2<2, 1>,
                           dim3(persistent_grid(p.combine.num_tokens * p.out_cols, resident)),
                           block, slot_table, a->stream, p, q);
     if (gated)

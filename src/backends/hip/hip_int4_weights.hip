@@ -143,7 +143,7 @@ moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *nam
     out->experts = m->num_experts;
     out->rows = m->out_features;
     out->inner = m->in_features;
-    out->inner_padded = (m->in_features + 31) / 32 * 32;
+    out->inner_padded = (m->in_features + 127) / 128 * 128;
     out->group_size = m->group_size == -1 ? out->inner_padded : m->group_size;
     out->groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     out->scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
@@ -261,9 +261,19 @@ size_t bf16_bytes(const mi4_hip_int4_matrix &m)
 
 } // namespace
 
+int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
+{
+#if defined(MI4_PLATFORM_NVIDIA)
+    return desc->group_size == 128 || desc->group_size == -1;
+#else
+    (void)desc;
+    return 0; /* AMD: the FMA GEMVs (MFMA with in-register dequantization: not yet) */
+#endif
+}
+
 size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows)
 {
-    if (!w->int4 || tile_rows <= MI4_INT4_NATIVE_MAX_TILE_ROWS)
+    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma))
         return 0;
     return bf16_bytes(w->q13) + bf16_bytes(w->q2);
 }
@@ -272,6 +282,8 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
                                mi4_hip_weights *view)
 {
     *view = *w;
+    view->int4 = 0; /* the GEMMs read the BF16 copies */
+    view->int4_mma = 0;
     view->w13 = (uint16_t *)scratch;
     view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));
     const mi4_hip_int4_matrix *parts[2] = {&w->q13, &w->q2};

@@ -35,9 +35,10 @@ typedef struct mi4_hip_context {
 
 /* One projection kept int4 on the device (hip_int4_weights.hip): rows are
  * outputs, codes packed two per byte along the input (byte j = code(2j) |
- * code(2j+1) << 4, the XPU layout), each row padded to a multiple of 32
- * inputs (16 bytes; pad codes 0); scales and zeros per (row, group), so a
- * 16-byte load of codes meets one scale and one zero. */
+ * code(2j+1) << 4, the XPU layout), each row padded to a multiple of 128
+ * inputs (64 bytes; pad codes 0, their inputs read as 0); scales and zeros
+ * per (row, group), so a 16-byte load of codes meets one scale and one
+ * zero. */
 typedef struct mi4_hip_int4_matrix {
     uint8_t *codes;          /* [E_l][rows][inner_padded / 2] */
     uint16_t *scales;        /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
@@ -52,6 +53,8 @@ typedef struct mi4_hip_weights {
     int hidden_size;         /* K */
     int intermediate_size;   /* N */
     int int4;                /* 1: gpu_weights INT4 (q13, q2; w13 = w2 = NULL) */
+    int int4_mma;            /* 1: int4 weights the matrix-core GEMV serves (see
+                                mi4_hip_int4_mma_serves) */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
@@ -117,19 +120,28 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
                                  char *err, size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
-/* Workspace bytes a forward with row tile `config` needs for BF16 copies
- * of int4 weights: 0 for BF16 weights and for the tiles that read int4
- * (direct and routed GEMVs), else both projections of every local expert. */
+/* Workspace bytes a forward with row tiles of `tile_rows` needs for BF16
+ * copies of int4 weights: 0 for BF16 weights and for the tiles that read
+ * int4 (the direct GEMVs, the routed 8-row FMA GEMV, the 16-row
+ * matrix-core GEMV where it serves), else both projections of every local
+ * expert. */
 size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows);
+/* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
+ * weights on a context with matrix cores on: NVIDIA builds, group size 128
+ * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */
+int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc);
 /* Enqueues the expansion of w's int4 projections to BF16 into `scratch`
  * (mi4_hip_int4_expand_bytes) and fills *view: w with w13 / w2 pointing
  * there, for the BF16 GEMMs. */
 hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
                                mi4_hip_weights *view);
 /* The largest row tile the int4 GEMVs serve; larger tiles expand. */
-#define MI4_INT4_NATIVE_MAX_TILE_ROWS 8
-/* Rows per expert up to which int4 weights take the routed GEMV. */
+#define MI4_INT4_NATIVE_MAX_TILE_ROWS 16
+/* Rows per expert up to which int4 weights take a routed int4 GEMV: the
+ * 8-row FMA one (each weight byte read once per 8 rows), the 16-row
+ * matrix-core one (once per 16 rows); past that the weights are expanded. */
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
+#define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
 
 /* ---- gemm tile configurations (hip_grouped_gemm.hip) ---- */
 typedef enum mi4_hip_tile_config {
