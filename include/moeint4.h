@@ -15,6 +15,9 @@
  *  - Numeric values of enums are pinned forever; new values are appended.
  *  - Free/release functions accept NULL and do nothing.
  *
+ * Backend authors: include/moeint4_backend.h (the backend table, plugins,
+ * registration); nothing here depends on it.
+ *
  * Threading: the library is thread-safe. A context may be used by several
  * threads at once; a prepared weights handle is immutable and may be used by
  * many threads at once for forward(). Destroying a context or releasing a
@@ -352,6 +355,10 @@ typedef struct moeint4_forward_args {
  * CPU backend accepts the flag and runs synchronously as usual. */
 #define MOEINT4_FORWARD_ASYNC 0x1u
 
+/* moeint4_forward_args as first published (it ended at `stream`): the
+ * smallest struct_size moeint4_forward accepts. */
+#define MOEINT4_FORWARD_ARGS_MIN_SIZE offsetof(moeint4_forward_args, flags)
+
 /* Runs the expert half of a MoE layer:
  *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
  * Slots whose expert maps to -1 (not local) contribute nothing; a token with
@@ -484,76 +491,6 @@ MOEINT4_API moeint4_status moeint4_layout_dequantize_f32(const moeint4_quant_mat
 /* Validates `src` exactly as weights_prepare would (shapes, scales, zeros,
  * g_idx). Useful before an offline conversion. */
 MOEINT4_API moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src);
-
-/* ------------------------------------------------------------------------ */
-/* Backend plugin interface                                                  */
-/* ------------------------------------------------------------------------ */
-
-/* A backend is a table of functions. Built-in backends, the GPU plugins
- * (libmoeint4-hip.so, libmoeint4-xpu.so, which export
- * moeint4_plugin_backend()) and third-party backends registered with
- * moeint4_register_backend() all use it. Functions report errors by writing
- * a message of at most `err_cap` bytes into `err`. */
-#define MOEINT4_BACKEND_API_VERSION 1
-
-typedef struct moeint4_backend_iface {
-    size_t struct_size;
-    uint32_t api_version;       /* MOEINT4_BACKEND_API_VERSION the backend was built with */
-    moeint4_backend id;         /* XPU/HIP for the plugins; ignored by register_backend */
-    const char *name;           /* short lower-case name, e.g. "cpu" */
-    int device_pointers;        /* 1: forward() takes device pointers */
-    int platform_priority;      /* lower = tried first by the oracle (CPU: 1000) */
-    void *user_data;            /* passed back to every call */
-
-    /* Is the hardware/runtime here? 1 yes, 0 no (reason filled). Required. */
-    int (*probe)(void *user_data, int device_index, char *reason, size_t reason_cap);
-    /* Can it serve this problem? 1 yes, 0 no (reason filled). Required. */
-    int (*supports)(void *user_data, const moeint4_problem *problem, char *reason,
-                    size_t reason_cap);
-    /* Per-context state (device handles, queues, thread pools). Required. */
-    moeint4_status (*context_create)(void *user_data, const moeint4_context_options *options,
-                                     void **backend_context, char *err, size_t err_cap);
-    void (*context_destroy)(void *user_data, void *backend_context);
-    /* Converts validated checkpoint tensors (host pointers) into the backend's
-     * own layout. Required. */
-    moeint4_status (*prepare)(void *backend_context, const moeint4_weights_desc *desc,
-                              void **backend_weights, char *err, size_t err_cap);
-    void (*release)(void *backend_context, void *backend_weights);
-    /* args were validated by the core (host-side topk ids checked when
-     * device_pointers == 0). Required. */
-    moeint4_status (*forward)(void *backend_context, const void *backend_weights,
-                              const moeint4_forward_args *args, char *err, size_t err_cap);
-    /* Optional (NULL): bytes held by a prepared handle. */
-    void (*memory_usage)(void *backend_context, const void *backend_weights, size_t *host_bytes,
-                         size_t *device_bytes);
-    /* Optional (NULL = host malloc semantics): memory helpers for forward(). */
-    moeint4_status (*memory_alloc)(void *backend_context, size_t bytes, void **ptr, char *err,
-                                   size_t err_cap);
-    void (*memory_free)(void *backend_context, void *ptr);
-    moeint4_status (*memory_copy)(void *backend_context, void *dst, const void *src, size_t bytes,
-                                  moeint4_copy_kind kind, char *err, size_t err_cap);
-    /* Optional: extras looked up by name without changing this table. */
-    void *(*get_proc_address)(void *user_data, const char *name);
-    /* ---- appended (a smaller struct_size leaves them NULL) ---- */
-    /* Optional (NULL: 0 bytes): moeint4_forward_workspace_size. */
-    moeint4_status (*forward_workspace_size)(void *backend_context, const void *backend_weights,
-                                             int64_t max_tokens, int topk, moeint4_dtype dtype,
-                                             size_t *bytes, char *err, size_t err_cap);
-    /* Optional (NULL: always SUCCESS): moeint4_forward_check. */
-    moeint4_status (*forward_check)(void *backend_context, const void *backend_weights,
-                                    void *stream, char *err, size_t err_cap);
-} moeint4_backend_iface;
-
-/* Entry point a backend plugin .so exports: returns its table, or NULL when
- * it cannot work with a core of `core_api_version`. */
-typedef const moeint4_backend_iface *(*moeint4_plugin_backend_fn)(uint32_t core_api_version);
-
-/* Adds a third-party backend. The table is copied; user_data must outlive
- * the library's use of it. Fails with VERSION_MISMATCH when api_version or
- * struct_size does not match, INVALID_ARGUMENT for a missing required
- * function or a name already taken. *id receives the new backend's id. */
-MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
-                                                    moeint4_backend *id);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+python3 scripts/check_layers.py   # include rules and loops (docs/ARCHITECTURE.md), before building
 build_dir=${MOEINT4_TEST_BUILD_DIR:-build-test}
 rm -rf "$build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_WERROR=ON \

@@ -1,12 +1,12 @@
 /* A synthetic MoE layer prepared on a backend through the public ABI, and the
  * helpers `run` and `bench` share: forward memory (host or device, through
  * moeint4_memory_alloc/copy), one forward call, and the accuracy check
- * against the test kit's double-precision reference. */
+ * against the double-precision reference of tools/synth. */
 #ifndef MOEINT4_TOOLS_CLI_SESSION_H
 #define MOEINT4_TOOLS_CLI_SESSION_H
 
 #include "cli.h"
-#include "testkit.h"
+#include "synth.h"
 
 typedef struct cli_session {
     const cli_options *options;
@@ -16,7 +16,7 @@ typedef struct cli_session {
     moeint4_context *ctx;
     moeint4_weights *weights;
     moeint4_backend_info backend;  /* the backend serving the weights */
-    double build_seconds;          /* random checkpoint + packing (test kit) */
+    double build_seconds;          /* random checkpoint + packing (tools/synth) */
     double prepare_seconds;        /* moeint4_weights_prepare */
 } cli_session;
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu_internal.h"
-#include "testkit.h"
+#include "synth.h"
 
 static double now_s(clockid_t clock)
 {

@@ -9,7 +9,7 @@ out=${1:-.}
 shift || true
 cc=${CC:-cc}
 tmp=$(mktemp -d)
-flags="-O3 -std=c11 -D_GNU_SOURCE -DMOEINT4_HAVE_X86_KERNELS=1 -DMOEINT4_BUILDING_LIBRARY -Iinclude -Isrc -Itests/common $*"
+flags="-O3 -std=c11 -D_GNU_SOURCE -DMOEINT4_HAVE_X86_KERNELS=1 -DMOEINT4_BUILDING_LIBRARY -Iinclude -Isrc -Itools/synth $*"
 $cc $flags -mavx2 -mfma -mf16c -c src/backends/cpu/cpu_kernels_avx2.c -o "$tmp/avx2.o"
 $cc $flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c \
   -c src/backends/cpu/cpu_kernels_avx512.c -o "$tmp/avx512.o"
@@ -20,12 +20,12 @@ else
 fi
 $cc $flags $blas_c bench/kernels/bench_cpu_kernels.c src/layout/cpu_repack.c \
   src/backends/cpu/cpu_kernels_scalar.c "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/bench_cpu_kernels" $blas_l -lpthread -lm
-forward_sources=$(ls src/base/*.c src/layout/*.c src/backends/cpu/*.c tests/common/*.c | grep -v _avx)
+forward_sources=$(ls src/base/*.c src/layout/*.c src/backends/cpu/*.c tools/synth/*.c | grep -v _avx)
 $cc $flags -DMOEINT4_VECTORS_DIR=\"/nonexistent\" bench/kernels/bench_cpu_forward.c \
   $forward_sources "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/bench_cpu_forward" -lpthread -lm
 if [ -n "$blas_l" ]; then
   cli_sources=$(ls tools/*.c src/base/*.c src/layout/*.c src/registry/*.c src/core/*.c src/backends/cpu/*.c \
-    tests/common/*.c tests/reference/reference.c | grep -v _avx)
+    tools/synth/*.c | grep -v _avx)
   $cc $flags $blas_c -Itools -DMOEINT4_PLUGIN_SUFFIX=\".so\" -DMOEINT4_GIT_COMMIT=\"standalone\" \
     -DMOEINT4_VECTORS_DIR=\"/nonexistent\" $cli_sources "$tmp/avx2.o" "$tmp/avx512.o" -o "$out/moeint4" \
     $blas_l -ldl -lpthread -lm

@@ -1,4 +1,4 @@
-"""ctypes mirror of include/moeint4.h: enums, structs and the one table of functions.
+"""ctypes mirror of include/moeint4.h (and moeint4_backend.h's table): enums, structs and the one table of functions.
 
 Everything here follows the header field for field; tests/python/test_abi.py
 compiles a small C program against the header and checks every size and offset.
@@ -132,12 +132,7 @@ class ForwardArgs(Structure):
         ("swiglu_beta", c_float),
         ("apply_router_weight_on_input", c_int),
         ("stream", c_void_p),
-        ("flags", c_uint32),
-        ("workspace", c_void_p),
-        ("workspace_bytes", c_size_t),
     ]
-
-FORWARD_ASYNC = 0x1
 
 
 # Fields appended for the asynchronous, graph-capturable forward, and the
@@ -213,6 +208,7 @@ class BackendIface(Structure):
         ("memory_free", MemoryFreeFn),
         ("memory_copy", MemoryCopyFn),
         ("get_proc_address", GetProcAddressFn),
+        # appended with the asynchronous forward (optional members)
         ("forward_workspace_size", ForwardWorkspaceSizeFn),
         ("forward_check", ForwardCheckFn),
     ]
@@ -243,9 +239,6 @@ FUNCTIONS: List[Function] = [
     ("moeint4_weights_backend", STATUS, [c_void_p, POINTER(c_enum)]),
     ("moeint4_weights_memory", STATUS, [c_void_p, POINTER(c_size_t), POINTER(c_size_t)]),
     ("moeint4_forward", STATUS, [c_void_p, c_void_p, POINTER(ForwardArgs)]),
-    ("moeint4_forward_workspace_size", STATUS,
-     [c_void_p, c_int64, c_int, c_enum, POINTER(c_size_t)]),
-    ("moeint4_forward_check", STATUS, [c_void_p, c_void_p, c_void_p]),
     ("moeint4_memory_alloc", STATUS, [c_void_p, c_size_t, POINTER(c_void_p)]),
     ("moeint4_memory_free", None, [c_void_p, c_void_p]),
     ("moeint4_memory_copy", STATUS, [c_void_p, c_void_p, c_void_p, c_size_t, c_enum]),
@@ -258,7 +251,10 @@ FUNCTIONS: List[Function] = [
     ("moeint4_layout_dequantize_bf16", STATUS, [POINTER(QuantMatrix), POINTER(c_uint16)]),
     ("moeint4_layout_dequantize_f32", STATUS, [POINTER(QuantMatrix), POINTER(c_float)]),
     ("moeint4_layout_validate", STATUS, [POINTER(QuantMatrix)]),
+    # include/moeint4_backend.h
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
+    ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
+    ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
 ]
 
 # The asynchronous forward's functions: bound when the library has them (a

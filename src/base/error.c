@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "moeint4_backend.h"
+
 /* The only per-thread state of the library: the message behind the last
  * failing call, as moeint4_last_error() promises. */
 static _Thread_local char last_error_message[MI4_ERROR_CAPACITY];
@@ -20,12 +22,10 @@ void mi4_clear_error(void) { last_error_message[0] = '\0'; }
 
 moeint4_status mi4_fail_into(char *buf, size_t cap, moeint4_status status, const char *fmt, ...)
 {
-    if (buf && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(buf, cap, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    moeint4_backend_vfail(buf, cap, status, fmt, ap);
+    va_end(ap);
     return status;
 }
 

@@ -34,19 +34,16 @@ static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *by
     return !__builtin_mul_overflow(elements, element, bytes);
 }
 
-/* moeint4_forward_args as first published ended at `stream`. */
-#define FORWARD_ARGS_FIRST_SIZE offsetof(moeint4_forward_args, flags)
-
 /* The caller's args in a full-size struct: fields past its struct_size get
  * their documented defaults (0 / NULL). */
 static moeint4_status normalize_args(const moeint4_forward_args *args,
                                      moeint4_forward_args *full)
 {
-    if (args->struct_size < FORWARD_ARGS_FIRST_SIZE)
+    if (args->struct_size < MOEINT4_FORWARD_ARGS_MIN_SIZE)
         return mi4_fail(MOEINT4_VERSION_MISMATCH,
                         "args->struct_size = %zu, expected at least %zu (the first "
                         "moeint4_forward_args)",
-                        args->struct_size, (size_t)FORWARD_ARGS_FIRST_SIZE);
+                        args->struct_size, (size_t)MOEINT4_FORWARD_ARGS_MIN_SIZE);
     memset(full, 0, sizeof *full);
     memcpy(full, args, args->struct_size < sizeof *full ? args->struct_size : sizeof *full);
     full->struct_size = sizeof *full;

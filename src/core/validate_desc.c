@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "core/validate_desc.h"
 #include "layout/layout.h"
@@ -115,7 +115,7 @@ moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *desc)
     if (status != MOEINT4_SUCCESS)
         return status;
     /* Shapes, sizes and pointers of both projections before any data is read. */
-    moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     if ((status = mi4_layout_validate_shape(&w13, "w13")) != MOEINT4_SUCCESS ||
         (status = mi4_layout_validate_shape(&w2, "w2")) != MOEINT4_SUCCESS ||
         (status = mi4_layout_validate_data(&w13, "w13")) != MOEINT4_SUCCESS)

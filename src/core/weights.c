@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "core/context.h"
 #include "core/handles.h"
@@ -44,7 +44,7 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     moeint4_weights_desc normalized;
     memcpy(&normalized, desc, sizeof normalized);
     normalized.struct_size = sizeof normalized;
-    normalized.scales_dtype = mi4_desc_scales_dtype(desc);
+    normalized.scales_dtype = moeint4_desc_scales_dtype(desc);
 
     char err[MI4_ERROR_CAPACITY] = "";
     void *backend_weights = NULL;

@@ -6,13 +6,14 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "layout/int4_packing.h"
 #include "layout/layout.h"
+#include "moeint4_backend.h"
 
-/* AWQ's interleave (layout/int4_packing.h): nibble i of a packed word holds
- * column 8*w + awq_column_of_nibble[i]; awq_nibble_of_column is its inverse. */
-static const uint8_t awq_column_of_nibble[8] = MI4_AWQ_COLUMN_OF_NIBBLE;
-static const uint8_t awq_nibble_of_column[8] = MI4_AWQ_NIBBLE_OF_COLUMN;
+/* AWQ's interleave (the table moeint4_backend.h gives device backends too):
+ * nibble i of a packed word holds column 8*w + awq_column_of_nibble[i];
+ * awq_nibble_of_column is its inverse. */
+static const uint8_t awq_column_of_nibble[8] = MOEINT4_AWQ_COLUMN_OF_NIBBLE;
+static const uint8_t awq_nibble_of_column[8] = MOEINT4_AWQ_NIBBLE_OF_COLUMN;
 
 static inline unsigned nibble(int32_t word, unsigned index)
 {

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "layout/layout.h"
@@ -33,7 +33,7 @@ moeint4_dtype mi4_layout_scales_dtype(const moeint4_quant_matrix *m)
 
 int mi4_layout_num_groups(const moeint4_quant_matrix *m)
 {
-    return mi4_num_groups(m->in_features, m->group_size);
+    return moeint4_num_groups(m->in_features, m->group_size);
 }
 
 int mi4_layout_is_format(moeint4_format format)
@@ -178,7 +178,7 @@ static moeint4_status check_g_idx(const moeint4_quant_matrix *m, const char *nam
     if (!m->g_idx)
         return MOEINT4_SUCCESS;
     int groups = mi4_layout_num_groups(m);
-    int group_size = mi4_effective_group_size(m->in_features, m->group_size);
+    int group_size = moeint4_effective_group_size(m->in_features, m->group_size);
     for (int e = 0; e < m->num_experts; e++) {
         const int32_t *row = m->g_idx + (size_t)e * (size_t)m->in_features;
         for (int k = 0; k < m->in_features; k++) {

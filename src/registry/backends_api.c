@@ -68,3 +68,14 @@ MOEINT4_API moeint4_status moeint4_backend_from_name(const char *name, moeint4_b
     *id = entry->id;
     return MOEINT4_SUCCESS;
 }
+
+MOEINT4_API void *moeint4_backend_get_proc_address(moeint4_backend id, const char *name)
+{
+    mi4_clear_error();
+    if (!name)
+        return NULL;
+    const mi4_backend_entry *entry = mi4_registry_find(id);
+    if (!entry || !entry->compiled || !entry->iface.get_proc_address)
+        return NULL;
+    return entry->iface.get_proc_address(entry->iface.user_data, name);
+}

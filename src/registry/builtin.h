@@ -5,7 +5,7 @@
 #ifndef MOEINT4_REGISTRY_BUILTIN_H
 #define MOEINT4_REGISTRY_BUILTIN_H
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 const moeint4_backend_iface *mi4_cpu_backend_iface(void);
 

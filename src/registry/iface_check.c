@@ -11,8 +11,7 @@ moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char 
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "api version %u, core expects %d", (unsigned)iface->api_version,
                              MOEINT4_BACKEND_API_VERSION);
-    /* the table as first published ended at get_proc_address */
-    const size_t first_size = offsetof(moeint4_backend_iface, forward_workspace_size);
+    const size_t first_size = MOEINT4_BACKEND_IFACE_MIN_SIZE;
     if (iface->struct_size < first_size)
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "backend table struct_size = %zu, core expects at least %zu",

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 /* api_version, struct_size, required functions. Writes the reason into
  * `reason` and returns VERSION_MISMATCH or INVALID_ARGUMENT, else SUCCESS. */

@@ -14,8 +14,6 @@
 #include "registry/plugin_elf.h"
 #include "registry/registry.h"
 
-#define MI4_PLUGIN_ENTRY_SYMBOL "moeint4_plugin_backend"
-
 /* Any object inside libmoeint4.so serves to ask the loader where we live. */
 static const char location_anchor;
 
@@ -41,8 +39,8 @@ static void library_directory(char *dir, size_t cap)
     dir[length] = '\0';
 }
 
-static const moeint4_backend_iface *load_plugin_file(const char *path, moeint4_backend expected_id,
-                                                     char *reason, size_t reason_cap)
+const moeint4_backend_iface *mi4_plugin_open(const char *path, void **handle, char *reason,
+                                             size_t reason_cap)
 {
     char words[MI4_REASON_CAPACITY];
     if (!mi4_plugin_file_is_whole(path, words, sizeof words)) {
@@ -50,18 +48,18 @@ static const moeint4_backend_iface *load_plugin_file(const char *path, moeint4_b
                       path, words);
         return NULL;
     }
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
+    void *opened = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!opened) {
         const char *loader_words = dlerror();
         mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE, "%s: cannot be loaded: %s",
                       path, loader_words ? loader_words : "unknown dlopen error");
         return NULL;
     }
-    void *symbol = dlsym(handle, MI4_PLUGIN_ENTRY_SYMBOL);
+    void *symbol = dlsym(opened, MOEINT4_PLUGIN_ENTRY_NAME);
     if (!symbol) {
         mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE,
-                      "%s: " MI4_PLUGIN_ENTRY_SYMBOL " missing", path);
-        dlclose(handle);
+                      "%s: " MOEINT4_PLUGIN_ENTRY_NAME " missing", path);
+        dlclose(opened);
         return NULL;
     }
     moeint4_plugin_backend_fn entry_point;
@@ -69,9 +67,26 @@ static const moeint4_backend_iface *load_plugin_file(const char *path, moeint4_b
     const moeint4_backend_iface *iface = entry_point(MOEINT4_BACKEND_API_VERSION);
     if (!iface) {
         mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE,
-                      "%s: " MI4_PLUGIN_ENTRY_SYMBOL " returned no table for core api version %d",
+                      "%s: " MOEINT4_PLUGIN_ENTRY_NAME " returned no table for core api version %d",
                       path, MOEINT4_BACKEND_API_VERSION);
-    } else if (mi4_backend_iface_check(iface, words, sizeof words) != MOEINT4_SUCCESS) {
+        dlclose(opened);
+        return NULL;
+    }
+    *handle = opened;
+    return iface;
+}
+
+void mi4_plugin_close(void *handle) { dlclose(handle); }
+
+static const moeint4_backend_iface *load_plugin_file(const char *path, moeint4_backend expected_id,
+                                                     char *reason, size_t reason_cap)
+{
+    void *handle = NULL;
+    const moeint4_backend_iface *iface = mi4_plugin_open(path, &handle, reason, reason_cap);
+    if (!iface)
+        return NULL;
+    char words[MI4_REASON_CAPACITY];
+    if (mi4_backend_iface_check(iface, words, sizeof words) != MOEINT4_SUCCESS) {
         mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE, "%s: %s", path, words);
         iface = NULL;
     } else if (iface->id != expected_id) {
@@ -81,7 +96,7 @@ static const moeint4_backend_iface *load_plugin_file(const char *path, moeint4_b
         iface = NULL;
     }
     if (!iface)
-        dlclose(handle);
+        mi4_plugin_close(handle);
     /* On success the handle is kept open for the life of the process. */
     return iface;
 }

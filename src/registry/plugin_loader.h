@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 /* Loads the backend plugin `file_name` (e.g. "libmoeint4-hip.so"), searching
  * every directory of MOEINT4_BACKEND_PATH first, then the directory of
@@ -14,5 +14,14 @@
  * ("libmoeint4-hip.so not found in /a:/b"). */
 const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_backend expected_id,
                                              char *reason, size_t reason_cap);
+
+/* Opens the plugin at `path` and asks its entry point for a table (not yet
+ * checked: the caller checks and registers it). On success *handle is the
+ * open object, to be kept for the life of the process or given to
+ * mi4_plugin_close when the table is refused; NULL with the reason (naming
+ * the file) otherwise. */
+const moeint4_backend_iface *mi4_plugin_open(const char *path, void **handle, char *reason,
+                                             size_t reason_cap);
+void mi4_plugin_close(void *handle);
 
 #endif

@@ -2,6 +2,7 @@
  * plugins, and third-party backends added with moeint4_register_backend. */
 #include "registry/registry.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,10 +35,10 @@ static mi4_probe_result probe_cache[MI4_MAX_BACKENDS][MI4_PROBE_CACHE_DEVICES];
 static int default_priority(moeint4_backend id)
 {
     switch (id) {
-    case MOEINT4_BACKEND_CPU: return MI4_PRIORITY_CPU;
-    case MOEINT4_BACKEND_XPU: return MI4_PRIORITY_XPU;
-    case MOEINT4_BACKEND_HIP: return MI4_PRIORITY_HIP;
-    default: return MI4_PRIORITY_CUSTOM;
+    case MOEINT4_BACKEND_CPU: return MOEINT4_PRIORITY_CPU;
+    case MOEINT4_BACKEND_XPU: return MOEINT4_PRIORITY_XPU;
+    case MOEINT4_BACKEND_HIP: return MOEINT4_PRIORITY_HIP;
+    default: return MOEINT4_PRIORITY_CUSTOM;
     }
 }
 
@@ -79,7 +80,7 @@ static void registry_add_builtin_cpu(void)
     if (iface && mi4_backend_iface_check(iface, reason, sizeof reason) == MOEINT4_SUCCESS) {
         entry_adopt_iface(entry, iface);
     } else {
-        entry->priority = MI4_PRIORITY_CPU;
+        entry->priority = MOEINT4_PRIORITY_CPU;
         snprintf(entry->load_reason, sizeof entry->load_reason, "built-in cpu backend: %.200s",
                  iface ? reason : "no table");
     }
@@ -211,24 +212,21 @@ static int name_is_acceptable(const char *name)
     return 1;
 }
 
-MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
-                                                    moeint4_backend *id)
+/* Checks and adds a third-party table under a new custom id. `origin` names
+ * the table in messages ("iface", or the plugin's path). */
+static moeint4_status register_table(const moeint4_backend_iface *iface, const char *origin,
+                                     moeint4_backend *id)
 {
-    mi4_clear_error();
-    if (!iface)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "iface is NULL");
-    if (!id)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "id is NULL");
     char reason[MI4_REASON_CAPACITY];
     moeint4_status status = mi4_backend_iface_check(iface, reason, sizeof reason);
     if (status != MOEINT4_SUCCESS)
-        return mi4_fail(status, "iface: %s", reason);
+        return mi4_fail(status, "%s: %s", origin, reason);
     if (!iface->name || !name_is_acceptable(iface->name))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "iface->name must be 1 to %d letters, digits, '_', '-' or '.'",
+                        "%s->name must be 1 to %d letters, digits, '_', '-' or '.'", origin,
                         MI4_NAME_CAPACITY - 1);
     if (strcasecmp(iface->name, "auto") == 0)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "iface->name \"auto\" is reserved");
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s->name \"auto\" is reserved", origin);
 
     pthread_once(&registry_once, registry_init);
     pthread_mutex_lock(&registry_lock);
@@ -236,8 +234,8 @@ MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface 
         if (strcasecmp(registry_entries[i].name, iface->name) == 0) {
             pthread_mutex_unlock(&registry_lock);
             return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                            "iface->name \"%s\" is already taken by backend id %d", iface->name,
-                            (int)registry_entries[i].id);
+                            "%s->name \"%s\" is already taken by backend id %d", origin,
+                            iface->name, (int)registry_entries[i].id);
         }
     }
     if (registry_count == MI4_MAX_BACKENDS) {
@@ -253,4 +251,37 @@ MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface 
     *id = entry->id;
     pthread_mutex_unlock(&registry_lock);
     return MOEINT4_SUCCESS;
+}
+
+MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
+                                                    moeint4_backend *id)
+{
+    mi4_clear_error();
+    if (!iface)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "iface is NULL");
+    if (!id)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "id is NULL");
+    return register_table(iface, "iface", id);
+}
+
+MOEINT4_API moeint4_status moeint4_backend_load(const char *path, moeint4_backend *id)
+{
+    mi4_clear_error();
+    if (!path)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "path is NULL");
+    if (!id)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "id is NULL");
+    if (!path[0])
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "path is empty");
+    char reason[MI4_REASON_CAPACITY + PATH_MAX];
+    void *handle = NULL;
+    const moeint4_backend_iface *iface = mi4_plugin_open(path, &handle, reason, sizeof reason);
+    if (!iface)
+        return mi4_fail(MOEINT4_BACKEND_UNAVAILABLE, "%s", reason);
+    char origin[PATH_MAX + 16];
+    snprintf(origin, sizeof origin, "%s: table", path);
+    moeint4_status status = register_table(iface, origin, id);
+    if (status != MOEINT4_SUCCESS)
+        mi4_plugin_close(handle); /* else kept open for the life of the process */
+    return status;
 }

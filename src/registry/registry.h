@@ -9,18 +9,11 @@
 
 #include <stddef.h>
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 #define MI4_MAX_BACKENDS 32
 #define MI4_REASON_CAPACITY 256
 #define MI4_NAME_CAPACITY 32
-
-/* Default oracle priorities (lower = tried first). A table that leaves
- * platform_priority at 0 gets its id's default. */
-#define MI4_PRIORITY_XPU 100
-#define MI4_PRIORITY_HIP 200
-#define MI4_PRIORITY_CUSTOM 500
-#define MI4_PRIORITY_CPU 1000
 
 typedef struct mi4_backend_entry {
     moeint4_backend id;

@@ -1,8 +1,8 @@
 cmake_minimum_required(VERSION 3.25)
-# cmake -DLIBRARY=<libmoeint4.so> -DHEADER=<moeint4.h> -DSONAME=<expected>
-#       -DNM=<nm> -DOBJDUMP=<objdump> -P check_symbols.cmake
-# The dynamic symbol table holds exactly the functions the header declares
-# with MOEINT4_API (all moeint4_*), and the SONAME is the expected one.
+# cmake -DLIBRARY=<libmoeint4.so> -DHEADER=<moeint4.h> -DBACKEND_HEADER=<moeint4_backend.h>
+#       -DSONAME=<expected> -DNM=<nm> -DOBJDUMP=<objdump> -P check_symbols.cmake
+# The dynamic symbol table holds exactly the functions the two public headers
+# declare with MOEINT4_API (all moeint4_*), and the SONAME is the expected one.
 execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}
   OUTPUT_VARIABLE nm_output RESULT_VARIABLE nm_result)
 if(NOT nm_result EQUAL 0)
@@ -20,6 +20,10 @@ endforeach()
 list(SORT exported)
 
 file(READ ${HEADER} header_text)
+if(BACKEND_HEADER)
+  file(READ ${BACKEND_HEADER} backend_header_text)
+  string(APPEND header_text "\n${backend_header_text}")
+endif()
 string(REGEX MATCHALL "MOEINT4_API[^;(]*[ *]moeint4_[a-z0-9_]+ *\\(" declarations "${header_text}")
 set(declared "")
 foreach(declaration IN LISTS declarations)
@@ -34,12 +38,12 @@ foreach(name IN LISTS exported)
   if(NOT name MATCHES "^moeint4_")
     string(APPEND problems "\n  exported symbol without the moeint4_ prefix: ${name}")
   elseif(NOT name IN_LIST declared)
-    string(APPEND problems "\n  exported but not declared MOEINT4_API in moeint4.h: ${name}")
+    string(APPEND problems "\n  exported but not declared MOEINT4_API in the public headers: ${name}")
   endif()
 endforeach()
 foreach(name IN LISTS declared)
   if(NOT name IN_LIST exported)
-    string(APPEND problems "\n  declared MOEINT4_API in moeint4.h but not exported: ${name}")
+    string(APPEND problems "\n  declared MOEINT4_API in the public headers but not exported: ${name}")
   endif()
 endforeach()
 list(LENGTH exported exported_count)

@@ -5,7 +5,7 @@
 #ifndef MOEINT4_TESTS_CORE_FAKE_BACKEND_H
 #define MOEINT4_TESTS_CORE_FAKE_BACKEND_H
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 #define FAKE_OUTPUT_VALUE 0.25f
 

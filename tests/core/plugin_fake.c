@@ -2,6 +2,7 @@
  * good, without the entry symbol, with a wrong api version, with a wrong id.
  * It supports GPTQ_SYM only, so the oracle's first-fit can be observed. */
 #include <stdint.h>
+#include <string.h>
 
 #include "fake_backend.h"
 
@@ -21,16 +22,27 @@ static fake_control plugin_control = {
 static moeint4_backend_iface plugin_table;
 
 #ifndef FAKE_PLUGIN_OMIT_ENTRY
-__attribute__((visibility("default"))) const moeint4_backend_iface *
-moeint4_plugin_backend(uint32_t core_api_version);
+/* Its one extension, reached through moeint4_backend_get_proc_address. */
+static int fake_extension_answer(void) { return 42; }
 
-__attribute__((visibility("default"))) const moeint4_backend_iface *
-moeint4_plugin_backend(uint32_t core_api_version)
+static void *plugin_get_proc_address(void *user_data, const char *name)
+{
+    (void)user_data;
+    if (strcmp(name, "fake_extension_answer") != 0)
+        return NULL;
+    int (*function)(void) = fake_extension_answer;
+    void *address;
+    memcpy(&address, &function, sizeof address); /* function -> object pointer, POSIX way */
+    return address;
+}
+
+MOEINT4_PLUGIN_API const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version)
 {
     (void)core_api_version;
     plugin_table = fake_backend_iface(&plugin_control);
     plugin_table.api_version = FAKE_PLUGIN_API_VERSION;
     plugin_table.id = (moeint4_backend)FAKE_PLUGIN_ID;
+    plugin_table.get_proc_address = plugin_get_proc_address;
     return &plugin_table;
 }
 #else

@@ -99,8 +99,8 @@ static void test_async_flag_runs_as_usual(void **state)
         unsigned char bytes[sizeof(moeint4_forward_args)];
     } old;
     memset(old.bytes, 0xA5, sizeof old.bytes);
-    memcpy(old.bytes, &args, offsetof(moeint4_forward_args, flags));
-    old.args.struct_size = offsetof(moeint4_forward_args, flags);
+    memcpy(old.bytes, &args, MOEINT4_FORWARD_ARGS_MIN_SIZE);
+    old.args.struct_size = MOEINT4_FORWARD_ARGS_MIN_SIZE;
     tk_poison(b.out, sizeof b.out);
     assert_int_equal(moeint4_forward(f->ctx, f->weights, &old.args), MOEINT4_SUCCESS);
     assert_memory_equal(b.out, plain, sizeof plain);
@@ -124,7 +124,7 @@ static void test_bad_async_fields(void **state)
     assert_int_equal(moeint4_forward(f->ctx, f->weights, &args), MOEINT4_INVALID_ARGUMENT);
     assert_non_null(strstr(moeint4_last_error(), "args->workspace_bytes = 4096"));
     args.workspace_bytes = 0;
-    args.struct_size = offsetof(moeint4_forward_args, flags) - 1;
+    args.struct_size = MOEINT4_FORWARD_ARGS_MIN_SIZE - 1;
     assert_int_equal(moeint4_forward(f->ctx, f->weights, &args), MOEINT4_VERSION_MISMATCH);
     assert_memory_equal(b.out, untouched, sizeof untouched);
 

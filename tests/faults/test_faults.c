@@ -110,15 +110,6 @@ static moeint4_status run_forward(fixture *f, const moeint4_weights *weights)
     return moeint4_forward(f->ctx, weights, &args);
 }
 
-static int poisoned(const void *data, size_t bytes)
-{
-    const uint8_t *p = data;
-    for (size_t i = 0; i < bytes; i++)
-        if (p[i] != 0xff)
-            return 0;
-    return 1;
-}
-
 /* A failing call's verdict: OOM with words and no leak, or (a fallback
  * that absorbed the failure) success. Returns 1 when it failed. */
 static int check_failed_call(moeint4_status status, long live_before, const char *what,
@@ -194,7 +185,7 @@ static void fail_each_forward_allocation(fixture *f)
         moeint4_status status = run_forward(f, f->weights);
         mi4_alloc_fail_after(-1);
         if (check_failed_call(status, live_before, "forward", site) &&
-            !poisoned(f->out, f->out_bytes))
+            !tk_still_poisoned(f->out, f->out_bytes))
             fail_msg("forward, allocation %ld failing: output written", site);
         assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
         assert_memory_equal(f->out, f->expected, f->out_bytes);

@@ -22,8 +22,6 @@
 #include "fuzz_input.h"
 #include "moeint4.h"
 
-/* The backend table as first published ended at get_proc_address. */
-#define FZ_FIRST_TABLE_SIZE offsetof(moeint4_backend_iface, forward_workspace_size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -96,7 +94,7 @@ static void check_table_answer(fz_input *in, const plugin_world *w)
     case 0: table.struct_size = 0; break;
     case 1: table.struct_size = sizeof table - 8; break; /* a later member missing: fine */
     case 2: table.struct_size = sizeof table + 64; break;
-    case 3: table.struct_size = FZ_FIRST_TABLE_SIZE - 8; break;
+    case 3: table.struct_size = MOEINT4_BACKEND_IFACE_MIN_SIZE - 8; break;
     default: break;
     }
     if (fz_pick(in, 4) == 0)
@@ -121,7 +119,7 @@ static void check_table_answer(fz_input *in, const plugin_world *w)
                                                           reason, sizeof reason);
     if (loaded) {
         if (answer_null || loaded->api_version != MOEINT4_BACKEND_API_VERSION ||
-            loaded->struct_size < FZ_FIRST_TABLE_SIZE || loaded->id != MOEINT4_BACKEND_HIP ||
+            loaded->struct_size < MOEINT4_BACKEND_IFACE_MIN_SIZE || loaded->id != MOEINT4_BACKEND_HIP ||
             !loaded->probe || !loaded->supports || !loaded->context_create || !loaded->prepare ||
             !loaded->forward)
             abort(); /* an unsound table was accepted */

@@ -3,7 +3,7 @@
  * give is reachable without building a .so per case. */
 #include <stddef.h>
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 
 #define FZ_EXPORT __attribute__((visibility("default")))
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "hip_test_util.h"
+#include "moeint4_backend.h"
 
 typedef moeint4_status (*download_fn)(void *, const void *, uint16_t *, uint16_t *);
 

@@ -7,9 +7,9 @@
  * written into the captured buffers are dropped (the output equals an eager
  * forward with those slots' weights set to 0) and moeint4_forward_check
  * names the first one once. The graph calls come from the plugin's test
- * extras (hip_test_extras.hip), so they run in the plugin's own runtime.
+ * extras (hip_test_extras.hip, through moeint4_backend_get_proc_address),
+ * so they run in the plugin's own runtime.
  * Exits 77 (ctest: skipped) when the plugin or a GPU is missing. */
-#include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "hip_test_util.h"
+#include "moeint4_backend.h"
 
 #define GRAPH_REPLAYS 1000
 
@@ -35,36 +36,23 @@ typedef struct graph_calls {
     int (*graph_destroy)(void *graph);
 } graph_calls;
 
-static void *extra(void *handle, moeint4_plugin_backend_fn entry, const char *name)
+/* The plugin's test extras through the public extension lookup (the plugin
+ * instance the library loaded). */
+static void *extra(const char *name)
 {
-    const moeint4_backend_iface *iface = entry(MOEINT4_BACKEND_API_VERSION);
-    assert_non_null(iface);
-    void *fn = iface->get_proc_address(iface->user_data, name);
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, name);
     if (fn == NULL)
         print_error("the hip plugin has no test extra %s (a build without tests?)\n", name);
     assert_non_null(fn);
-    (void)handle;
     return fn;
 }
 
-/* The calls of the plugin instance the library loaded (dlopen of the same
- * file returns that instance). */
 static graph_calls load_graph_calls(void)
 {
-    char path[4096];
-    const char *dir = getenv("MOEINT4_BACKEND_PATH");
-    assert_non_null(dir);
-    snprintf(path, sizeof path, "%s/libmoeint4-hip.so", dir);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    assert_non_null(handle);
-    void *symbol = dlsym(handle, "moeint4_plugin_backend");
-    assert_non_null(symbol);
-    moeint4_plugin_backend_fn entry;
-    memcpy(&entry, &symbol, sizeof entry);
     graph_calls g;
     void *fn;
 #define LOAD(field, name)                                                                        \
-    fn = extra(handle, entry, name);                                                             \
+    fn = extra(name);                                                                            \
     memcpy(&g.field, &fn, sizeof fn)
     LOAD(stream_create, "hip_test_stream_create");
     LOAD(stream_destroy, "hip_test_stream_destroy");

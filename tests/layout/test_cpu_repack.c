@@ -13,7 +13,6 @@
 #include <cmocka.h>
 
 #include "layout/cpu_repack.h"
-#include "layout_test_util.h"
 #include "testkit.h"
 
 /* The layout as the header documents it, written out independently. */
@@ -84,7 +83,7 @@ static void check_repack(int in, int rows, int group_size, moeint4_dtype dtype,
     for (size_t i = 0; i < e.groups * (size_t)rows; i++)
         scales[i] = bits_to_float(dtype, scale_bits[i]);
     uint8_t *want = expected_bytes(&e, in, rows, codes, zeros, scale_bits);
-    uint8_t *got = lt_poisoned(e.tiles * e.tile_bytes);
+    uint8_t *got = tk_poisoned_alloc(e.tiles * e.tile_bytes);
     assert_non_null(got);
     mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, dtype, got);
     for (size_t i = 0; i < e.tiles * e.tile_bytes; i++)

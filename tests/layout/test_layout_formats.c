@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "layout/layout.h"
-#include "layout_test_util.h"
 #include "moeint4.h"
 #include "testkit.h"
 
@@ -84,10 +83,10 @@ static void copy_inputs(const tk_matrix *m, input_copies *c)
     c->scales_bytes = group_count(m) * sizeof(uint16_t);
     c->qzeros_bytes = m->qzeros ? group_count(m) / 2 : 0;
     c->g_idx_bytes = m->g_idx ? (size_t)m->num_experts * (size_t)m->in_features * 4 : 0;
-    c->qweight = lt_copy(m->qweight, c->qweight_bytes);
-    c->scales = lt_copy(m->scales, c->scales_bytes);
-    c->qzeros = lt_copy(m->qzeros, c->qzeros_bytes);
-    c->g_idx = lt_copy(m->g_idx, c->g_idx_bytes);
+    c->qweight = tk_copy_alloc(m->qweight, c->qweight_bytes);
+    c->scales = tk_copy_alloc(m->scales, c->scales_bytes);
+    c->qzeros = tk_copy_alloc(m->qzeros, c->qzeros_bytes);
+    c->g_idx = tk_copy_alloc(m->g_idx, c->g_idx_bytes);
 }
 
 static void expect_inputs_unchanged(const tk_matrix *m, input_copies *c)
@@ -108,8 +107,8 @@ static void check_dequantized(const tk_matrix *m, const moeint4_quant_matrix *vi
                               const char *label)
 {
     size_t count = weight_count(m);
-    float *f32 = lt_poisoned(count * sizeof(float));
-    uint16_t *bf16 = lt_poisoned(count * sizeof(uint16_t));
+    float *f32 = tk_poisoned_alloc(count * sizeof(float));
+    uint16_t *bf16 = tk_poisoned_alloc(count * sizeof(uint16_t));
     assert_non_null(f32);
     assert_non_null(bf16);
     assert_int_equal(moeint4_layout_dequantize_f32(view, f32), MOEINT4_SUCCESS);
@@ -137,16 +136,16 @@ static void check_unpacked(const tk_matrix *m, const moeint4_quant_matrix *view,
 {
     size_t per_expert = (size_t)m->out_features * (size_t)m->in_features;
     size_t groups = (size_t)m->num_groups * (size_t)m->out_features;
-    uint8_t *codes = lt_poisoned(per_expert);
-    uint8_t *zeros = lt_poisoned(groups);
-    float *scales = lt_poisoned(groups * sizeof(float));
+    uint8_t *codes = tk_poisoned_alloc(per_expert);
+    uint8_t *zeros = tk_poisoned_alloc(groups);
+    float *scales = tk_poisoned_alloc(groups * sizeof(float));
     assert_non_null(codes);
     assert_non_null(zeros);
     assert_non_null(scales);
     for (int e = 0; e < m->num_experts; e++) {
-        memset(codes, LT_POISON, per_expert);
-        memset(zeros, LT_POISON, groups);
-        memset(scales, LT_POISON, groups * sizeof(float));
+        memset(codes, TK_POISON, per_expert);
+        memset(zeros, TK_POISON, groups);
+        memset(scales, TK_POISON, groups * sizeof(float));
         mi4_layout_unpack_expert(view, e, codes, zeros, scales);
         if (memcmp(codes, m->codes + (size_t)e * per_expert, per_expert) != 0) {
             print_error("%s: expert %d codes differ\n", label, e);
@@ -179,7 +178,7 @@ static void check_decoded_block(const tk_matrix *m, const moeint4_quant_matrix *
     int col0 = m->in_features > 16 ? 8 : 0;
     int cols = m->in_features - col0 - (m->in_features > 16 ? 8 : 0);
     size_t ld = (size_t)cols + 5;
-    uint8_t *block = lt_poisoned((size_t)rows * ld);
+    uint8_t *block = tk_poisoned_alloc((size_t)rows * ld);
     assert_non_null(block);
     mi4_layout_decode_codes(view, e, row0, rows, col0, cols, block, ld);
     for (int r = 0; r < rows; r++) {
@@ -188,7 +187,7 @@ static void check_decoded_block(const tk_matrix *m, const moeint4_quant_matrix *
                                   (size_t)m->in_features +
                               (size_t)col0;
         assert_memory_equal(block + (size_t)r * ld, want, (size_t)cols);
-        assert_true(lt_still_poisoned(block + (size_t)r * ld + cols, 5));
+        assert_true(tk_still_poisoned(block + (size_t)r * ld + cols, 5));
     }
     free(block);
 }
@@ -199,16 +198,16 @@ static void check_xpu(const tk_matrix *m, const moeint4_quant_matrix *view, cons
 {
     size_t packed_bytes = weight_count(m) / 2;
     size_t scales_count = group_count(m);
-    uint8_t *packed = lt_poisoned(packed_bytes);
-    uint16_t *scales_t = lt_poisoned(scales_count * sizeof(uint16_t));
+    uint8_t *packed = tk_poisoned_alloc(packed_bytes);
+    uint16_t *scales_t = tk_poisoned_alloc(scales_count * sizeof(uint16_t));
     assert_non_null(packed);
     assert_non_null(scales_t);
     moeint4_status status = moeint4_layout_gptq_to_xpu(view, packed, scales_t);
     if (m->format != MOEINT4_FORMAT_GPTQ_SYM) {
         assert_int_equal(status, MOEINT4_UNSUPPORTED);
         assert_non_null(strstr(moeint4_last_error(), "GPTQ_SYM"));
-        assert_true(lt_still_poisoned(packed, packed_bytes));
-        assert_true(lt_still_poisoned(scales_t, scales_count * sizeof(uint16_t)));
+        assert_true(tk_still_poisoned(packed, packed_bytes));
+        assert_true(tk_still_poisoned(scales_t, scales_count * sizeof(uint16_t)));
     } else {
         assert_int_equal(status, MOEINT4_SUCCESS);
         int in = m->in_features, out = m->out_features, groups = m->num_groups;

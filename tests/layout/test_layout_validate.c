@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "layout/layout.h"
-#include "layout_test_util.h"
 #include "moeint4.h"
 #include "testkit.h"
 
@@ -36,10 +35,10 @@ typedef struct outputs {
 
 static void poison(outputs *o)
 {
-    memset(o->f32, LT_POISON, OUTPUT_ELEMENTS * sizeof(float));
-    memset(o->bf16, LT_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
-    memset(o->packed, LT_POISON, OUTPUT_ELEMENTS);
-    memset(o->scales_t, LT_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
+    memset(o->f32, TK_POISON, OUTPUT_ELEMENTS * sizeof(float));
+    memset(o->bf16, TK_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
+    memset(o->packed, TK_POISON, OUTPUT_ELEMENTS);
+    memset(o->scales_t, TK_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
 }
 
 static void expect_message(const char *call, const char *needle1, const char *needle2)
@@ -64,10 +63,10 @@ static void expect_status(const char *call, moeint4_status got, moeint4_status w
 
 static void expect_untouched(const outputs *o)
 {
-    assert_true(lt_still_poisoned(o->f32, OUTPUT_ELEMENTS * sizeof(float)));
-    assert_true(lt_still_poisoned(o->bf16, OUTPUT_ELEMENTS * sizeof(uint16_t)));
-    assert_true(lt_still_poisoned(o->packed, OUTPUT_ELEMENTS));
-    assert_true(lt_still_poisoned(o->scales_t, OUTPUT_ELEMENTS * sizeof(uint16_t)));
+    assert_true(tk_still_poisoned(o->f32, OUTPUT_ELEMENTS * sizeof(float)));
+    assert_true(tk_still_poisoned(o->bf16, OUTPUT_ELEMENTS * sizeof(uint16_t)));
+    assert_true(tk_still_poisoned(o->packed, OUTPUT_ELEMENTS));
+    assert_true(tk_still_poisoned(o->scales_t, OUTPUT_ELEMENTS * sizeof(uint16_t)));
 }
 
 /* validate and every conversion refuse `m` with `status` and a message
@@ -75,9 +74,9 @@ static void expect_untouched(const outputs *o)
 static void expect_refused(const moeint4_quant_matrix *m, moeint4_status status,
                            const char *needle1, const char *needle2)
 {
-    outputs o = {lt_poisoned(OUTPUT_ELEMENTS * sizeof(float)),
-                 lt_poisoned(OUTPUT_ELEMENTS * sizeof(uint16_t)), lt_poisoned(OUTPUT_ELEMENTS),
-                 lt_poisoned(OUTPUT_ELEMENTS * sizeof(uint16_t))};
+    outputs o = {tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(float)),
+                 tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)), tk_poisoned_alloc(OUTPUT_ELEMENTS),
+                 tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t))};
     assert_true(o.f32 && o.bf16 && o.packed && o.scales_t);
     poison(&o);
     expect_status("validate", moeint4_layout_validate(m), status);
@@ -212,7 +211,7 @@ static void test_default_scales_dtype(void **state)
     fixture *f = *state;
     moeint4_quant_matrix m = tk_matrix_view(&f->sym);
     size_t count = (size_t)BASE_EXPERTS * BASE_OUT * BASE_IN;
-    uint16_t *spelled = lt_poisoned(count * 2), *defaulted = lt_poisoned(count * 2);
+    uint16_t *spelled = tk_poisoned_alloc(count * 2), *defaulted = tk_poisoned_alloc(count * 2);
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, spelled), MOEINT4_SUCCESS);
     m.scales_dtype = 0;
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, defaulted), MOEINT4_SUCCESS);
@@ -290,13 +289,13 @@ static void test_overflowing_sizes(void **state)
     m.num_experts = 1 << 21;
     m.in_features = 1 << 21;
     m.out_features = 1 << 21;
-    outputs o = {lt_poisoned(64), lt_poisoned(64), NULL, NULL};
+    outputs o = {tk_poisoned_alloc(64), tk_poisoned_alloc(64), NULL, NULL};
     assert_int_equal(moeint4_layout_dequantize_f32(&m, o.f32), MOEINT4_INVALID_ARGUMENT);
     expect_message("dequantize_f32", "out:", "overflow");
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, o.bf16), MOEINT4_INVALID_ARGUMENT);
     expect_message("dequantize_bf16", "out:", "overflow");
-    assert_true(lt_still_poisoned(o.f32, 64));
-    assert_true(lt_still_poisoned(o.bf16, 64));
+    assert_true(tk_still_poisoned(o.f32, 64));
+    assert_true(tk_still_poisoned(o.bf16, 64));
     free(o.f32);
     free(o.bf16);
 }
@@ -325,8 +324,8 @@ static void test_pointers(void **state)
 
     /* NULL outputs, with the other output poisoned and left alone. */
     m = tk_matrix_view(&f->sym);
-    uint8_t *packed = lt_poisoned(OUTPUT_ELEMENTS);
-    uint16_t *scales_t = lt_poisoned(OUTPUT_ELEMENTS * 2);
+    uint8_t *packed = tk_poisoned_alloc(OUTPUT_ELEMENTS);
+    uint16_t *scales_t = tk_poisoned_alloc(OUTPUT_ELEMENTS * 2);
     assert_int_equal(moeint4_layout_dequantize_f32(&m, NULL), MOEINT4_INVALID_ARGUMENT);
     expect_message("dequantize_f32", "out is NULL", NULL);
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, NULL), MOEINT4_INVALID_ARGUMENT);
@@ -335,8 +334,8 @@ static void test_pointers(void **state)
     expect_message("gptq_to_xpu", "packed is NULL", NULL);
     assert_int_equal(moeint4_layout_gptq_to_xpu(&m, packed, NULL), MOEINT4_INVALID_ARGUMENT);
     expect_message("gptq_to_xpu", "scales_t is NULL", NULL);
-    assert_true(lt_still_poisoned(packed, OUTPUT_ELEMENTS));
-    assert_true(lt_still_poisoned(scales_t, OUTPUT_ELEMENTS * 2));
+    assert_true(tk_still_poisoned(packed, OUTPUT_ELEMENTS));
+    assert_true(tk_still_poisoned(scales_t, OUTPUT_ELEMENTS * 2));
     free(packed);
     free(scales_t);
 }
@@ -358,7 +357,7 @@ static void test_scales(void **state)
     const tk_matrix *sources[2] = {&f->sym, &f->asym}; /* F16 and BF16 scales */
     size_t count = (size_t)BASE_EXPERTS * BASE_GROUPS * BASE_OUT;
     for (int s = 0; s < 2; s++) {
-        uint16_t *scales = lt_copy(sources[s]->scales, count * 2);
+        uint16_t *scales = tk_copy_alloc(sources[s]->scales, count * 2);
         moeint4_quant_matrix m = tk_matrix_view(sources[s]);
         m.scales = scales;
         int is_bf16 = m.scales_dtype == MOEINT4_DTYPE_BF16;
@@ -376,7 +375,7 @@ static void test_scales(void **state)
         free(scales);
     }
     /* The exact wording, through the internal call with a backend's name. */
-    uint16_t *scales = lt_copy(f->sym.scales, count * 2);
+    uint16_t *scales = tk_copy_alloc(f->sym.scales, count * 2);
     moeint4_quant_matrix m = tk_matrix_view(&f->sym);
     m.scales = scales;
     scales[(size_t)BASE_GROUPS * BASE_OUT + 9] = 0x7e00u; /* [1][0][9] */
@@ -390,7 +389,7 @@ static void test_g_idx(void **state)
 {
     fixture *f = *state;
     size_t count = (size_t)BASE_EXPERTS * BASE_IN;
-    int32_t *g_idx = lt_copy(f->awq.g_idx, count * sizeof(int32_t));
+    int32_t *g_idx = tk_copy_alloc(f->awq.g_idx, count * sizeof(int32_t));
     moeint4_quant_matrix m = tk_matrix_view(&f->awq);
     assert_non_null(m.g_idx); /* trivial, from the kit */
     expect_accepted(&m);

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "layout/layout.h"
-#include "layout_test_util.h"
 #include "moeint4.h"
 #include "testkit.h"
 
@@ -105,8 +104,8 @@ static void check_xpu_case1(int is_w13)
     projection p;
     load_projection(&p, &case1, is_w13);
     size_t packed_bytes = p.weights / 2, scales_bytes = p.groups * 2;
-    uint8_t *packed = lt_poisoned(packed_bytes);
-    void *scales_t = lt_poisoned(scales_bytes);
+    uint8_t *packed = tk_poisoned_alloc(packed_bytes);
+    void *scales_t = tk_poisoned_alloc(scales_bytes);
     assert_int_equal(moeint4_layout_gptq_to_xpu(&p.view, packed, scales_t), MOEINT4_SUCCESS);
     expect_bytes(&case1, is_w13 ? "xpu_w13_u8" : "xpu_w2_u8", packed, packed_bytes);
     expect_bytes(&case1, is_w13 ? "xpu_w13_scales" : "xpu_w2_scales", scales_t, scales_bytes);
@@ -141,8 +140,8 @@ static void check_dequantized(const vector_case *vc, int is_w13)
     assert_non_null(want);
     assert_non_null(emulation);
 
-    float *f32 = lt_poisoned(p.weights * sizeof(float));
-    uint16_t *bf16 = lt_poisoned(p.weights * sizeof(uint16_t));
+    float *f32 = tk_poisoned_alloc(p.weights * sizeof(float));
+    uint16_t *bf16 = tk_poisoned_alloc(p.weights * sizeof(uint16_t));
     assert_int_equal(moeint4_layout_dequantize_f32(&p.view, f32), MOEINT4_SUCCESS);
     assert_int_equal(moeint4_layout_dequantize_bf16(&p.view, bf16), MOEINT4_SUCCESS);
     size_t emulation_differs = 0;
@@ -157,7 +156,7 @@ static void check_dequantized(const vector_case *vc, int is_w13)
                         p.prefix, i, bf16[i], (double)want[i], tk_f32_to_bf16(want[i]));
             fail();
         }
-        int32_t ulps = lt_bf16_ordinal(bf16[i]) - lt_bf16_ordinal(emulation[i]);
+        int32_t ulps = tk_bf16_ordinal(bf16[i]) - tk_bf16_ordinal(emulation[i]);
         if (ulps < -1 || ulps > 1) {
             print_error("%s %s bf16[%zu] = 0x%04x is %d ulps from vLLM's emulation 0x%04x\n",
                         vc->name, p.prefix, i, bf16[i], (int)ulps, emulation[i]);
@@ -211,9 +210,9 @@ static void check_unpacked(const vector_case *vc, int is_w13)
         natural_zeros = tk_read_vector_array(vc->name, name, p.groups);
         assert_non_null(natural_zeros);
     }
-    uint8_t *codes = lt_poisoned(per_expert);
-    uint8_t *zeros = lt_poisoned(groups);
-    float *scales = lt_poisoned(groups * sizeof(float));
+    uint8_t *codes = tk_poisoned_alloc(per_expert);
+    uint8_t *zeros = tk_poisoned_alloc(groups);
+    float *scales = tk_poisoned_alloc(groups * sizeof(float));
     const uint16_t *scale_bits = p.scales;
     for (int e = 0; e < vc->experts; e++) {
         mi4_layout_unpack_expert(&p.view, e, codes, zeros, scales);
@@ -255,13 +254,13 @@ static void test_case3_xpu_refused(void **state)
     (void)state;
     projection p;
     load_projection(&p, &case3, 1);
-    uint8_t *packed = lt_poisoned(p.weights / 2);
-    void *scales_t = lt_poisoned(p.groups * 2);
+    uint8_t *packed = tk_poisoned_alloc(p.weights / 2);
+    void *scales_t = tk_poisoned_alloc(p.groups * 2);
     assert_int_equal(moeint4_layout_gptq_to_xpu(&p.view, packed, scales_t),
                      MOEINT4_UNSUPPORTED);
     assert_non_null(strstr(moeint4_last_error(), "AWQ"));
-    assert_true(lt_still_poisoned(packed, p.weights / 2));
-    assert_true(lt_still_poisoned(scales_t, p.groups * 2));
+    assert_true(tk_still_poisoned(packed, p.weights / 2));
+    assert_true(tk_still_poisoned(scales_t, p.groups * 2));
     free(packed);
     free(scales_t);
     free_projection(&p);

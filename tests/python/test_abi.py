@@ -1,6 +1,6 @@
-"""The ctypes table mirrors include/moeint4.h: every exported function is
-declared, every struct has the C layout (checked by compiling against the
-header), status names agree, and the versions fit."""
+"""The ctypes table mirrors include/moeint4.h and moeint4_backend.h: every
+exported function is declared, every struct has the C layout (checked by
+compiling against the headers), status names agree, and the versions fit."""
 import ctypes
 import re
 import shutil
@@ -13,6 +13,7 @@ from helpers import REPO
 from moeint4 import _abi, _loader
 
 HEADER = REPO / "include" / "moeint4.h"
+BACKEND_HEADER = REPO / "include" / "moeint4_backend.h"
 C_NAMES = {
     "BackendInfo": "moeint4_backend_info", "ContextOptions": "moeint4_context_options",
     "QuantMatrix": "moeint4_quant_matrix", "WeightsDesc": "moeint4_weights_desc",
@@ -22,7 +23,8 @@ C_NAMES = {
 
 
 def _header_functions():
-    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    text = HEADER.read_text() + BACKEND_HEADER.read_text()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     return set(re.findall(r"MOEINT4_API\s+[^;(]*?\b(moeint4_\w+)\s*\(", text))
 
 
@@ -57,7 +59,7 @@ def test_async_forward_is_all_or_nothing():
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to read the header's layout")
 def test_struct_layouts_match_the_header(tmp_path):
-    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "moeint4.h"',
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "moeint4_backend.h"',
              "int main(void) {"]
     structs = list(_abi.STRUCTS)
     if _header_has_async_forward():

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "moeint4.h"
+#include "moeint4_backend.h"
 #include "xpu_runtime.h"
 
 const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version);

@@ -8,7 +8,7 @@
 
 #include "backends/cpu/cpu_internal.h"
 #include "base/alloc.h"
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "base/error.h"
 #include "layout/layout.h"
 
@@ -103,14 +103,14 @@ static void repack_expert(const moeint4_weights_desc *desc, mi4_cpu_weights *w, 
 {
     moeint4_dtype dtype = w->scales_bf16 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16;
     int k = w->hidden_size, n = w->intermediate_size;
-    moeint4_quant_matrix w13 = mi4_desc_w13(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc);
     mi4_layout_unpack_expert(&w13, e, codes, zeros, scales);
     uint8_t *dst13 = w->w13 + (size_t)e * w->w13_expert_bytes;
     size_t half = mi4_cpu_pack_bytes(&w->geo13);
     mi4_cpu_repack(&w->geo13, codes, (size_t)k, zeros, scales, (size_t)2 * n, dtype, dst13);
     mi4_cpu_repack(&w->geo13, codes + (size_t)n * k, (size_t)k, zeros + n, scales + n,
                    (size_t)2 * n, dtype, dst13 + half);
-    moeint4_quant_matrix w2 = mi4_desc_w2(desc);
+    moeint4_quant_matrix w2 = moeint4_desc_w2(desc);
     mi4_layout_unpack_expert(&w2, e, codes, zeros, scales);
     mi4_cpu_repack(&w->geo2, codes, (size_t)n, zeros, scales, (size_t)k, dtype,
                    w->w2 + (size_t)e * w->w2_expert_bytes);
@@ -169,7 +169,7 @@ moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weigh
     w->num_local_experts = desc->num_local_experts;
     w->hidden_size = desc->hidden_size;
     w->intermediate_size = desc->intermediate_size;
-    w->scales_bf16 = mi4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
+    w->scales_bf16 = moeint4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
     w->geo13 = mi4_cpu_pack_geometry_make(desc->hidden_size, desc->intermediate_size,
                                           desc->group_size);
     w->geo2 = mi4_cpu_pack_geometry_make(desc->intermediate_size, desc->hidden_size,
@@ -243,7 +243,7 @@ static const moeint4_backend_iface cpu_iface = {
     .id = MOEINT4_BACKEND_CPU,
     .name = "cpu",
     .device_pointers = 0,
-    .platform_priority = 1000,
+    .platform_priority = MOEINT4_PRIORITY_CPU,
     .user_data = NULL,
     .probe = cpu_probe,
     .supports = cpu_supports,

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/desc_views.h"
 #include "backends/hip/hip_internal.h"
+#include "moeint4_backend.h"
 
 moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, char *err,
                                     size_t cap)
@@ -192,7 +192,7 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
         st = mi4_hip_device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
     if (st == MOEINT4_SUCCESS && !w->int4)
         st = mi4_hip_device_alloc((void **)&w->w2, w2_bytes, "w2 (bf16)", err, err_cap);
-    const moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    const moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     if (st == MOEINT4_SUCCESS && w->int4)
         st = mi4_hip_int4_alloc(&w13, "w13", &w->q13, err, err_cap);
     if (st == MOEINT4_SUCCESS && w->int4)
@@ -345,7 +345,7 @@ moeint4_backend_iface make_iface()
     t.id = MOEINT4_BACKEND_HIP;
     t.name = "hip";
     t.device_pointers = 1;
-    t.platform_priority = 200;
+    t.platform_priority = MOEINT4_PRIORITY_HIP;
     t.user_data = nullptr;
     t.probe = hip_probe;
     t.supports = hip_supports;

@@ -2,8 +2,8 @@
  * order, of the f32 rows y[slot] (deterministic: no atomics). Its
  * parameters also tell the direct decode gemm2, which combines as it goes,
  * where and how to write the output. */
-#ifndef MOEINT4_HIP_COMBINE_H
-#define MOEINT4_HIP_COMBINE_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_COMBINE_H
+#define MOEINT4_BACKENDS_HIP_HIP_COMBINE_H
 
 #include "backends/hip/hip_platform.h"
 #include "backends/hip/hip_slots.h"

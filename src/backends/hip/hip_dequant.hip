@@ -3,12 +3,12 @@
  * (q - zero) * scale in f32 rounded once to nearest even -- the same bits as
  * moeint4_layout_dequantize_bf16 (the product is exact in f32: at most 5 + 11
  * significant bits) -- and the int4 copies are freed again. Which nibble
- * holds what comes from the layout module (layout/int4_packing.h): the
- * kernel knows no checkpoint format. */
+ * holds what comes as a table (moeint4_quant_matrix_packing, the same one
+ * the layout module reads): the kernel knows no checkpoint format. */
 #include <stdio.h>
 
 #include "backends/hip/hip_internal.h"
-#include "layout/int4_packing.h"
+#include "moeint4_backend.h"
 
 namespace {
 
@@ -16,7 +16,7 @@ struct dequant_params {
     const int32_t *qweight;
     const uint16_t *scales;
     const int32_t *qzeros;
-    mi4_int4_packing packing;
+    moeint4_int4_packing packing;
     int scales_bf16;
     int experts, in, out, group_size, groups;
     uint16_t *dst;
@@ -40,7 +40,7 @@ __global__ void dequantize(dequant_params p)
         uint16_t scale_bits = p.scales[group_at * p.out + o];
         float scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits)
                                     : mi4_dev_f16_to_f32(scale_bits);
-        const mi4_int4_packing &k = p.packing;
+        const moeint4_int4_packing &k = p.packing;
         int zero = 8;
         if (k.has_zeros) {
             int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
@@ -98,7 +98,7 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
-    const mi4_int4_packing packing = mi4_layout_int4_packing(m);
+    const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
     if (st == MOEINT4_SUCCESS && packing.has_zeros)
         st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
     if (st == MOEINT4_SUCCESS) {

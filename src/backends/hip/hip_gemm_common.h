@@ -2,8 +2,8 @@
  * FMA; hip_decode_gemv.hip: register-streaming GEMV; hip_wgmma_gemm.hip: Hopper
  * wgmma): the kernel parameters, the activation, the per-tile row setup and
  * the 16-byte tile loads. */
-#ifndef MOEINT4_HIP_GEMM_COMMON_H
-#define MOEINT4_HIP_GEMM_COMMON_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_GEMM_COMMON_H
+#define MOEINT4_BACKENDS_HIP_HIP_GEMM_COMMON_H
 
 #include <limits.h>
 #include <math.h>

@@ -6,14 +6,14 @@
  *
  * The checkpoint arrays are uploaded as they are and repacked on the
  * device; which nibble holds what and the zero rule come from the layout
- * module (layout/int4_packing.h): no checkpoint format is known here. */
+ * module (moeint4_int4_packing, moeint4_backend.h): no checkpoint format is known here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "backends/hip/hip_internal.h"
-#include "layout/int4_packing.h"
+#include "moeint4_backend.h"
 
 moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, char *err, size_t cap)
 {
@@ -39,7 +39,7 @@ struct repack_params {
     const int32_t *qweight;
     const uint16_t *scales; /* checkpoint [E][G][OUT] */
     const int32_t *qzeros;
-    mi4_int4_packing packing;
+    moeint4_int4_packing packing;
     int experts, in, out, groups, group_size, in_padded;
     uint8_t *codes;
     uint16_t *scales_t;     /* [E][OUT][G] */
@@ -59,7 +59,7 @@ __global__ void repack(repack_params p)
     const int64_t total = (int64_t)p.experts * p.out * words_per_row;
     const int64_t group_total = (int64_t)p.experts * p.out * p.groups;
     const int64_t stop = total > group_total ? total : group_total;
-    const mi4_int4_packing &k = p.packing;
+    const moeint4_int4_packing &k = p.packing;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < stop;
          t += (int64_t)gridDim.x * blockDim.x) {
         if (t < total) {
@@ -156,7 +156,7 @@ moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *nam
     if (st == MOEINT4_SUCCESS)
         st = mi4_hip_device_alloc((void **)&out->scales, row_groups * 2, what, err, err_cap);
     snprintf(what, sizeof what, "%s (int4 zero points)", name);
-    if (st == MOEINT4_SUCCESS && mi4_layout_int4_packing(m).has_zeros)
+    if (st == MOEINT4_SUCCESS && moeint4_quant_matrix_packing(m).has_zeros)
         st = mi4_hip_device_alloc((void **)&out->zeros, row_groups, what, err, err_cap);
     if (st != MOEINT4_SUCCESS)
         mi4_hip_int4_free(out);
@@ -166,7 +166,7 @@ moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *nam
 moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
                                  char *err, size_t err_cap)
 {
-    const mi4_int4_packing packing = mi4_layout_int4_packing(m);
+    const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
     const size_t experts = (size_t)m->num_experts, in = (size_t)m->in_features,
                  rows = (size_t)m->out_features;
     const size_t code_bytes = experts * rows * (size_t)(out->inner_padded / 2);

@@ -1,8 +1,8 @@
 /* Shared between the backend's translation units: the handles behind the
  * plugin table and the kernel launchers (each .hip file launches its own
  * kernels). Host code only sees plain C types here. */
-#ifndef MOEINT4_HIP_INTERNAL_H
-#define MOEINT4_HIP_INTERNAL_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_INTERNAL_H
+#define MOEINT4_BACKENDS_HIP_HIP_INTERNAL_H
 
 #include <pthread.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
  *
  * The accumulator layout (which lane holds which (row, col)) is exposed by
  * mi4_acc_row / mi4_acc_col so the epilogues are shared code. */
-#ifndef MOEINT4_HIP_MATRIX_CORE_H
-#define MOEINT4_HIP_MATRIX_CORE_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_MATRIX_CORE_H
+#define MOEINT4_BACKENDS_HIP_HIP_MATRIX_CORE_H
 
 #include "backends/hip/hip_platform.h"
 

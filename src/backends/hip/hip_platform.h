@@ -2,8 +2,8 @@
  * the matrix cores (hip_matrix_core.h): the runtime header, the warp width, the
  * asynchronous global->shared copy, and the 16-bit float conversions (done
  * with integer bit operations so both compilers give the same bits). */
-#ifndef MOEINT4_HIP_PLATFORM_H
-#define MOEINT4_HIP_PLATFORM_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_PLATFORM_H
+#define MOEINT4_BACKENDS_HIP_HIP_PLATFORM_H
 
 #include <stdint.h>
 

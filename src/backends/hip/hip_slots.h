@@ -11,8 +11,8 @@
  *     kept across forwards until moeint4_forward_check reads and clears it;
  *     the first writer since then wins; a bad slot is dropped (contributes
  *     nothing) and the other slots are computed as usual. */
-#ifndef MOEINT4_HIP_SLOTS_H
-#define MOEINT4_HIP_SLOTS_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_SLOTS_H
+#define MOEINT4_BACKENDS_HIP_HIP_SLOTS_H
 
 #include <limits.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * the same .hip sources build with nvcc for NVIDIA GPUs. Debian's HIP 5.2
  * NVIDIA headers do not build with CUDA 13, hence this small header of our
  * own. Add a name here when a .hip file starts using it. */
-#ifndef MOEINT4_HIP_TO_CUDA_H
-#define MOEINT4_HIP_TO_CUDA_H
+#ifndef MOEINT4_BACKENDS_HIP_HIP_TO_CUDA_H
+#define MOEINT4_BACKENDS_HIP_HIP_TO_CUDA_H
 
 #include <cuda_runtime.h>
 

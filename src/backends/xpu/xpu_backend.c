@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/desc_views.h"
+#include "moeint4_backend.h"
 #include "xpu_backend.h"
 
 const char *const mi4_xpu_kernel_names[MI4_XPU_KERNEL_COUNT] = {
@@ -250,7 +250,7 @@ static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w
 {
     size_t rows = (size_t)m->num_experts * (size_t)m->out_features;
     size_t packed_bytes = rows * (size_t)(m->in_features / 2);
-    size_t scale_bytes = rows * (size_t)mi4_num_groups(m->in_features, m->group_size) * 2;
+    size_t scale_bytes = rows * (size_t)moeint4_num_groups(m->in_features, m->group_size) * 2;
     uint8_t *host_packed = malloc(packed_bytes ? packed_bytes : 1);
     uint16_t *host_scales = malloc(scale_bytes ? scale_bytes : 1);
     moeint4_status st = MOEINT4_OUT_OF_MEMORY;
@@ -286,12 +286,12 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     w->num_local = desc->num_local_experts;
     w->hidden = desc->hidden_size;
     w->intermediate = desc->intermediate_size;
-    w->group13 = mi4_effective_group_size(desc->hidden_size, desc->group_size);
-    w->group2 = mi4_effective_group_size(desc->intermediate_size, desc->group_size);
-    w->scales_bf16 = mi4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
+    w->group13 = moeint4_effective_group_size(desc->hidden_size, desc->group_size);
+    w->group2 = moeint4_effective_group_size(desc->intermediate_size, desc->group_size);
+    w->scales_bf16 = moeint4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
     for (int e = 0; e < desc->num_experts; ++e)
         map[e] = desc->expert_map ? desc->expert_map[e] : e;
-    moeint4_quant_matrix w13 = mi4_desc_w13(desc), w2 = mi4_desc_w2(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     /* copies share the queue (and Level Zero's completion event) with forward() */
     pthread_mutex_lock(&ctx->lock);
     moeint4_status st = upload(ctx, w, map, (size_t)desc->num_experts * sizeof(int32_t),
@@ -355,7 +355,7 @@ static const moeint4_backend_iface xpu_iface = {
     .id = MOEINT4_BACKEND_XPU,
     .name = "xpu",
     .device_pointers = 1,
-    .platform_priority = 100,
+    .platform_priority = MOEINT4_PRIORITY_XPU,
     .user_data = NULL,
     .probe = xpu_probe,
     .supports = xpu_supports,

@@ -1,7 +1,7 @@
 /* What the XPU backend's handles hold, shared by xpu_backend.c (tables,
  * contexts, weights) and xpu_forward.c. */
-#ifndef MOEINT4_XPU_BACKEND_H
-#define MOEINT4_XPU_BACKEND_H
+#ifndef MOEINT4_BACKENDS_XPU_XPU_BACKEND_H
+#define MOEINT4_BACKENDS_XPU_XPU_BACKEND_H
 
 #include <pthread.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * and queue and multiplies matrices in the activations' dtype (f16, bf16 or
  * f32); the tests (and PoCL test mode) use oneDNN's CPU engine with f32
  * matrices: the same calls, another engine kind and dtype. */
-#ifndef MOEINT4_XPU_DNNL_H
-#define MOEINT4_XPU_DNNL_H
+#ifndef MOEINT4_BACKENDS_XPU_XPU_DNNL_H
+#define MOEINT4_BACKENDS_XPU_XPU_DNNL_H
 
 #include <stddef.h>
 #include <stdint.h>

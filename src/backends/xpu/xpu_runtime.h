@@ -3,8 +3,8 @@
  * are plain pointers under both (USM on Level Zero, SVM on OpenCL); a queue
  * is a native handle (ze_command_list_handle_t / cl_command_queue) or NULL
  * for the runtime's own. */
-#ifndef MOEINT4_XPU_RUNTIME_H
-#define MOEINT4_XPU_RUNTIME_H
+#ifndef MOEINT4_BACKENDS_XPU_XPU_RUNTIME_H
+#define MOEINT4_BACKENDS_XPU_XPU_RUNTIME_H
 
 #include <stddef.h>
 

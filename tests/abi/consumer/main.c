@@ -1,5 +1,6 @@
 /* Uses an installed libmoeint4: header, library, version check, backends. */
 #include <moeint4.h>
+#include <moeint4_backend.h> /* installed beside it, for backend authors */
 #include <stdio.h>
 #include <string.h>
 

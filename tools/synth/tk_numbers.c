@@ -1,10 +1,10 @@
-/* Test kit: random numbers, the kit's own 16-bit float conversions (written
+/* Synthetic layers: random numbers, the kit's own 16-bit float conversions (written
  * with ldexp/frexp arithmetic, deliberately unlike the library's bit tricks),
  * and dtype helpers. */
 #include <math.h>
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 void tk_rng_seed(tk_rng *rng, uint64_t seed) { rng->state = seed; }
 
@@ -127,12 +127,6 @@ void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double 
 {
     for (size_t i = 0; i < count; i++)
         tk_store(dtype, data, i, amplitude * tk_rng_normal(rng));
-}
-
-void tk_poison(void *data, size_t bytes)
-{
-    /* 0xff bytes: a NaN in f32, f16 and bf16 alike. */
-    memset(data, 0xff, bytes);
 }
 
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count)

@@ -1,12 +1,12 @@
 /* The double-precision scalar reference MoE. It reads only the natural-order
- * codes, zeros and scales of the test kit (never the packed checkpoint
+ * codes, zeros and scales of a synthetic layer (never the packed checkpoint
  * arrays, never library code), so a packing or layout bug anywhere else
- * cannot hide in it. Part of moeint4_test_common (libc/libm only). */
+ * cannot hide in it. Part of moeint4_synth (libc/libm only). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 /* y[OUT] = W[e] x, in double: per group, sum (code - zero) * x exactly-ish
  * in double, then one multiply by the group's scale. */

@@ -1,7 +1,7 @@
 /* Forward arguments as every test and the moeint4 command fill them. */
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 moeint4_forward_args tk_forward_args(moeint4_dtype dtype, int64_t num_tokens, int topk,
                                      const void *hidden, const int32_t *ids, const float *weights,

@@ -1,9 +1,11 @@
-/* Test kit shared by the tests and the moeint4 command (`run`, `bench`):
- * random checkpoints packed the way GPTQ and AWQ checkpoints are packed,
- * written here independently of src/layout/, and a double-precision scalar
- * reference MoE that shares no code with any backend. Depends only on the
- * public header and libc/libm (link moeint4_test_common; no global state,
- * every function is reentrant given its own tk_rng).
+/* Synthetic layers and the reference, shared by the moeint4 command (`run`,
+ * `bench`), the tests (tests/kit/testkit.h adds the test-only parts) and
+ * bench/: random checkpoints packed the way GPTQ and AWQ checkpoints are
+ * packed, written here independently of src/layout/, and a double-precision
+ * scalar reference MoE that shares no code with any backend. Depends only on
+ * the public header and libc/libm (link moeint4_synth; no global state, every
+ * function is reentrant given its own tk_rng). The tk_ prefix ("toolkit") is
+ * the one the tests know these functions by.
  *
  * Cost of full-size layers on one core: tk_layer_random for Qwen3-30B-A3B
  * (E=128, K=2048, N=768) takes ~1.5 s and 0.9 GB (natural codes 1 byte per
@@ -11,9 +13,9 @@
  * 2.1 GB (tk_matrix_drop_codes frees the 1.4 GB of natural codes when the
  * reference is not needed). tk_reference_moe costs ~3*N*K multiply-adds
  * per (token, slot) in double: ~0.2 s per Mixtral slot.
- * Sources: tests/common/tk_*.c, tests/reference/reference.c. */
-#ifndef MOEINT4_TESTKIT_H
-#define MOEINT4_TESTKIT_H
+ * Sources: tools/synth/tk_*.c. */
+#ifndef MOEINT4_TOOLS_SYNTH_SYNTH_H
+#define MOEINT4_TOOLS_SYNTH_SYNTH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +33,7 @@ double tk_rng_range(tk_rng *rng, double lo, double hi);
 double tk_rng_normal(tk_rng *rng);                  /* N(0, 1) */
 int tk_rng_below(tk_rng *rng, int bound);           /* uniform in [0, bound) */
 
-/* ---- 16-bit float conversions of the test kit's own ---- */
+/* ---- 16-bit float conversions of its own ---- */
 float tk_f16_to_f32(uint16_t h);
 uint16_t tk_f32_to_f16(float f);                    /* nearest even */
 float tk_bf16_to_f32(uint16_t h);
@@ -124,8 +126,6 @@ size_t tk_dtype_size(moeint4_dtype dtype);
 double tk_load(moeint4_dtype dtype, const void *data, size_t index);
 /* Stores value rounded (nearest even) to dtype at data[index]. */
 void tk_store(moeint4_dtype dtype, void *data, size_t index, double value);
-/* Fills with 0xff bytes: NaN in f32, f16 and bf16 alike. */
-void tk_poison(void *data, size_t bytes);
 
 /* ---- the reference: double precision, natural-order weights ---- */
 typedef struct tk_activation {
@@ -150,37 +150,5 @@ moeint4_forward_args tk_forward_args(moeint4_dtype dtype, int64_t num_tokens, in
 
 /* Relative L2 error ||got - want|| / ||want|| of `count` values, got stored in dtype. */
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count);
-
-/* ---- tests/data/vllm: cases produced by vLLM's own helpers ---- */
-/* Reads a whole file into a malloc'd buffer; returns NULL when missing.
- * path is relative to MOEINT4_VECTORS_DIR (set by tests/common/CMakeLists). */
-void *tk_read_vector(const char *relative_path, size_t *bytes);
-/* Reads <case_name>/<array>.bin; NULL when missing or not exactly `bytes` long. */
-void *tk_read_vector_array(const char *case_name, const char *array, size_t bytes);
-
-/* One vector case's parameters (from manifest.json). */
-typedef struct tk_vector_params {
-    const char *name;            /* folder, e.g. "case1_gptq_sym_g128" */
-    moeint4_format format;
-    int num_experts, hidden_size, intermediate_size, group_size, num_tokens, topk;
-} tk_vector_params;
-/* The known cases: index 0, 1, ...; NULL past the last. */
-const tk_vector_params *tk_vector_case_params(int index);
-
-/* A vector case as a tk_layer: natural codes/zeros/scales from the debug_*
- * arrays (F16 scales, zero_offset 0, identity expert map) packed by
- * tk_matrix_pack, plus the case's inputs and vLLM's f32 output. SiLU,
- * router weight on the output, BF16 activations. */
-typedef struct tk_vector_case {
-    const tk_vector_params *params;
-    tk_layer layer;
-    uint16_t *hidden;            /* [M][K] bf16 */
-    int32_t *topk_ids;           /* [M][topk] */
-    float *topk_weights;         /* [M][topk] */
-    float *ref_out;              /* [M][K] ref_out_f32.bin */
-} tk_vector_case;
-/* 0, or -1 when a file is missing or has the wrong size. */
-int tk_vector_case_load(tk_vector_case *c, const tk_vector_params *params);
-void tk_vector_case_free(tk_vector_case *c);
 
 #endif

@@ -1,9 +1,9 @@
-/* Test kit: whole MoE layers, routing and the public-ABI descriptor. */
+/* Synthetic layers: whole MoE layers, routing and the public-ABI descriptor. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 /* Scale so that a projection keeps the variance of its input: with x of
  * variance v, h_o = sum_i (q - z) s x_i has variance

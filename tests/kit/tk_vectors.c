@@ -8,7 +8,7 @@
 #include "testkit.h"
 
 #ifndef MOEINT4_VECTORS_DIR
-#error "MOEINT4_VECTORS_DIR must name tests/data/vllm (tests/common/CMakeLists.txt sets it)"
+#error "MOEINT4_VECTORS_DIR must name tests/data/vllm (tests/kit/CMakeLists.txt sets it)"
 #endif
 
 void *tk_read_vector(const char *relative_path, size_t *bytes)

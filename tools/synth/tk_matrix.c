@@ -1,10 +1,10 @@
-/* Test kit: random quantized projection stacks, packed exactly the way GPTQ
+/* Synthetic layers: random quantized projection stacks, packed exactly the way GPTQ
  * and AWQ checkpoints pack them. Written from the formats' definitions (see
  * moeint4_format in include/moeint4.h), independently of src/layout/. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "testkit.h"
+#include "synth.h"
 
 /* AWQ: nibble i of a packed word holds column 8*w + awq_column_of_nibble[i]. */
 static const int awq_column_of_nibble[8] = {0, 2, 4, 6, 1, 3, 5, 7};
