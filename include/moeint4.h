@@ -9,9 +9,21 @@
  *  - No function aborts, exits or prints on bad input.
  *  - Inputs are never modified. Outputs are untouched when a call fails.
  *  - Structs passed by pointer start with `struct_size`: set it to
- *    sizeof(the struct) as your header saw it. The library accepts any size
- *    from the first published size upwards; fields past the caller's size
- *    take their documented defaults. Zero-initialise the struct first.
+ *    sizeof(the struct) as your header saw it. Zero-initialise the struct
+ *    first. The library accepts any size from the struct's first published
+ *    size (its MOEINT4_*_MIN_SIZE below) upwards: fields past the caller's
+ *    size take their documented defaults (0 / NULL unless the field says
+ *    otherwise), and a tail past what this library knows is ignored. A
+ *    smaller size is INVALID_ARGUMENT naming `<arg>->struct_size`
+ *    (VERSION_MISMATCH for a backend table). Rules for growing a struct:
+ *    fields are only appended; an appended field starts at or after the
+ *    previous sizeof (explicit padding first if the struct ended in tail
+ *    padding), so an older caller's struct_size never covers part of it;
+ *    its comment gives its default (0 / NULL unless said otherwise), which
+ *    the library applies to callers whose size ends before it; the
+ *    _MIN_SIZE macros never change.
+ *    Structs the library fills (moeint4_backend_info, moeint4_precision)
+ *    are written up to the caller's struct_size only.
  *  - Numeric values of enums are pinned forever; new values are appended.
  *  - Free/release functions accept NULL and do nothing.
  *
@@ -40,6 +52,10 @@ extern "C" {
 #else
 #define MOEINT4_API
 #endif
+
+/* The end of field `last` of struct `type`: the struct's first published
+ * size when `last` was its last field (tail padding not counted). */
+#define MOEINT4_SIZE_THROUGH(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */
@@ -76,7 +92,9 @@ typedef enum moeint4_status {
     MOEINT4_BACKEND_UNAVAILABLE = 4,
     /* The device runtime reported an error. */
     MOEINT4_DEVICE_ERROR = 5,
-    /* A plugin or struct has an incompatible version / struct_size. */
+    /* A backend plugin's table has an incompatible api_version or
+     * struct_size (a caller's struct_size below the minimum is
+     * INVALID_ARGUMENT). */
     MOEINT4_VERSION_MISMATCH = 6,
     /* A bug in libmoeint4; please report it with moeint4_last_error(). */
     MOEINT4_INTERNAL_ERROR = 7,
@@ -155,6 +173,7 @@ typedef struct moeint4_backend_info {
      * framework's tensors); 0: host pointers. */
     int device_pointers;
 } moeint4_backend_info;
+#define MOEINT4_BACKEND_INFO_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_backend_info, device_pointers)
 
 /* Ids of every known backend (built in, plugin or registered, available or
  * not), in the oracle's priority order for this machine. Writes at most
@@ -167,6 +186,28 @@ MOEINT4_API moeint4_status moeint4_backend_list(moeint4_backend *ids, int capaci
  * compiled = 0 or available = 0 and a reason. */
 MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_backend_info *info);
 
+/* What a backend's forward() computes in, for activations of one dtype.
+ * Each field is the dtype a quantity is held in on the way (F32: not
+ * rounded below f32; the caller's dtype for `inputs`: used as given). The
+ * output is rounded once from the f32 accumulator to the caller's dtype.
+ * Where a backend has several paths, the coarsest is stated. */
+typedef struct moeint4_precision {
+    size_t struct_size;
+    int stated;                  /* 1: stated; 0: not stated (a third-party backend), fields 0 */
+    moeint4_dtype inputs;        /* hidden_states as the first projection reads them */
+    moeint4_dtype weights;       /* dequantized weights (q - zero) * scale (F32: exact) */
+    moeint4_dtype intermediate;  /* act(gate, up), the input of the second projection */
+    moeint4_dtype accumulation;  /* the dot products */
+} moeint4_precision;
+#define MOEINT4_PRECISION_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_precision, accumulation)
+
+/* The precision of backend `id` for activations of `dtype` (the table in
+ * docs/ARCHITECTURE.md, "Precision"). Unknown id or dtype, or struct_size
+ * below the minimum: INVALID_ARGUMENT. A known backend without a stated
+ * precision succeeds with stated = 0. */
+MOEINT4_API moeint4_status moeint4_backend_precision(moeint4_backend id, moeint4_dtype dtype,
+                                                     moeint4_precision *precision);
+
 /* Parses "auto", "cpu", "xpu", "hip" or a registered name (case-insensitive). */
 MOEINT4_API moeint4_status moeint4_backend_from_name(const char *name, moeint4_backend *id);
 
@@ -177,14 +218,25 @@ MOEINT4_API moeint4_status moeint4_backend_from_name(const char *name, moeint4_b
 typedef struct moeint4_context moeint4_context;
 typedef struct moeint4_weights moeint4_weights;
 
+/* Most CPU worker threads a context may ask for. */
+#define MOEINT4_MAX_THREADS 1024
+
 typedef struct moeint4_context_options {
     size_t struct_size;
-    /* AUTO: the oracle picks per weights problem (MOEINT4_BACKEND env var
-     * overrides AUTO). Any other value forces that backend: if it cannot serve
-     * a problem, the call fails with a reason, never a silent fallback. */
+    /* AUTO (MOEINT4_BACKEND env var overrides AUTO): the context binds to one
+     * backend at its first moeint4_weights_prepare: the oracle's choice for
+     * that problem. From then on its weights and its memory helpers all use
+     * that backend; a later problem the bound backend cannot serve fails
+     * with UNSUPPORTED saying so (use another context), so memory from
+     * moeint4_memory_alloc always suits every forward on the context. A
+     * memory helper called before any prepare binds it to the first
+     * available backend in priority order. Any other value forces that
+     * backend from the start: if it cannot serve a problem, the call fails
+     * with a reason, never a silent fallback. */
     moeint4_backend backend;
     int device_index;     /* GPU ordinal; ignored by the CPU backend */
-    int num_threads;      /* CPU worker threads; 0 = one per online core */
+    /* CPU worker threads, 0 to MOEINT4_MAX_THREADS; 0 = one per online core. */
+    int num_threads;
     /* Native handles a framework may hand in so its memory is used in place
      * (XPU Level Zero: ze_context_handle_t, ze_device_handle_t,
      * ze_command_list_handle_t). NULL = the backend creates its own. */
@@ -197,11 +249,8 @@ typedef struct moeint4_context_options {
      * way). AUTO: MOEINT4_HIP_WEIGHTS=bf16|int4 when set, else INT4. */
     int gpu_weights;
 } moeint4_context_options;
-
-/* The first published size of moeint4_context_options (through
- * native_queue): callers built before gpu_weights existed pass it. */
-#define MOEINT4_CONTEXT_OPTIONS_SIZE_V1 \
-    (offsetof(moeint4_context_options, native_queue) + sizeof(void *))
+#define MOEINT4_CONTEXT_OPTIONS_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_context_options, native_queue)
 
 /* Device weights of a GPU backend (moeint4_context_options.gpu_weights).
  *   INT4: codes, scales and zero points stay int4 on the device (about the
@@ -216,9 +265,13 @@ typedef enum moeint4_gpu_weights {
 } moeint4_gpu_weights;
 
 /* Creates a context. `options` may be NULL (AUTO, device 0, all cores).
- * *ctx is set only on success. Errors: INVALID_ARGUMENT (NULL ctx, bad enum,
- * negative index), BACKEND_UNAVAILABLE (a forced backend is absent: the
- * message says why), OUT_OF_MEMORY. */
+ * *ctx is set only on success. The state of the forced backend (for AUTO:
+ * of the first available backend) is made here, so its environment knobs
+ * (MOEINT4_CPU_KERNEL, MOEINT4_CPU_IDLE_MS, ...; README "Choosing a
+ * backend") are read now; a backend an AUTO context binds to later reads
+ * them at that first prepare. Errors: INVALID_ARGUMENT (NULL ctx, bad enum,
+ * negative index, num_threads out of range), BACKEND_UNAVAILABLE (a forced
+ * backend is absent: the message says why), OUT_OF_MEMORY, DEVICE_ERROR. */
 MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options *options,
                                                   moeint4_context **ctx);
 /* Destroys a context. NULL is a no-op. All weights prepared with it must be
@@ -252,6 +305,7 @@ typedef struct moeint4_quant_matrix {
     const int32_t *qzeros;     /* [E, G, OUT/8]; NULL for GPTQ_SYM */
     const int32_t *g_idx;      /* [E, IN] or NULL; only the trivial k/group accepted */
 } moeint4_quant_matrix;
+#define MOEINT4_QUANT_MATRIX_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_quant_matrix, g_idx)
 
 typedef struct moeint4_weights_desc {
     size_t struct_size;
@@ -282,6 +336,7 @@ typedef struct moeint4_weights_desc {
     const int32_t *w2_qzeros;
     const int32_t *w2_g_idx;
 } moeint4_weights_desc;
+#define MOEINT4_WEIGHTS_DESC_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_weights_desc, w2_g_idx)
 
 /* Validates the checkpoint tensors (shapes, group size, finite positive
  * scales, zero points, expert_map, g_idx), asks the oracle (or the context's
@@ -357,18 +412,14 @@ typedef struct moeint4_forward_args {
 
 /* moeint4_forward_args as first published (it ended at `stream`): the
  * smallest struct_size moeint4_forward accepts. */
-#define MOEINT4_FORWARD_ARGS_MIN_SIZE offsetof(moeint4_forward_args, flags)
+#define MOEINT4_FORWARD_ARGS_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_forward_args, stream)
 
 /* Runs the expert half of a MoE layer:
  *   out[m] = sum_j  topk_weights[m,j] * W2[e] . act(W13[e] . x[m]),  e = topk_ids[m,j]
  * Slots whose expert maps to -1 (not local) contribute nothing; a token with
  * no local slot gets zeros. Accumulation is in f32; the result is rounded once
- * to `dtype`. Precision per backend: CPU uses the exact int4 weights with f32
- * inputs and intermediate. HIP (every dtype alike) holds the weights as BF16
- * (each dequantized weight rounded once), rounds the input rows and the
- * intermediate activation to BF16 as well (the matrix cores' operand type),
- * accumulates in f32 and rounds the output once: relative error ~4e-3 for
- * F32, F16 and BF16 callers alike.
+ * to `dtype`. What inputs, weights and the intermediate are held in on the
+ * way differs by backend: moeint4_backend_precision says.
  * Memory: CPU backend: host pointers. GPU backends: device pointers, work is
  * enqueued on `stream` and the call returns when it completes (see each
  * backend's notes in README.md).
@@ -412,8 +463,10 @@ typedef enum moeint4_copy_kind {
 } moeint4_copy_kind;
 
 /* Memory suitable for forward() pointers on `ctx`'s backend (host memory on
- * the CPU backend, 64-byte aligned). For AUTO contexts the backend is the one
- * the oracle picks for device use (its first available backend).
+ * the CPU backend, 64-byte aligned). For AUTO contexts that is the backend
+ * the context is bound to (its first prepared weights'); called before any
+ * prepare, it binds the context to the first available backend (see
+ * moeint4_context_options.backend).
  * bytes = 0: INVALID_ARGUMENT. *ptr is set only on success. Free with
  * moeint4_memory_free on the same context (NULL is a no-op). */
 MOEINT4_API moeint4_status moeint4_memory_alloc(moeint4_context *ctx, size_t bytes, void **ptr);
@@ -421,7 +474,9 @@ MOEINT4_API void moeint4_memory_free(moeint4_context *ctx, void *ptr);
 /* Synchronous copy. */
 MOEINT4_API moeint4_status moeint4_memory_copy(moeint4_context *ctx, void *dst, const void *src,
                                                size_t bytes, moeint4_copy_kind kind);
-/* The backend a context's memory helpers use. */
+/* The backend a context's memory helpers use (and its weights: see
+ * moeint4_context_options.backend); binds an unbound AUTO context as
+ * moeint4_memory_alloc does. */
 MOEINT4_API moeint4_status moeint4_context_backend(const moeint4_context *ctx,
                                                    moeint4_backend *backend);
 
@@ -452,6 +507,7 @@ typedef struct moeint4_problem {
     int zero_offset;
     int has_g_idx;          /* trivial g_idx only */
 } moeint4_problem;
+#define MOEINT4_PROBLEM_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_problem, has_g_idx)
 
 /* The backend the oracle picks for `problem` on device `device_index`
  * (honouring MOEINT4_BACKEND when `requested` is AUTO). Fails with

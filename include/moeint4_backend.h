@@ -112,10 +112,10 @@ typedef struct moeint4_backend_iface {
     moeint4_status (*forward_check)(void *backend_context, const void *backend_weights,
                                     void *stream, char *err, size_t err_cap);
 } moeint4_backend_iface;
-
-/* The table as first published (it ended at get_proc_address): the smallest
- * struct_size the library accepts. */
-#define MOEINT4_BACKEND_IFACE_MIN_SIZE offsetof(moeint4_backend_iface, forward_workspace_size)
+/* The first published size (moeint4.h's struct_size rule): a table at least
+ * this large is accepted; functions appended later stay NULL for it. */
+#define MOEINT4_BACKEND_IFACE_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_backend_iface, get_proc_address)
 
 /* ------------------------------------------------------------------------ */
 /* Plugins, registration, extensions                                          */
@@ -135,8 +135,9 @@ typedef const moeint4_backend_iface *(*moeint4_plugin_backend_fn)(uint32_t core_
 MOEINT4_PLUGIN_API const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version);
 
 /* Adds a third-party backend. The table is copied; user_data must outlive
- * the library's use of it. Fails with VERSION_MISMATCH when api_version or
- * struct_size does not match, INVALID_ARGUMENT for a missing required
+ * the library's use of it. Fails with VERSION_MISMATCH when api_version does
+ * not match or struct_size is below MOEINT4_BACKEND_IFACE_MIN_SIZE,
+ * INVALID_ARGUMENT for a missing required
  * function or a name already taken. *id receives the new backend's id. */
 MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface *iface,
                                                     moeint4_backend *id);

@@ -39,6 +39,43 @@ static int cli_print_backends(void) {
     return CLI_EXIT_OK;
 }
 
+static const char *cli_dtype_word(moeint4_dtype dtype) {
+    return dtype == MOEINT4_DTYPE_F32 ? "f32" : dtype == MOEINT4_DTYPE_F16 ? "f16" : "bf16";
+}
+
+/* moeint4_backend_precision for every backend and dtype. */
+static void cli_print_precision(void) {
+    moeint4_backend ids[CLI_MAX_BACKENDS];
+    int count = 0;
+    if (moeint4_backend_list(ids, CLI_MAX_BACKENDS, &count) != MOEINT4_SUCCESS) return;
+    if (count > CLI_MAX_BACKENDS) count = CLI_MAX_BACKENDS;
+    printf("\nprecision per activation dtype (inputs/weights/intermediate/accumulation; the output "
+           "is rounded once):\n");
+    for (int i = 0; i < count; i++) {
+        moeint4_backend_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        if (moeint4_backend_query(ids[i], &info) != MOEINT4_SUCCESS) continue;
+        printf("  %-10s", info.name);
+        for (int d = MOEINT4_DTYPE_F32; d <= MOEINT4_DTYPE_BF16; d++) {
+            moeint4_precision p;
+            memset(&p, 0, sizeof p);
+            p.struct_size = sizeof p;
+            if (moeint4_backend_precision(ids[i], (moeint4_dtype)d, &p) != MOEINT4_SUCCESS ||
+                !p.stated) {
+                printf(" %4s: %-18s", cli_dtype_word((moeint4_dtype)d), "not stated");
+                continue;
+            }
+            char words[64];
+            snprintf(words, sizeof words, "%s/%s/%s/%s", cli_dtype_word(p.inputs),
+                     cli_dtype_word(p.weights), cli_dtype_word(p.intermediate),
+                     cli_dtype_word(p.accumulation));
+            printf(" %4s: %-18s", cli_dtype_word((moeint4_dtype)d), words);
+        }
+        printf("\n");
+    }
+}
+
 static int cli_print_oracle(const cli_options *options) {
     moeint4_problem problem = cli_problem(options);
     const cli_preset *p = options->preset;
@@ -107,5 +144,6 @@ int cli_info_main(int argc, char **argv) {
     printf("\n");
     status = cli_print_backends();
     if (status != CLI_EXIT_OK) return status;
+    cli_print_precision();
     return cli_print_oracle(&options);
 }

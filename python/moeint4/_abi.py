@@ -221,6 +221,18 @@ def new_struct(cls: Any) -> Any:
     return value
 
 
+class Precision(Structure):
+    """moeint4_precision: what a backend computes in for one dtype."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("stated", c_int),
+        ("inputs", c_enum),
+        ("weights", c_enum),
+        ("intermediate", c_enum),
+        ("accumulation", c_enum),
+    ]
+
+
 # ---- every exported function: name, restype, argtypes ----
 # STATUS marks a function whose result is turned into MoeInt4Error.
 Function = Tuple[str, Any, List[Any]]
@@ -255,6 +267,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
+    ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
 ]
 
 # The asynchronous forward's functions: bound when the library has them (a

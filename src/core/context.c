@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "core/context.h"
 #include "core/handles.h"
 #include "core/weights_list.h"
@@ -44,21 +45,38 @@ moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_
 
 static moeint4_status check_options(const moeint4_context_options *options)
 {
-    if (options->struct_size < MOEINT4_CONTEXT_OPTIONS_SIZE_V1)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "options->struct_size = %zu, expected at least "
-                        "the first published size of moeint4_context_options = %zu",
-                        options->struct_size, (size_t)MOEINT4_CONTEXT_OPTIONS_SIZE_V1);
+    if (options->gpu_weights < MOEINT4_GPU_WEIGHTS_AUTO ||
+        options->gpu_weights > MOEINT4_GPU_WEIGHTS_INT4)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "options->gpu_weights = %d is not a moeint4_gpu_weights (0 AUTO, 1 BF16, "
+                        "2 INT4)",
+                        options->gpu_weights);
     if (options->device_index < 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "options->device_index = %d is negative",
                         options->device_index);
-    if (options->num_threads < 0)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "options->num_threads = %d is negative",
-                        options->num_threads);
+    if (options->num_threads < 0 || options->num_threads > MOEINT4_MAX_THREADS)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "options->num_threads = %d is outside [0, %d] (0: one per online core)",
+                        options->num_threads, MOEINT4_MAX_THREADS);
     if (options->backend != MOEINT4_BACKEND_AUTO && !mi4_registry_find(options->backend))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "options->backend = %d is not a known backend id",
                         (int)options->backend);
     return MOEINT4_SUCCESS;
+}
+
+/* Frees a context and all it holds; leaves the thread's error alone (a
+ * failing create reports why after undoing itself). */
+static void context_free(moeint4_context *ctx)
+{
+    while (ctx->live_weights)
+        mi4_weights_destroy(ctx->live_weights);
+    for (int i = ctx->num_slots - 1; i >= 0; i--) {
+        const mi4_backend_entry *entry = ctx->slots[i].entry;
+        if (entry->iface.context_destroy)
+            entry->iface.context_destroy(entry->iface.user_data, ctx->slots[i].backend_context);
+    }
+    pthread_mutex_destroy(&ctx->lock);
+    mi4_free(ctx);
 }
 
 MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options *options,
@@ -68,30 +86,30 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     if (!ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
     moeint4_context_options resolved = {0};
+    resolved.struct_size = sizeof resolved;
     if (options) {
-        moeint4_status status = check_options(options);
+        moeint4_status status = MI4_STRUCT_READ(resolved, options, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE,
+                                                "options", "moeint4_context_options");
+        if (status == MOEINT4_SUCCESS)
+            status = check_options(&resolved);
         if (status != MOEINT4_SUCCESS)
             return status;
-        /* Fields past the caller's struct_size keep their default (0). */
-        memcpy(&resolved, options,
-               options->struct_size < sizeof resolved ? options->struct_size : sizeof resolved);
-        if (resolved.gpu_weights < MOEINT4_GPU_WEIGHTS_AUTO ||
-            resolved.gpu_weights > MOEINT4_GPU_WEIGHTS_INT4)
-            return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                            "options->gpu_weights = %d is not a moeint4_gpu_weights (0 AUTO, "
-                            "1 BF16, 2 INT4)",
-                            resolved.gpu_weights);
     }
-    resolved.struct_size = sizeof resolved;
     moeint4_backend requested;
     moeint4_status status = mi4_oracle_resolve_request(resolved.backend, &requested, NULL);
     if (status != MOEINT4_SUCCESS)
         return status;
+    /* The backend whose state is made now, so that its environment knobs
+     * (MOEINT4_CPU_KERNEL, ...) are read at create: the forced one, or for
+     * AUTO the first available (where an unbound context's memory helpers
+     * go). Another backend an AUTO context binds to later is set up then. */
+    const mi4_backend_entry *first = NULL;
     if (requested != MOEINT4_BACKEND_AUTO) {
-        const mi4_backend_entry *entry = NULL;
-        status = mi4_oracle_require_available(requested, resolved.device_index, &entry);
+        status = mi4_oracle_require_available(requested, resolved.device_index, &first);
         if (status != MOEINT4_SUCCESS)
             return status;
+    } else {
+        first = mi4_oracle_first_available(resolved.device_index);
     }
     resolved.backend = requested;
 
@@ -105,6 +123,19 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     }
     created->options = resolved;
     created->requested = requested;
+    if (requested != MOEINT4_BACKEND_AUTO) {
+        created->bound = first;
+        created->bound_by = "the context's options or MOEINT4_BACKEND";
+    }
+    if (first) {
+        void *backend_context = NULL;
+        status = mi4_context_backend_slot(created, first, &backend_context);
+        if (status != MOEINT4_SUCCESS) {
+            context_free(created);
+            return status;
+        }
+    }
+    mi4_clear_error();
     *ctx = created;
     return MOEINT4_SUCCESS;
 }
@@ -112,33 +143,77 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
 MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx)
 {
     mi4_clear_error();
-    if (!ctx)
-        return;
-    while (ctx->live_weights)
-        mi4_weights_destroy(ctx->live_weights);
-    for (int i = ctx->num_slots - 1; i >= 0; i--) {
-        const mi4_backend_entry *entry = ctx->slots[i].entry;
-        if (entry->iface.context_destroy)
-            entry->iface.context_destroy(entry->iface.user_data, ctx->slots[i].backend_context);
+    if (ctx)
+        context_free(ctx);
+}
+
+/* Binds an unbound AUTO context to `entry`; returns the binding in force
+ * (another thread's when it bound first). */
+static const mi4_backend_entry *context_bind(moeint4_context *ctx, const mi4_backend_entry *entry,
+                                             const char *bound_by)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->bound) {
+        ctx->bound = entry;
+        ctx->bound_by = bound_by;
     }
-    pthread_mutex_destroy(&ctx->lock);
-    mi4_free(ctx);
+    const mi4_backend_entry *bound = ctx->bound;
+    pthread_mutex_unlock(&ctx->lock);
+    return bound;
+}
+
+static const mi4_backend_entry *context_binding(moeint4_context *ctx, const char **bound_by)
+{
+    pthread_mutex_lock(&ctx->lock);
+    const mi4_backend_entry *bound = ctx->bound;
+    *bound_by = ctx->bound_by;
+    pthread_mutex_unlock(&ctx->lock);
+    return bound;
+}
+
+moeint4_status mi4_context_choose(moeint4_context *ctx, const moeint4_problem *problem,
+                                  const mi4_backend_entry **chosen)
+{
+    int device = ctx->options.device_index;
+    const char *bound_by = NULL;
+    const mi4_backend_entry *bound = context_binding(ctx, &bound_by);
+    if (ctx->requested != MOEINT4_BACKEND_AUTO)
+        return mi4_oracle_choose(problem, ctx->requested, device, chosen);
+    if (!bound) {
+        const mi4_backend_entry *entry = NULL;
+        moeint4_status status = mi4_oracle_choose(problem, MOEINT4_BACKEND_AUTO, device, &entry);
+        if (status != MOEINT4_SUCCESS)
+            return status;
+        bound = context_bind(ctx, entry, "its first prepared weights");
+        if (bound == entry) {
+            *chosen = entry;
+            return MOEINT4_SUCCESS;
+        }
+        context_binding(ctx, &bound_by);
+    }
+    moeint4_status status = mi4_oracle_choose_bound(problem, bound, bound_by, device);
+    if (status == MOEINT4_SUCCESS)
+        *chosen = bound;
+    return status;
 }
 
 /* ---- memory helpers: the backend's own, or aligned host memory ---- */
 
 #define MI4_HOST_ALIGNMENT 64
 
-/* The backend a context's memory helpers use: the forced one, or for AUTO
- * the first available in priority order. */
-static moeint4_status memory_backend(const moeint4_context *ctx, const mi4_backend_entry **entry)
+/* The backend a context's memory helpers use: the one the context is bound
+ * to; an AUTO context not bound yet binds to the first available backend. */
+static moeint4_status memory_backend(moeint4_context *ctx, const mi4_backend_entry **entry)
 {
-    if (ctx->requested != MOEINT4_BACKEND_AUTO)
-        return mi4_oracle_require_available(ctx->requested, ctx->options.device_index, entry);
-    *entry = mi4_oracle_first_available(ctx->options.device_index);
-    if (!*entry)
+    const char *bound_by = NULL;
+    *entry = context_binding(ctx, &bound_by);
+    if (*entry)
+        return MOEINT4_SUCCESS;
+    const mi4_backend_entry *first = mi4_oracle_first_available(ctx->options.device_index);
+    if (!first)
         return mi4_fail(MOEINT4_BACKEND_UNAVAILABLE, "no backend is available on device %d",
                         ctx->options.device_index);
+    *entry = context_bind(ctx, first, "a memory helper called before any weights were prepared");
     return MOEINT4_SUCCESS;
 }
 
@@ -151,7 +226,9 @@ MOEINT4_API moeint4_status moeint4_context_backend(const moeint4_context *ctx,
     if (!backend)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "backend is NULL");
     const mi4_backend_entry *entry = NULL;
-    moeint4_status status = memory_backend(ctx, &entry);
+    /* Binding an AUTO context is internal state (under its lock), not a
+     * change the caller can see other than through this answer. */
+    moeint4_status status = memory_backend((moeint4_context *)ctx, &entry);
     if (status == MOEINT4_SUCCESS)
         *backend = entry->id;
     return status;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "core/handles.h"
 
 static size_t dtype_bytes(moeint4_dtype dtype)
@@ -32,22 +33,6 @@ static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *by
                                                             &elements))
         return 0;
     return !__builtin_mul_overflow(elements, element, bytes);
-}
-
-/* The caller's args in a full-size struct: fields past its struct_size get
- * their documented defaults (0 / NULL). */
-static moeint4_status normalize_args(const moeint4_forward_args *args,
-                                     moeint4_forward_args *full)
-{
-    if (args->struct_size < MOEINT4_FORWARD_ARGS_MIN_SIZE)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "args->struct_size = %zu, expected at least %zu (the first "
-                        "moeint4_forward_args)",
-                        args->struct_size, (size_t)MOEINT4_FORWARD_ARGS_MIN_SIZE);
-    memset(full, 0, sizeof *full);
-    memcpy(full, args, args->struct_size < sizeof *full ? args->struct_size : sizeof *full);
-    full->struct_size = sizeof *full;
-    return MOEINT4_SUCCESS;
 }
 
 static moeint4_status check_scalars(const moeint4_weights *weights, const moeint4_forward_args *args)
@@ -138,11 +123,13 @@ MOEINT4_API moeint4_status moeint4_forward(moeint4_context *ctx, const moeint4_w
     if (weights->ctx != ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "weights were prepared with another context than ctx");
-    moeint4_forward_args full;
-    moeint4_status status = normalize_args(caller_args, &full);
+    /* Everything below, the backend included, sees the full-size copy. */
+    moeint4_forward_args normalized;
+    moeint4_status status = MI4_STRUCT_READ(normalized, caller_args, MOEINT4_FORWARD_ARGS_MIN_SIZE,
+                                            "args", "moeint4_forward_args");
     if (status != MOEINT4_SUCCESS)
         return status;
-    const moeint4_forward_args *args = &full;
+    const moeint4_forward_args *args = &normalized;
     status = check_scalars(weights, args);
     if (status != MOEINT4_SUCCESS)
         return status;

@@ -18,7 +18,13 @@ typedef struct mi4_backend_slot {
 struct moeint4_context {
     moeint4_context_options options;  /* copy, defaults filled in, struct_size = sizeof */
     moeint4_backend requested;        /* AUTO or forced (env var resolved) */
-    pthread_mutex_t lock;             /* guards slots and the weights list */
+    pthread_mutex_t lock;             /* guards slots, the binding and the weights list */
+    /* The one backend this context's weights and memory helpers use: the
+     * forced one from the start; for AUTO set by the first prepare (the
+     * oracle's choice) or, before any prepare, the first memory helper call
+     * (the first available backend), and never changed afterwards. */
+    const mi4_backend_entry *bound;
+    const char *bound_by;             /* what bound it, for messages */
     mi4_backend_slot slots[MI4_MAX_BACKENDS];
     int num_slots;
     struct moeint4_weights *live_weights; /* prepared handles not yet released */

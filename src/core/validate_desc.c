@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "moeint4_backend.h"
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "core/validate_desc.h"
 #include "layout/layout.h"
 
@@ -100,14 +101,15 @@ static moeint4_status check_expert_map(const moeint4_weights_desc *desc)
     return status;
 }
 
-moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *desc)
+moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *caller,
+                                         moeint4_weights_desc *normalized)
 {
-    if (desc->struct_size < sizeof *desc)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "desc->struct_size = %zu, expected at least sizeof(moeint4_weights_desc) "
-                        "= %zu",
-                        desc->struct_size, sizeof *desc);
-    moeint4_status status = check_counts_and_sizes(desc);
+    moeint4_status status = MI4_STRUCT_READ(*normalized, caller, MOEINT4_WEIGHTS_DESC_MIN_SIZE,
+                                            "desc", "moeint4_weights_desc");
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    const moeint4_weights_desc *desc = normalized;
+    status = check_counts_and_sizes(desc);
     if (status == MOEINT4_SUCCESS)
         status = check_enums(desc);
     if (status == MOEINT4_SUCCESS)
@@ -121,6 +123,8 @@ moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *desc)
         (status = mi4_layout_validate_data(&w13, "w13")) != MOEINT4_SUCCESS)
         return status;
     status = mi4_layout_validate_data(&w2, "w2");
+    if (status == MOEINT4_SUCCESS)
+        normalized->scales_dtype = moeint4_desc_scales_dtype(desc); /* 0 means F16 */
     return status;
 }
 

@@ -23,13 +23,14 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "desc is NULL");
     if (!weights)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "weights is NULL");
-    moeint4_status status = mi4_validate_weights_desc(desc);
+    moeint4_weights_desc normalized;
+    moeint4_status status = mi4_validate_weights_desc(desc, &normalized);
     if (status != MOEINT4_SUCCESS)
         return status;
 
-    moeint4_problem problem = mi4_problem_from_desc(desc);
+    moeint4_problem problem = mi4_problem_from_desc(&normalized);
     const mi4_backend_entry *entry = NULL;
-    status = mi4_oracle_choose(&problem, ctx->requested, ctx->options.device_index, &entry);
+    status = mi4_context_choose(ctx, &problem, &entry);
     if (status != MOEINT4_SUCCESS)
         return status;
     void *backend_context = NULL;
@@ -40,12 +41,7 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     moeint4_weights *prepared = mi4_calloc(1, sizeof *prepared);
     if (!prepared)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a weights handle");
-    /* Backends see a descriptor of exactly the size they know, defaults filled. */
-    moeint4_weights_desc normalized;
-    memcpy(&normalized, desc, sizeof normalized);
-    normalized.struct_size = sizeof normalized;
-    normalized.scales_dtype = moeint4_desc_scales_dtype(desc);
-
+    /* Backends see the descriptor at this library's size, defaults filled. */
     char err[MI4_ERROR_CAPACITY] = "";
     void *backend_weights = NULL;
     status = entry->iface.prepare(backend_context, &normalized, &backend_weights, err, sizeof err);
@@ -58,8 +54,8 @@ MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
     prepared->backend = entry;
     prepared->backend_context = backend_context;
     prepared->backend_weights = backend_weights;
-    prepared->num_experts = desc->num_experts;
-    prepared->hidden_size = desc->hidden_size;
+    prepared->num_experts = normalized.num_experts;
+    prepared->hidden_size = normalized.hidden_size;
     mi4_weights_link(ctx, prepared);
     *weights = prepared;
     return MOEINT4_SUCCESS;

@@ -6,14 +6,28 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "layout/layout.h"
 
 #define SOURCE_NAME "src"
 
-moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src)
+/* The caller's matrix at this library's size (the struct_size rule). */
+static moeint4_status read_source(const moeint4_quant_matrix *caller, moeint4_quant_matrix *src)
+{
+    if (!caller)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, SOURCE_NAME " is NULL");
+    return MI4_STRUCT_READ(*src, caller, MOEINT4_QUANT_MATRIX_MIN_SIZE, SOURCE_NAME,
+                           "moeint4_quant_matrix");
+}
+
+moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *caller)
 {
     mi4_clear_error();
-    return mi4_layout_validate(src, SOURCE_NAME);
+    moeint4_quant_matrix src;
+    moeint4_status status = read_source(caller, &src);
+    if (status != MOEINT4_SUCCESS)
+        return status;
+    return mi4_layout_validate(&src, SOURCE_NAME);
 }
 
 /* An [E][OUT][IN] output of element_size bytes must fit size_t. */
@@ -30,11 +44,15 @@ static moeint4_status check_dense_output(const moeint4_quant_matrix *src, size_t
 
 /* out_f32 or out_bf16 is the caller's output (the other is NULL); `out_given`
  * says whether the caller's pointer was non-NULL. */
-static moeint4_status dequantize(const moeint4_quant_matrix *src, float *out_f32,
+static moeint4_status dequantize(const moeint4_quant_matrix *caller, float *out_f32,
                                  uint16_t *out_bf16, int out_given)
 {
     mi4_clear_error();
-    moeint4_status status = mi4_layout_validate_shape(src, SOURCE_NAME);
+    moeint4_quant_matrix normalized;
+    moeint4_status status = read_source(caller, &normalized);
+    const moeint4_quant_matrix *src = &normalized;
+    if (status == MOEINT4_SUCCESS)
+        status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     if (!out_given)
@@ -63,11 +81,15 @@ moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src, u
     return dequantize(src, NULL, out, out != NULL);
 }
 
-moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
+moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed,
                                           void *scales_t)
 {
     mi4_clear_error();
-    moeint4_status status = mi4_layout_validate_shape(src, SOURCE_NAME);
+    moeint4_quant_matrix normalized;
+    moeint4_status status = read_source(caller, &normalized);
+    const moeint4_quant_matrix *src = &normalized;
+    if (status == MOEINT4_SUCCESS)
+        status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     if (src->format != MOEINT4_FORMAT_GPTQ_SYM)

@@ -9,10 +9,6 @@
 #include "base/half.h"
 #include "layout/layout.h"
 
-/* The struct as first published (0.1): everything up to and including g_idx. */
-#define MI4_QUANT_MATRIX_MIN_SIZE \
-    (offsetof(moeint4_quant_matrix, g_idx) + sizeof(((moeint4_quant_matrix *)0)->g_idx))
-
 int mi4_layout_checked_product(size_t a, size_t b, size_t c, size_t d, size_t *product)
 {
     size_t factors[4] = {a, b, c, d};
@@ -147,6 +143,13 @@ static moeint4_status check_pointers(const moeint4_quant_matrix *m, const char *
     if (m->format != MOEINT4_FORMAT_GPTQ_SYM && !m->qzeros)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s_qzeros is NULL (required for %s)", name,
                         format_name(m->format));
+    /* Symmetric weights have no zero points: a caller handing some in has
+     * most likely mislabelled an asymmetric checkpoint. */
+    if (m->format == MOEINT4_FORMAT_GPTQ_SYM && m->qzeros)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s_qzeros is not NULL but format is GPTQ_SYM, which has no zero points "
+                        "(an asymmetric GPTQ checkpoint is GPTQ_ASYM)",
+                        name);
     return MOEINT4_SUCCESS;
 }
 
@@ -203,10 +206,6 @@ moeint4_status mi4_layout_validate_shape(const moeint4_quant_matrix *m, const ch
         name = "matrix";
     if (!m)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", name);
-    if (m->struct_size < MI4_QUANT_MATRIX_MIN_SIZE)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "%s.struct_size = %zu is smaller than the first published size %zu", name,
-                        m->struct_size, (size_t)MI4_QUANT_MATRIX_MIN_SIZE);
     moeint4_status status;
     if ((status = check_enums(m, name)) != MOEINT4_SUCCESS ||
         (status = check_shape(m, name)) != MOEINT4_SUCCESS ||

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "registry/registry.h"
 
 MOEINT4_API moeint4_status moeint4_backend_list(moeint4_backend *ids, int capacity, int *count)
@@ -28,11 +29,10 @@ MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_bac
     mi4_clear_error();
     if (!info)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "info is NULL");
-    if (info->struct_size < sizeof *info)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "info->struct_size = %zu, expected at least sizeof(moeint4_backend_info) "
-                        "= %zu",
-                        info->struct_size, sizeof *info);
+    moeint4_status status = mi4_struct_check_output(info, MOEINT4_BACKEND_INFO_MIN_SIZE, "info",
+                                                    "moeint4_backend_info");
+    if (status != MOEINT4_SUCCESS)
+        return status;
     const mi4_backend_entry *entry = mi4_registry_find(id);
     if (!entry)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "id = %d is not a known backend id", (int)id);
@@ -44,7 +44,7 @@ MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_bac
     filled.compiled = entry->compiled;
     filled.available = mi4_registry_available(entry, 0, filled.reason, sizeof filled.reason);
     filled.device_pointers = entry->compiled ? entry->iface.device_pointers : 0;
-    memcpy(info, &filled, sizeof filled); /* never past what this library knows */
+    mi4_struct_write(info, &filled, sizeof filled);
     return MOEINT4_SUCCESS;
 }
 

@@ -11,11 +11,11 @@ moeint4_status mi4_backend_iface_check(const moeint4_backend_iface *iface, char 
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
                              "api version %u, core expects %d", (unsigned)iface->api_version,
                              MOEINT4_BACKEND_API_VERSION);
-    const size_t first_size = MOEINT4_BACKEND_IFACE_MIN_SIZE;
-    if (iface->struct_size < first_size)
+    if (iface->struct_size < MOEINT4_BACKEND_IFACE_MIN_SIZE)
         return mi4_fail_into(reason, reason_cap, MOEINT4_VERSION_MISMATCH,
-                             "backend table struct_size = %zu, core expects at least %zu",
-                             iface->struct_size, first_size);
+                             "backend table struct_size = %zu is below the first published size "
+                             "of moeint4_backend_iface (%zu)",
+                             iface->struct_size, (size_t)MOEINT4_BACKEND_IFACE_MIN_SIZE);
     const char *missing = !iface->probe            ? "probe"
                           : !iface->supports       ? "supports"
                           : !iface->context_create ? "context_create"

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "layout/layout.h"
 
 /* What the oracle found out about one backend. */
@@ -86,6 +87,22 @@ moeint4_status mi4_oracle_require_available(moeint4_backend id, int device_index
     return MOEINT4_SUCCESS;
 }
 
+moeint4_status mi4_oracle_choose_bound(const moeint4_problem *problem,
+                                       const mi4_backend_entry *bound, const char *bound_by,
+                                       int device_index)
+{
+    mi4_verdict verdict;
+    judge(bound, problem, device_index, &verdict);
+    if (verdict.supports == 1)
+        return MOEINT4_SUCCESS;
+    return mi4_fail(verdict.available ? MOEINT4_UNSUPPORTED : MOEINT4_BACKEND_UNAVAILABLE,
+                    "this AUTO context is bound to backend %s (by %s; its weights and memory "
+                    "helpers all use one backend), which cannot serve this problem: %s; prepare "
+                    "these weights with another context",
+                    bound->name, bound_by,
+                    verdict.available ? verdict.supports_reason : verdict.available_reason);
+}
+
 const mi4_backend_entry *mi4_oracle_first_available(int device_index)
 {
     const mi4_backend_entry *entries[MI4_MAX_BACKENDS];
@@ -156,14 +173,15 @@ moeint4_status mi4_oracle_choose(const moeint4_problem *problem, moeint4_backend
 
 /* Only what keeps backends' supports() from seeing nonsense; the weights
  * themselves are validated by weights_prepare. */
-static moeint4_status problem_check(const moeint4_problem *problem, int device_index)
+static moeint4_status problem_read(const moeint4_problem *caller, int device_index,
+                                   moeint4_problem *problem)
 {
-    if (!problem)
+    if (!caller)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "problem is NULL");
-    if (problem->struct_size < sizeof *problem)
-        return mi4_fail(MOEINT4_VERSION_MISMATCH,
-                        "problem->struct_size = %zu, expected at least sizeof(moeint4_problem) = %zu",
-                        problem->struct_size, sizeof *problem);
+    moeint4_status status = MI4_STRUCT_READ(*problem, caller, MOEINT4_PROBLEM_MIN_SIZE, "problem",
+                                            "moeint4_problem");
+    if (status != MOEINT4_SUCCESS)
+        return status;
     if (!mi4_layout_is_format(problem->format))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "problem->format = %d is not a moeint4_format",
                         (int)problem->format);
@@ -186,20 +204,21 @@ static moeint4_status problem_check(const moeint4_problem *problem, int device_i
     return MOEINT4_SUCCESS;
 }
 
-MOEINT4_API moeint4_status moeint4_oracle_select(const moeint4_problem *problem,
+MOEINT4_API moeint4_status moeint4_oracle_select(const moeint4_problem *caller_problem,
                                                  moeint4_backend requested, int device_index,
                                                  moeint4_backend *chosen)
 {
     mi4_clear_error();
     if (!chosen)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "chosen is NULL");
-    moeint4_status status = problem_check(problem, device_index);
+    moeint4_problem problem;
+    moeint4_status status = problem_read(caller_problem, device_index, &problem);
     moeint4_backend resolved;
     if (status == MOEINT4_SUCCESS)
         status = mi4_oracle_resolve_request(requested, &resolved, NULL);
     const mi4_backend_entry *entry = NULL;
     if (status == MOEINT4_SUCCESS)
-        status = mi4_oracle_choose(problem, resolved, device_index, &entry);
+        status = mi4_oracle_choose(&problem, resolved, device_index, &entry);
     if (status == MOEINT4_SUCCESS)
         *chosen = entry->id;
     return status;
@@ -242,14 +261,16 @@ static void explain_hip_weights(mi4_text *text)
                 set ? env : "", set ? "" : ", MOEINT4_HIP_WEIGHTS unset");
 }
 
-MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem,
+MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *caller_problem,
                                                   moeint4_backend requested, int device_index,
                                                   char *buffer, size_t capacity, size_t *length)
 {
     mi4_clear_error();
     if (!buffer && capacity > 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "buffer is NULL but capacity = %zu", capacity);
-    moeint4_status status = problem_check(problem, device_index);
+    moeint4_problem normalized;
+    moeint4_status status = problem_read(caller_problem, device_index, &normalized);
+    const moeint4_problem *problem = &normalized;
     moeint4_backend resolved = MOEINT4_BACKEND_AUTO;
     int from_env = 0;
     if (status == MOEINT4_SUCCESS)
@@ -293,6 +314,17 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem
     else
         text_append(&text, "chosen: none (%s)\n",
                     why ? why : "no backend is both available and able to serve this problem");
+    const mi4_backend_entry *first = mi4_oracle_first_available(device_index);
+    if (!forced && chosen)
+        text_append(&text,
+                    "binding: an AUTO context binds to %s at its first prepare of this problem: "
+                    "its later weights and its memory helpers (moeint4_memory_*) use %s too; "
+                    "memory helpers called before any prepare bind it to the first available "
+                    "backend (%s)\n",
+                    chosen->name, chosen->name, first ? first->name : "none");
+    else if (forced)
+        text_append(&text, "binding: the context uses %s for its weights and memory helpers\n",
+                    forced->name);
     if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
         explain_hip_weights(&text);
     if (length)

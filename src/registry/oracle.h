@@ -24,8 +24,15 @@ moeint4_status mi4_oracle_require_available(moeint4_backend id, int device_index
 moeint4_status mi4_oracle_choose(const moeint4_problem *problem, moeint4_backend resolved,
                                  int device_index, const mi4_backend_entry **chosen);
 
+/* An AUTO context already bound to `bound` (by `bound_by`, in words) can
+ * serve `problem` only there: SUCCESS, or UNSUPPORTED / BACKEND_UNAVAILABLE
+ * saying what bound it and why the bound backend cannot. */
+moeint4_status mi4_oracle_choose_bound(const moeint4_problem *problem,
+                                       const mi4_backend_entry *bound, const char *bound_by,
+                                       int device_index);
+
 /* The first backend in priority order whose probe passes (the memory
- * helpers' backend for AUTO contexts); NULL when none is. */
+ * helpers' backend for AUTO contexts not bound yet); NULL when none is. */
 const mi4_backend_entry *mi4_oracle_first_available(int device_index);
 
 #endif

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/struct_size.h"
 #include "registry/builtin.h"
 #include "registry/iface_check.h"
 #include "registry/plugin_loader.h"
@@ -46,12 +47,10 @@ static int default_priority(moeint4_backend id)
  * own storage, so the caller's strings need not outlive registration. */
 static void entry_adopt_iface(mi4_backend_entry *entry, const moeint4_backend_iface *iface)
 {
-    /* members past a smaller table's struct_size stay NULL (optional ones) */
-    size_t bytes = iface->struct_size < sizeof entry->iface ? iface->struct_size
-                                                            : sizeof entry->iface;
-    memset(&entry->iface, 0, sizeof entry->iface);
-    memcpy(&entry->iface, iface, bytes);
-    entry->iface.struct_size = sizeof entry->iface;
+    /* Checked (mi4_backend_iface_check): at least the first published size;
+     * functions appended since stay NULL for an older table. */
+    mi4_struct_read(&entry->iface, sizeof entry->iface, iface, MOEINT4_BACKEND_IFACE_MIN_SIZE,
+                    "iface", "moeint4_backend_iface", MOEINT4_VERSION_MISMATCH);
     entry->iface.id = entry->id;
     entry->iface.name = entry->name;
     entry->priority =

@@ -68,7 +68,9 @@ static fake_control f32_only = {.name = "fake-f32only",
 SET(prepare_null_ctx, f->call_ctx = NULL)
 SET(prepare_null_out, f->weights_out = NULL)
 SET(desc_size_zero, f->desc.struct_size = 0)
-SET(desc_size_short, f->desc.struct_size = sizeof f->desc - 8)
+SET(desc_size_short, f->desc.struct_size = MOEINT4_WEIGHTS_DESC_MIN_SIZE - 8)
+SET(sym_w13_qzeros_given, f->desc.w13_qzeros = f->map)
+SET(sym_w2_qzeros_given, f->desc.w2_qzeros = f->map)
 SET(experts_zero, f->desc.num_experts = 0)
 SET(experts_negative, f->desc.num_experts = -3)
 SET(local_zero, f->desc.num_local_experts = 0)
@@ -113,12 +115,14 @@ SET(forced_refuser, f->call_ctx = refuser_ctx)
 
 SET(create_null_out, f->ctx_out = NULL)
 SET(options_size_zero, f->options.struct_size = 0)
+SET(options_size_short, f->options.struct_size = MOEINT4_CONTEXT_OPTIONS_MIN_SIZE - 1)
+SET(options_threads_huge, f->options.num_threads = INT_MAX)
+SET(options_threads_above_max, f->options.num_threads = MOEINT4_MAX_THREADS + 1)
 SET(options_backend_9, f->options.backend = (moeint4_backend)9)
 SET(options_backend_negative, f->options.backend = (moeint4_backend)-1)
 SET(options_device_negative, f->options.device_index = -1)
 SET(options_threads_negative, f->options.num_threads = -2)
 SET(options_gpu_weights_3, f->options.gpu_weights = 3)
-SET(options_size_below_v1, f->options.struct_size = MOEINT4_CONTEXT_OPTIONS_SIZE_V1 - 1)
 SET(options_forced_xpu, f->options.backend = MOEINT4_BACKEND_XPU)
 SET(options_forced_hip, f->options.backend = MOEINT4_BACKEND_HIP)
 SET(env_bogus, (f->options.backend = MOEINT4_BACKEND_AUTO,
@@ -128,6 +132,7 @@ SET(forward_null_ctx, f->call_ctx = NULL)
 SET(forward_null_weights, f->call_weights = NULL)
 SET(forward_other_ctx, f->call_ctx = other_ctx)
 SET(args_size_zero, f->args.struct_size = 0)
+SET(args_size_short, f->args.struct_size = MOEINT4_FORWARD_ARGS_MIN_SIZE - 8)
 SET(dtype_0, f->args.dtype = (moeint4_dtype)0)
 SET(dtype_4, f->args.dtype = (moeint4_dtype)4)
 SET(activation_3, f->args.activation = (moeint4_activation)3)
@@ -233,10 +238,14 @@ static const row rows[] = {
     {"prepare: desc NULL", CALL_CUSTOM, GA, no_change, INVALID, "desc is NULL",
      call_prepare_null_desc},
     {"prepare: weights NULL", CALL_PREPARE, GA, prepare_null_out, INVALID, "weights is NULL", NULL},
-    {"desc struct_size 0", CALL_PREPARE, GA, desc_size_zero, MOEINT4_VERSION_MISMATCH,
-     "desc->struct_size = 0", NULL},
-    {"desc struct_size short", CALL_PREPARE, GA, desc_size_short, MOEINT4_VERSION_MISMATCH,
+    {"desc struct_size 0", CALL_PREPARE, GA, desc_size_zero, INVALID,
+     "desc->struct_size = 0 is below the first published size of moeint4_weights_desc", NULL},
+    {"desc struct_size short", CALL_PREPARE, GA, desc_size_short, INVALID,
      "desc->struct_size", NULL},
+    {"GPTQ_SYM with w13_qzeros", CALL_PREPARE, GS, sym_w13_qzeros_given, INVALID,
+     "w13_qzeros is not NULL but format is GPTQ_SYM", NULL},
+    {"GPTQ_SYM with w2_qzeros", CALL_PREPARE, GS, sym_w2_qzeros_given, INVALID,
+     "w2_qzeros is not NULL but format is GPTQ_SYM", NULL},
     {"num_experts 0", CALL_PREPARE, GA, experts_zero, INVALID, "desc->num_experts = 0", NULL},
     {"num_experts negative", CALL_PREPARE, GA, experts_negative, INVALID,
      "desc->num_experts = -3", NULL},
@@ -305,8 +314,14 @@ static const row rows[] = {
 
     /* context_create */
     {"create: ctx NULL", CALL_CREATE, GA, create_null_out, INVALID, "ctx is NULL", NULL},
-    {"options struct_size 0", CALL_CREATE, GA, options_size_zero, MOEINT4_VERSION_MISMATCH,
+    {"options struct_size 0", CALL_CREATE, GA, options_size_zero, INVALID,
      "options->struct_size = 0", NULL},
+    {"options struct_size short", CALL_CREATE, GA, options_size_short, INVALID,
+     "options->struct_size", NULL},
+    {"num_threads INT_MAX", CALL_CREATE, GA, options_threads_huge, INVALID,
+     "options->num_threads = 2147483647 is outside [0, 1024]", NULL},
+    {"num_threads above the maximum", CALL_CREATE, GA, options_threads_above_max, INVALID,
+     "options->num_threads = 1025", NULL},
     {"backend 9", CALL_CREATE, GA, options_backend_9, INVALID, "options->backend = 9", NULL},
     {"backend -1", CALL_CREATE, GA, options_backend_negative, INVALID, "options->backend = -1",
      NULL},
@@ -316,8 +331,6 @@ static const row rows[] = {
      "options->num_threads = -2", NULL},
     {"gpu_weights 3", CALL_CREATE, GA, options_gpu_weights_3, INVALID,
      "options->gpu_weights = 3", NULL},
-    {"options struct_size below the first published", CALL_CREATE, GA, options_size_below_v1,
-     MOEINT4_VERSION_MISMATCH, "first published size of moeint4_context_options", NULL},
     {"forced XPU absent", CALL_CREATE, GA, options_forced_xpu, MOEINT4_BACKEND_UNAVAILABLE,
      "backend xpu was requested but is not available on device 0: libmoeint4-xpu.so not found",
      NULL},
@@ -334,8 +347,10 @@ static const row rows[] = {
      call_forward_null_args},
     {"weights from another context", CALL_FORWARD, AW, forward_other_ctx, INVALID,
      "weights were prepared with another context", NULL},
-    {"args struct_size 0", CALL_FORWARD, GA, args_size_zero, MOEINT4_VERSION_MISMATCH,
+    {"args struct_size 0", CALL_FORWARD, GA, args_size_zero, INVALID,
      "args->struct_size = 0", NULL},
+    {"args struct_size short", CALL_FORWARD, GA, args_size_short, INVALID,
+     "args->struct_size", NULL},
     {"dtype 0", CALL_FORWARD, GA, dtype_0, INVALID, "args->dtype = 0", NULL},
     {"dtype 4", CALL_FORWARD, GS, dtype_4, INVALID, "args->dtype = 4", NULL},
     {"activation 3", CALL_FORWARD, GA, activation_3, INVALID, "args->activation = 3", NULL},

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core_test_util.h"
@@ -115,7 +116,10 @@ static void run_forward(moeint4_context *ctx, moeint4_weights *weights, float *o
         assert_status_says(moeint4_forward(ctx, weights, &args), expected, words);
 }
 
-static void test_auto_context_uses_the_choice(void **state)
+/* An AUTO context binds to its first weights' backend: later weights and
+ * the memory helpers use it too (memory from moeint4_memory_alloc always
+ * suits the forward), and a problem it cannot serve is refused, saying why. */
+static void test_auto_context_binds_to_its_first_weights(void **state)
 {
     (void)state;
     moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
@@ -123,15 +127,20 @@ static void test_auto_context_uses_the_choice(void **state)
     util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 21);
     util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 22);
     moeint4_weights_desc desc = tk_layer_desc(&gptq);
-    moeint4_weights *on_fake = NULL, *on_cpu = NULL;
+    moeint4_weights *on_fake = NULL, *refused = NULL;
     assert_ok(moeint4_weights_prepare(ctx, &desc, &on_fake));
-    desc = tk_layer_desc(&awq);
-    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_cpu));
     moeint4_backend backend;
     assert_ok(moeint4_weights_backend(on_fake, &backend));
     assert_int_equal(backend, gptq_only_id);
-    assert_ok(moeint4_weights_backend(on_cpu, &backend));
-    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    /* not the first available backend (fake-nosupport): the weights' one */
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, gptq_only_id);
+    desc = tk_layer_desc(&awq);
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &refused), MOEINT4_UNSUPPORTED,
+                       "this AUTO context is bound to backend fake-gptq (by its first prepared "
+                       "weights");
+    assert_null(refused);
+    assert_true(strstr(moeint4_last_error(), "fake backend serves one format only") != NULL);
 
     float output[3 * 64];
     for (int i = 0; i < 3 * 64; i++)
@@ -139,18 +148,104 @@ static void test_auto_context_uses_the_choice(void **state)
     run_forward(ctx, on_fake, output, MOEINT4_SUCCESS, NULL);
     for (int i = 0; i < 3 * 64; i++)
         assert_true(output[i] == FAKE_OUTPUT_VALUE);
+    /* destroy releases what is still alive */
+    int released = gptq_only.weights_released;
+    moeint4_context_destroy(ctx);
+    assert_int_equal(gptq_only.weights_released, released + 1);
+    assert_int_equal(gptq_only.contexts_destroyed, gptq_only.contexts_created);
+
+    /* AWQ on a fresh AUTO context goes to the CPU, and so do its helpers */
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
+    moeint4_weights *on_cpu = NULL;
+    assert_ok(moeint4_weights_prepare(ctx, &desc, &on_cpu));
+    assert_ok(moeint4_weights_backend(on_cpu, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    void *memory = NULL;
+    assert_ok(moeint4_memory_alloc(ctx, 64, &memory)); /* host memory, as the CPU forward needs */
+    moeint4_memory_free(ctx, memory);
     for (int i = 0; i < 3 * 64; i++)
         output[i] = NAN;
     run_forward(ctx, on_cpu, output, MOEINT4_SUCCESS, NULL);
     for (int i = 0; i < 3 * 64; i++)
         assert_true(isfinite(output[i]) && output[i] != FAKE_OUTPUT_VALUE);
-
-    /* destroy releases what is still alive */
-    int released = gptq_only.weights_released;
-    moeint4_weights_release(on_cpu);
     moeint4_context_destroy(ctx);
-    assert_int_equal(gptq_only.weights_released, released + 1);
-    assert_int_equal(gptq_only.contexts_destroyed, gptq_only.contexts_created);
+
+    /* a memory helper before any prepare binds to the first available
+     * backend, which then must serve the weights */
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, no_support_id);
+    desc = tk_layer_desc(&gptq);
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &refused), MOEINT4_UNSUPPORTED,
+                       "bound to backend fake-nosupport (by a memory helper called before any "
+                       "weights were prepared");
+    assert_null(refused);
+    moeint4_context_destroy(ctx);
+    tk_layer_free(&gptq);
+    tk_layer_free(&awq);
+}
+
+/* Threads racing to bind one AUTO context with problems the oracle sends to
+ * different backends: one binding wins, every success is on it, every
+ * prepare it cannot serve is refused saying so. */
+typedef struct racer {
+    moeint4_context *ctx;
+    const moeint4_weights_desc *desc;
+    moeint4_weights *weights;
+    moeint4_status status;
+    char message[512];
+} racer;
+
+static void *race_prepare(void *arg)
+{
+    racer *r = arg;
+    r->status = moeint4_weights_prepare(r->ctx, r->desc, &r->weights);
+    snprintf(r->message, sizeof r->message, "%s", moeint4_last_error());
+    return NULL;
+}
+
+static void test_racing_prepares_bind_once(void **state)
+{
+    (void)state;
+    tk_layer gptq, awq;
+    util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 31);
+    util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 32);
+    moeint4_weights_desc descs[2] = {tk_layer_desc(&gptq), tk_layer_desc(&awq)};
+    for (int round = 0; round < 20; round++) {
+        moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
+        enum { RACERS = 6 };
+        racer racers[RACERS];
+        pthread_t threads[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            memset(&racers[i], 0, sizeof racers[i]);
+            racers[i].ctx = ctx;
+            racers[i].desc = &descs[(i + round) % 2];
+            assert_int_equal(pthread_create(&threads[i], NULL, race_prepare, &racers[i]), 0);
+        }
+        for (int i = 0; i < RACERS; i++)
+            pthread_join(threads[i], NULL);
+        moeint4_backend bound;
+        assert_ok(moeint4_context_backend(ctx, &bound));
+        assert_true(bound == gptq_only_id || bound == MOEINT4_BACKEND_CPU);
+        int served = 0;
+        for (int i = 0; i < RACERS; i++) {
+            if (racers[i].status == MOEINT4_SUCCESS) {
+                moeint4_backend backend;
+                assert_ok(moeint4_weights_backend(racers[i].weights, &backend));
+                assert_int_equal(backend, bound);
+                served++;
+            } else {
+                assert_int_equal(racers[i].status, MOEINT4_UNSUPPORTED);
+                assert_non_null(strstr(racers[i].message, "this AUTO context is bound to"));
+                assert_null(racers[i].weights);
+            }
+        }
+        /* the CPU serves both problems; the fake only GPTQ */
+        assert_int_equal(served, bound == MOEINT4_BACKEND_CPU ? RACERS : RACERS / 2);
+        moeint4_context_destroy(ctx);
+    }
     tk_layer_free(&gptq);
     tk_layer_free(&awq);
 }
@@ -234,12 +329,17 @@ static void test_explain_table(void **state)
     assert_non_null(chosen_line);
     assert_true(strstr(table, "fake-gptq") < chosen_line);
     assert_non_null(strstr(table, "chosen: fake-gptq (first in priority order"));
-    /* one line per backend + requested + chosen */
+    /* how an AUTO context binds is said too */
+    assert_non_null(strstr(table, "binding: an AUTO context binds to fake-gptq at its first "
+                                  "prepare"));
+    assert_non_null(strstr(table, "before any prepare bind it to the first available backend "
+                                  "(fake-nosupport)"));
+    /* one line per backend + requested + chosen + binding */
     int count = 0, lines = 0;
     assert_ok(moeint4_backend_list(NULL, 0, &count));
     for (size_t i = 0; i < length; i++)
         lines += table[i] == '\n';
-    assert_int_equal(lines, count + 2);
+    assert_int_equal(lines, count + 3);
 
     char small[16];
     memset(small, 'x', sizeof small);
@@ -263,7 +363,7 @@ static void test_bad_problems(void **state)
     moeint4_problem problem = problem_for(MOEINT4_FORMAT_GPTQ_SYM);
     problem.struct_size = 4;
     assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
-                       MOEINT4_VERSION_MISMATCH, "problem->struct_size = 4");
+                       MOEINT4_INVALID_ARGUMENT, "problem->struct_size = 4");
     problem = problem_for((moeint4_format)9);
     assert_status_says(moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen),
                        MOEINT4_INVALID_ARGUMENT, "problem->format = 9");
@@ -342,7 +442,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_fit_order),
         cmocka_unit_test(test_forced_backend_refuses),
-        cmocka_unit_test(test_auto_context_uses_the_choice),
+        cmocka_unit_test(test_auto_context_binds_to_its_first_weights),
+        cmocka_unit_test(test_racing_prepares_bind_once),
         cmocka_unit_test(test_backend_errors_reach_the_caller),
         cmocka_unit_test(test_probe_is_cached_per_device),
         cmocka_unit_test(test_explain_table),

@@ -82,10 +82,20 @@ static void check_good(void)
         assert_int_equal(output[i], 0x3e80); /* the fake's 0.25 */
     moeint4_weights_release(weights);
 
+    /* That context is bound to HIP now: AWQ is refused there, and served
+     * by the CPU on a fresh AUTO context. */
     desc = tk_layer_desc(&awq);
+    weights = NULL;
+    assert_status_says(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED,
+                       "bound to backend hip (by its first prepared weights");
+    assert_null(weights);
+    moeint4_context_destroy(ctx);
+    ctx = util_context(MOEINT4_BACKEND_AUTO);
     assert_ok(moeint4_weights_prepare(ctx, &desc, &weights));
     assert_ok(moeint4_weights_backend(weights, &backend));
     assert_int_equal(backend, MOEINT4_BACKEND_CPU);
+    assert_ok(moeint4_context_backend(ctx, &backend));
+    assert_int_equal(backend, MOEINT4_BACKEND_CPU); /* memory helpers follow the weights */
     moeint4_context_destroy(ctx); /* releases the AWQ weights */
 
     /* forced HIP cannot serve AWQ: said, not replaced by the CPU */

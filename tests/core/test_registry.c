@@ -92,7 +92,7 @@ static void test_builtin_list_and_query(void **state)
                        "id = 99");
     info.struct_size = 8;
     assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, &info),
-                       MOEINT4_VERSION_MISMATCH, "info->struct_size = 8");
+                       MOEINT4_INVALID_ARGUMENT, "info->struct_size = 8");
     assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, NULL), MOEINT4_INVALID_ARGUMENT,
                        "info");
 }
@@ -243,7 +243,7 @@ static void test_context_defaults(void **state)
      * not read (an invalid value there is ignored: AUTO). */
     moeint4_context_options old;
     memset(&old, 0, sizeof old);
-    old.struct_size = MOEINT4_CONTEXT_OPTIONS_SIZE_V1;
+    old.struct_size = MOEINT4_CONTEXT_OPTIONS_MIN_SIZE;
     old.backend = MOEINT4_BACKEND_CPU;
     old.gpu_weights = 99;
     ctx = NULL;

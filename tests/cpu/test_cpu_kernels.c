@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "tk_cmocka.h"
+
 #include "backends/cpu/cpu_kernels.h"
 #include "cpu_test_util.h"
 #include "layout/cpu_repack.h"
@@ -41,7 +43,7 @@ static void test_avx2_present_where_supported(void **state)
 {
     (void)state;
     if (!builtin_has(0))
-        skip();
+        tk_skip("this CPU or OS has no AVX2+FMA");
     const mi4_cpu_kernels *tables[4];
     int count = cpu_test_kernel_tables(tables, 4);
     assert_int_equal(count, builtin_has(1) ? 3 : 2);
@@ -58,7 +60,7 @@ static void test_avx512_present_where_supported(void **state)
 {
     (void)state;
     if (!builtin_has(1))
-        skip();
+        tk_skip("this CPU or OS has no AVX-512 F/BW/DQ/VL");
     const mi4_cpu_kernels *tables[4];
     int count = cpu_test_kernel_tables(tables, 4);
     assert_int_equal(count, 3);
@@ -333,7 +335,7 @@ static void test_activate(void **state)
         }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avx2_present_where_supported),
@@ -343,5 +345,6 @@ int main(void)
         cmocka_unit_test(test_store_row),
         cmocka_unit_test(test_activate),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tk_cmocka_run("cpu kernels", tests, sizeof tests / sizeof tests[0], NULL, NULL, argc,
+                         argv);
 }

@@ -1,13 +1,16 @@
 /* The CPU backend's thread pool: every unit of a job's work is done exactly
  * once however many workers join, across many back-to-back and spaced jobs
  * (workers spinning, sleeping, or waking after the job closed); a job's
- * caller-side wait sees all the work; a nested run is refused. */
+ * caller-side wait sees all the work; a nested run is refused. Idle workers
+ * go to sleep after MOEINT4_CPU_IDLE_MS (set to 1 ms here, so the spaced
+ * jobs find them asleep) and a job wakes them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -24,6 +27,12 @@ typedef struct counting_job {
     atomic_int nested_refused;
     int seen_threads[8];
 } counting_job;
+
+static void pause_ms(long ms)
+{
+    struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&pause, NULL);
+}
 
 static void counting(void *arg, int thread, int threads)
 {
@@ -59,8 +68,7 @@ static void run_jobs(int threads, int spaced)
         if (round == 0)
             assert_int_equal(atomic_load(&job.nested_refused), 1);
         if (spaced) {
-            struct timespec pause = {0, 2000000}; /* 2 ms: workers go to sleep */
-            nanosleep(&pause, NULL);
+            pause_ms(5); /* workers spin 50 us, yield 1 ms, then sleep */
         }
     }
     mi4_cpu_pool_destroy(pool);
@@ -72,6 +80,55 @@ static void test_back_to_back(void **state)
     run_jobs(1, 0);
     run_jobs(2, 0);
     run_jobs(4, 0);
+}
+
+/* Waits up to 5 s for `count` workers asleep; returns how many are. */
+static int wait_sleeping(mi4_cpu_pool *pool, int count)
+{
+    for (int waited = 0; waited < 5000 && mi4_cpu_pool_sleeping(pool) < count; waited++)
+        pause_ms(1);
+    return mi4_cpu_pool_sleeping(pool);
+}
+
+typedef struct joined_job {
+    atomic_int workers_joined;
+    atomic_int units_done;
+} joined_job;
+
+/* The caller stays inside the job until a worker has joined (or 5 s pass),
+ * so the job is still open when the sleepers wake. */
+static void wait_for_a_worker(void *arg, int thread, int threads)
+{
+    (void)threads;
+    joined_job *job = arg;
+    atomic_fetch_add(&job->units_done, 1);
+    if (thread != 0) {
+        atomic_fetch_add(&job->workers_joined, 1);
+        return;
+    }
+    for (int waited = 0; waited < 5000 && atomic_load(&job->workers_joined) == 0; waited++)
+        pause_ms(1);
+}
+
+/* Idle workers really sleep (after 1 ms of yielding here), and a job wakes
+ * them: a sleeping worker joins the next job. */
+static void test_workers_sleep_and_wake(void **state)
+{
+    (void)state;
+    mi4_cpu_pool *pool = mi4_cpu_pool_create(3);
+    assert_non_null(pool);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(wait_sleeping(pool, 2), 2);
+        joined_job job;
+        atomic_init(&job.workers_joined, 0);
+        atomic_init(&job.units_done, 0);
+        assert_int_equal(mi4_cpu_pool_try_run(pool, wait_for_a_worker, &job), 0);
+        assert_true(atomic_load(&job.workers_joined) >= 1);
+        assert_int_equal(atomic_load(&job.units_done), 1 + atomic_load(&job.workers_joined));
+    }
+    /* and they fall asleep again afterwards */
+    assert_int_equal(wait_sleeping(pool, 2), 2);
+    mi4_cpu_pool_destroy(pool);
 }
 
 static void test_spaced(void **state)
@@ -86,6 +143,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_spaced),
+        cmocka_unit_test(test_workers_sleep_and_wake),
     };
+    /* Read at pool creation: short, so that idle workers sleep within the
+     * test (the default keeps them yielding much longer). */
+    setenv("MOEINT4_CPU_IDLE_MS", "1", 1);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

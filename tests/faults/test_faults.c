@@ -272,8 +272,10 @@ static void test_context_create_sites(void **state)
     }
 }
 
-/* The first prepare on a fresh context (its backend state is created
- * lazily there): whatever fails, destroying the context frees everything. */
+/* The first prepare on a fresh context (the forced CPU backend's state was
+ * made by context_create; the prepare makes the weights and what the
+ * backend sets up on first use): whatever fails, destroying the context
+ * frees everything. */
 static void test_first_prepare_sites(void **state)
 {
     (void)state;

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "tk_cmocka.h"
+
 #include "hip_test_util.h"
 
 /* Weights are rounded to bf16 at load in the BF16 mode (as in
@@ -239,7 +241,7 @@ static void test_prepare_larger_than_device(void **state)
     const size_t w13_per_expert = per_expert / 3 * 2;
     if (host_available_bytes() < 2 * GIB) {
         print_message("skipped: less than 2 GiB of host memory available\n");
-        skip();
+        tk_skip("see the \"skipped:\" line above");
     }
     moeint4_context *ctx = hip_test_context("mma");
     size_t free_bytes = device_free_gib(ctx);
@@ -248,14 +250,14 @@ static void test_prepare_larger_than_device(void **state)
         print_message("skipped: the device holds a %zu-byte layer\n",
                       (size_t)huge_experts * per_expert);
         moeint4_context_destroy(ctx);
-        skip();
+        tk_skip("see the \"skipped:\" line above");
     }
     unread_layer u;
     if (!unread_layer_make(&u, huge_experts, hidden, intermediate)) {
         print_message("skipped: no %zu-byte MAP_NORESERVE mapping (vm.overcommit_memory = 2?)\n",
                       (size_t)huge_experts * hidden * intermediate);
         moeint4_context_destroy(ctx);
-        skip();
+        tk_skip("see the \"skipped:\" line above");
     }
 
     /* 336 GiB of bf16 or int4 codes: the first device allocation (w13) fails. */
@@ -383,7 +385,7 @@ static void test_full_device(void **state)
     (void)state;
     if (host_available_bytes() < 4 * GIB) {
         print_message("skipped: less than 4 GiB of host memory available\n");
-        skip();
+        tk_skip("see the \"skipped:\" line above");
     }
     moeint4_context *ctx = hip_test_context("mma");
     /* Qwen3-30B-A3B's layer: 1.125 GiB of bf16 (w13 0.75 GiB, w2 0.375 GiB). */
@@ -412,7 +414,7 @@ static void test_full_device(void **state)
         moeint4_context_destroy(ctx);
         free(poison);
         free(got);
-        skip();
+        tk_skip("see the \"skipped:\" line above");
     }
     print_message("device filled: %zu blocks, %.3f GiB\n", (size_t)fill.count,
                   (double)fill.bytes / (double)GIB);
@@ -546,7 +548,7 @@ static void test_memory_report(void **state)
     moeint4_context_destroy(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     if (!hip_test_available())
         return HIP_TEST_SKIP;
@@ -555,5 +557,6 @@ int main(void)
         cmocka_unit_test(test_full_device),
         cmocka_unit_test(test_memory_report),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tk_cmocka_run("hip memory", tests, sizeof tests / sizeof tests[0], NULL, NULL, argc,
+                         argv);
 }

@@ -74,7 +74,7 @@ static void test_option_and_environment(void **state)
     size_t forced_bf16 = device_bytes_with(MOEINT4_GPU_WEIGHTS_BF16, "int4", full);
     size_t forced_int4 = device_bytes_with(MOEINT4_GPU_WEIGHTS_INT4, "bf16", full);
     size_t old_caller = device_bytes_with(MOEINT4_GPU_WEIGHTS_BF16, NULL,
-                                          MOEINT4_CONTEXT_OPTIONS_SIZE_V1);
+                                          MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
     print_message("device bytes: auto %zu, auto+env bf16 %zu, auto+env int4 %zu, BF16 %zu, "
                   "INT4 %zu, first-published struct_size %zu\n",
                   auto_unset, auto_bf16, auto_int4, forced_bf16, forced_int4, old_caller);

@@ -156,9 +156,11 @@ static void test_struct_size(void **state)
     fixture *f = *state;
     moeint4_quant_matrix m = tk_matrix_view(&f->sym);
     m.struct_size = 0;
-    expect_refused(&m, MOEINT4_VERSION_MISMATCH, "src.struct_size = 0", NULL);
-    m.struct_size = sizeof m - 1;
-    expect_refused(&m, MOEINT4_VERSION_MISMATCH, "struct_size", NULL);
+    expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src->struct_size = 0", "moeint4_quant_matrix");
+    m.struct_size = MOEINT4_QUANT_MATRIX_MIN_SIZE - 1;
+    expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src->struct_size", "first published size");
+    m.struct_size = MOEINT4_QUANT_MATRIX_MIN_SIZE;
+    expect_accepted(&m);
     /* A newer caller's larger struct is fine (fields past ours are not read). */
     struct {
         moeint4_quant_matrix m;
@@ -315,12 +317,13 @@ static void test_pointers(void **state)
     m = tk_matrix_view(&f->awq);
     m.qzeros = NULL;
     expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src_qzeros is NULL", "AWQ");
-    /* GPTQ_SYM has no zeros: NULL is right, and a given array is ignored. */
+    /* GPTQ_SYM has no zeros: NULL is right, and a given array means the
+     * checkpoint was mislabelled (refused, never silently ignored). */
     m = tk_matrix_view(&f->sym);
     assert_null(m.qzeros);
     expect_accepted(&m);
     m.qzeros = f->asym.qzeros;
-    expect_accepted(&m);
+    expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src_qzeros is not NULL", "GPTQ_SYM");
 
     /* NULL outputs, with the other output poisoned and left alone. */
     m = tk_matrix_view(&f->sym);

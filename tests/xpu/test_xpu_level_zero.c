@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "tk_cmocka.h"
+
 #include "moeint4_backend.h"
 #include "xpu_runtime.h"
 
@@ -22,7 +24,7 @@ static void skip_if_driver_present(void)
 {
     char reason[256] = "";
     if (mi4_xpu_ze_probe(0, reason, sizeof reason))
-        skip();
+        tk_skip("a Level Zero driver is present: the no-driver answers are not there to check");
 }
 
 static void test_probe_says_no_driver(void **state)
@@ -93,7 +95,7 @@ static void test_forced_level_zero_probe_says_why(void **state)
     assert_int_equal(xpu->probe(xpu->user_data, 0, reason, sizeof reason), 1); /* PoCL */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_says_no_driver),
@@ -101,5 +103,6 @@ int main(void)
         cmocka_unit_test(test_native_handles_need_level_zero),
         cmocka_unit_test(test_forced_level_zero_probe_says_why),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tk_cmocka_run("xpu level zero", tests, sizeof tests / sizeof tests[0], NULL, NULL,
+                         argc, argv);
 }

@@ -235,3 +235,5 @@ void mi4_cpu_wait_count(atomic_int *count, int target)
         if (!spinner_keep_spinning(&spin))
             sched_yield();
 }
+
+int mi4_cpu_pool_sleeping(mi4_cpu_pool *pool) { return atomic_load(&pool->sleeping); }

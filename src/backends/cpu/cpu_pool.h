@@ -33,4 +33,7 @@ int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg);
  * ordering, so what was written before the matching increments is visible. */
 void mi4_cpu_wait_count(atomic_int *count, int target);
 
+/* Workers asleep right now (tests: the sleep/wake path is really taken). */
+int mi4_cpu_pool_sleeping(mi4_cpu_pool *pool);
+
 #endif
