@@ -60,11 +60,93 @@ MI4_DEVICE float scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
     return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
 }
 
+/* One 128-input chunk of NB blocks of 8 weight rows and two token rows, as
+ * one lane loads it: its 16 bytes of codes per block, the blocks' zero
+ * (as a bf16x2 -(128 + zero)) and scales, its 32 inputs of each token row. */
+template <int NB> struct mma_chunk {
+    uint4 b[NB], xl[4], xh[4];
+    uint32_t bias[NB];
+    float s[NB][2];
+};
+
+template <int NB> struct mma_rows {
+    const uint8_t *codes[NB];
+    const uint8_t *zeros[NB];
+    const uint16_t *scales[NB]; /* row 2t; row 2t + 1 follows after `groups` */
+    const uint16_t *x_lo, *x_hi;
+    float factor;
+};
+
+template <int NB>
+MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, int k0,
+                           mma_chunk<NB> &c)
+{
+    const int t = mi4_lane() & 3, group = k0 / q.group_size, k = k0 + 32 * t;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) {
+        const bool valid = r.codes[nb] != nullptr;
+        c.b[nb] = valid ? mi4_load_stream((const uint4 *)(r.codes[nb] + k0 / 2))
+                        : make_uint4(0u, 0u, 0u, 0u);
+        const int zero = valid && r.zeros[nb] ? (int)r.zeros[nb][group] : 8;
+        const uint32_t neg = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
+        c.bias[nb] = neg | neg << 16;
+        c.s[nb][0] = valid ? scale_of(q, r.scales[nb][group]) * r.factor : 0.0f;
+        c.s[nb][1] = valid ? scale_of(q, r.scales[nb][q.groups + group]) * r.factor : 0.0f;
+    }
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        const bool in = k + 8 * w < q.inner; /* row padding reads as zero inputs */
+        c.xl[w] = r.x_lo && in ? *(const uint4 *)(r.x_lo + k + 8 * w) : make_uint4(0u, 0u, 0u, 0u);
+        c.xh[w] = r.x_hi && in ? *(const uint4 *)(r.x_hi + k + 8 * w) : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
+template <int NB> MI4_DEVICE void mma_chunk_compute(const mma_chunk<NB> &c, float (&acc)[NB][4])
+{
+    const uint32_t one = 0x3f803f80u;
+    float part[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            part[nb][i] = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        /* steps 2w and 2w + 1: inputs (8w + j, 8w + j + 4) of the lane's 32 */
+        uint32_t a[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t lo01 = h ? c.xl[w].y : c.xl[w].x, lo45 = h ? c.xl[w].w : c.xl[w].z;
+            const uint32_t hi01 = h ? c.xh[w].y : c.xh[w].x, hi45 = h ? c.xh[w].w : c.xh[w].z;
+            a[h][0] = __byte_perm(lo01, lo45, 0x5410);
+            a[h][1] = __byte_perm(hi01, hi45, 0x5410);
+            a[h][2] = __byte_perm(lo01, lo45, 0x7632);
+            a[h][3] = __byte_perm(hi01, hi45, 0x7632);
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            const uint32_t word = word_of(c.b[nb], w);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t b0 = bf16x2_fma(code_pair(word, 8 * h), one, c.bias[nb]);
+                const uint32_t b1 = bf16x2_fma(code_pair(word, 8 * h + 4), one, c.bias[nb]);
+                mma_16816(part[nb], a[h][0], a[h][1], a[h][2], a[h][3], b0, b1);
+            }
+        }
+    }
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            acc[nb][i] = fmaf(part[nb][i], c.s[nb][i & 1], acc[nb][i]);
+}
+
 /* acc[nb][i] += factor * (x_rows . weight rows) over the whole input for NB
  * blocks of 8 weight rows of `expert` starting at row0[nb] (-1: none);
  * this lane's token rows are x_lo (MMA row g) and x_hi (g + 8; NULL: zero).
  * acc layout: mma.sync's C, [0], [1] token g, outputs 2t, 2t+1 of the
- * block; [2], [3] token g + 8. */
+ * block; [2], [3] token g + 8. The next chunk's loads fly while a chunk is
+ * computed. */
 template <int NB>
 MI4_DEVICE void int4_mma_dots(const mi4_hip_int4_matrix &q, int expert, const int (&row0)[NB],
                               const uint16_t *x_lo, const uint16_t *x_hi, float factor,
@@ -72,75 +154,24 @@ MI4_DEVICE void int4_mma_dots(const mi4_hip_int4_matrix &q, int expert, const in
 {
     const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
     const size_t row_bytes = (size_t)q.inner_padded / 2;
-    const uint8_t *codes[NB];
-    const uint8_t *zeros[NB];
-    const uint16_t *scales[NB][2];
+    mma_rows<NB> r;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
         const size_t first = (size_t)expert * q.rows + (size_t)(row0[nb] < 0 ? 0 : row0[nb]);
-        codes[nb] = row0[nb] < 0 ? nullptr : q.codes + (first + g) * row_bytes + 16 * t;
-        zeros[nb] = q.zeros ? q.zeros + (first + g) * q.groups : nullptr;
-        scales[nb][0] = q.scales + (first + 2 * t) * q.groups;
-        scales[nb][1] = q.scales + (first + 2 * t + 1) * q.groups;
+        r.codes[nb] = row0[nb] < 0 ? nullptr : q.codes + (first + g) * row_bytes + 16 * t;
+        r.zeros[nb] = q.zeros ? q.zeros + (first + g) * q.groups : nullptr;
+        r.scales[nb] = q.scales + (first + 2 * t) * q.groups;
     }
-    const uint32_t one = 0x3f803f80u;
+    r.x_lo = x_lo;
+    r.x_hi = x_hi;
+    r.factor = factor;
+    mma_chunk<NB> current, next;
+    load_chunk<NB>(q, r, 0, current);
     for (int k0 = 0; k0 < q.inner_padded; k0 += CHUNK_K) {
-        const int group = k0 / q.group_size, k = k0 + 32 * t;
-        uint4 b[NB], xl[4], xh[4];
-        uint32_t bias[NB];
-        float s[NB][2];
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) {
-            const bool valid = codes[nb] != nullptr;
-            b[nb] = valid ? mi4_load_stream((const uint4 *)(codes[nb] + k0 / 2))
-                          : make_uint4(0u, 0u, 0u, 0u);
-            const int zero = valid && zeros[nb] ? (int)zeros[nb][group] : 8;
-            const uint32_t neg = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
-            bias[nb] = neg | neg << 16;
-            s[nb][0] = valid ? scale_of(q, scales[nb][0][group]) * factor : 0.0f;
-            s[nb][1] = valid ? scale_of(q, scales[nb][1][group]) * factor : 0.0f;
-        }
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            const bool in = k + 8 * w < q.inner; /* row padding reads as zero inputs */
-            xl[w] = x_lo && in ? *(const uint4 *)(x_lo + k + 8 * w) : make_uint4(0u, 0u, 0u, 0u);
-            xh[w] = x_hi && in ? *(const uint4 *)(x_hi + k + 8 * w) : make_uint4(0u, 0u, 0u, 0u);
-        }
-        float part[NB][4];
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                part[nb][i] = 0.0f;
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            /* steps 2w and 2w + 1: inputs (8w + j, 8w + j + 4) of the lane's 32 */
-            uint32_t a[2][4];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const uint32_t lo01 = h ? xl[w].y : xl[w].x, lo45 = h ? xl[w].w : xl[w].z;
-                const uint32_t hi01 = h ? xh[w].y : xh[w].x, hi45 = h ? xh[w].w : xh[w].z;
-                a[h][0] = __byte_perm(lo01, lo45, 0x5410);
-                a[h][1] = __byte_perm(hi01, hi45, 0x5410);
-                a[h][2] = __byte_perm(lo01, lo45, 0x7632);
-                a[h][3] = __byte_perm(hi01, hi45, 0x7632);
-            }
-#pragma unroll
-            for (int nb = 0; nb < NB; nb++) {
-                const uint32_t word = word_of(b[nb], w);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const uint32_t b0 = bf16x2_fma(code_pair(word, 8 * h), one, bias[nb]);
-                    const uint32_t b1 = bf16x2_fma(code_pair(word, 8 * h + 4), one, bias[nb]);
-                    mma_16816(part[nb], a[h][0], a[h][1], a[h][2], a[h][3], b0, b1);
-                }
-            }
-        }
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[nb][i] = fmaf(part[nb][i], s[nb][i & 1], acc[nb][i]);
+        if (k0 + CHUNK_K < q.inner_padded)
+            load_chunk<NB>(q, r, k0 + CHUNK_K, next);
+        mma_chunk_compute<NB>(current, acc);
+        current = next;
     }
 }
 
