@@ -96,7 +96,9 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
             const int k = k0 + u * WARP_CODES, g = k / q.group_size;
 #pragma unroll
             for (int r = 0; r < NR; r++) {
-                const bool valid = w[r].codes != nullptr && k < q.inner_padded;
+                /* a chunk wholly in the row padding (grouped rows: IN is a
+                 * multiple of 32) has no group: nothing loaded, scale 0 */
+                const bool valid = w[r].codes != nullptr && k < q.inner;
                 cv[u][r] = valid ? mi4_load_stream((const uint4 *)(w[r].codes + k / 2))
                                  : make_uint4(0u, 0u, 0u, 0u);
                 const uint16_t s = valid ? w[r].scales[g] : (uint16_t)0;

@@ -81,6 +81,8 @@ template <int NB>
 MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, int k0,
                            mma_chunk<NB> &c)
 {
+    /* (k0 < inner: IN is a multiple of 128 for group 128; per-channel rows
+     * have one group) */
     const int t = mi4_lane() & 3, group = k0 / q.group_size, k = k0 + 32 * t;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
