@@ -303,7 +303,10 @@ typedef struct moeint4_quant_matrix {
     const int32_t *qweight;
     const void *scales;        /* [E, G, OUT] */
     const int32_t *qzeros;     /* [E, G, OUT/8]; NULL for GPTQ_SYM */
-    const int32_t *g_idx;      /* [E, IN] or NULL; only the trivial k/group accepted */
+    /* [E, IN] or NULL. Trivial (k / group_size) or act-order (GPTQ only: any
+     * map in which every group holds exactly group_size rows); conversions
+     * that cannot honour act-order refuse it (UNSUPPORTED). */
+    const int32_t *g_idx;
 } moeint4_quant_matrix;
 #define MOEINT4_QUANT_MATRIX_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_quant_matrix, g_idx)
 
@@ -343,8 +346,10 @@ typedef struct moeint4_weights_desc {
  * forced backend) for a backend, and converts the weights into that backend's
  * layout (host pointers in; GPU backends upload). The caller's arrays may be
  * freed afterwards. *weights is set only on success.
- * Errors: INVALID_ARGUMENT, UNSUPPORTED (e.g. act-order g_idx; no backend can
- * serve the problem: the message gives every backend's reason),
+ * An act-order g_idx (GPTQ desc_act) is served by the CPU backend; backends
+ * that cannot serve it say so and the oracle moves on.
+ * Errors: INVALID_ARGUMENT, UNSUPPORTED (no backend can serve the problem:
+ * the message gives every backend's reason),
  * BACKEND_UNAVAILABLE, OUT_OF_MEMORY, DEVICE_ERROR. */
 MOEINT4_API moeint4_status moeint4_weights_prepare(moeint4_context *ctx,
                                                    const moeint4_weights_desc *desc,
@@ -505,7 +510,11 @@ typedef struct moeint4_problem {
     int hidden_size;        /* K */
     int intermediate_size;  /* N */
     int zero_offset;
-    int has_g_idx;          /* trivial g_idx only */
+    int has_g_idx;          /* a g_idx is given (trivial or act-order) */
+    /* Appended (0.1 checkpoints): 1 when a g_idx is an act-order permutation
+     * (not k / group_size). Backends that cannot serve it answer 0 from
+     * supports(); a struct_size without this field means 0. */
+    int act_order;
 } moeint4_problem;
 #define MOEINT4_PROBLEM_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_problem, has_g_idx)
 
@@ -531,12 +540,13 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *problem
  *   packed [E, OUT, IN/2] uint8, byte j of row o = code(2j) | code(2j+1) << 4
  *   scales [E, OUT, G] (same dtype as the source scales, transposed)
  * Codes are the stored 4-bit values (uint4b8; value = code - 8).
- * Refuses other formats (UNSUPPORTED) and a non-trivial g_idx (UNSUPPORTED). */
+ * Refuses other formats (UNSUPPORTED) and an act-order g_idx (UNSUPPORTED). */
 MOEINT4_API moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src,
                                                       uint8_t *packed, void *scales_t);
 
 /* Any format -> BF16 [E, OUT, IN] (bit patterns): value = (q - zero) * scale
- * in f32, rounded once to nearest even. */
+ * in f32, rounded once to nearest even. An act-order g_idx is honoured (input
+ * column k uses group g_idx[k]). */
 MOEINT4_API moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src,
                                                           uint16_t *out);
 
@@ -547,6 +557,150 @@ MOEINT4_API moeint4_status moeint4_layout_dequantize_f32(const moeint4_quant_mat
 /* Validates `src` exactly as weights_prepare would (shapes, scales, zeros,
  * g_idx). Useful before an offline conversion. */
 MOEINT4_API moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *src);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A quantized MoE checkpoint as Hugging Face tools write it: a directory
+ * with config.json and one or more *.safetensors files
+ * (model.safetensors.index.json when sharded), or one .safetensors file.
+ * The quantization description is read from config.json's
+ * quantization_config, quantize_config.json (AutoGPTQ) or quant_config.json
+ * (AutoAWQ), in that order. Files are memory-mapped read-only. Model families
+ * (config.json model_type): qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
+ * deepseek_v3 (docs/CHECKPOINTS.md lists names and conventions). Layer
+ * numbers are the model's own, as they appear in tensor names. Every message
+ * names the file and the tensor. A handle may be used by several threads. */
+typedef struct moeint4_checkpoint moeint4_checkpoint;
+
+typedef struct moeint4_checkpoint_options {
+    size_t struct_size;
+    /* Text of a config.json (model config, may hold quantization_config),
+     * used instead of the file next to the checkpoint; NULL = read it. */
+    const char *config_json;
+    /* Text of a quantization description in any of the three forms above,
+     * used when the checkpoint has none; NULL = none. */
+    const char *quantization_json;
+} moeint4_checkpoint_options;
+#define MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_checkpoint_options, quantization_json)
+
+/* How the stored zero points relate to the real ones. */
+typedef enum moeint4_zero_convention {
+    MOEINT4_ZEROS_GPTQ_V1 = 1, /* AutoGPTQ "gptq": stored zero = zero - 1 */
+    MOEINT4_ZEROS_GPTQ_V2 = 2, /* GPTQModel "gptq_v2": stored as is */
+    MOEINT4_ZEROS_AWQ = 3,     /* AWQ: stored as is */
+} moeint4_zero_convention;
+
+typedef struct moeint4_checkpoint_info {
+    size_t struct_size;
+    char model_type[32];       /* config.json model_type, e.g. "qwen3_moe" */
+    char architecture[64];     /* architectures[0], e.g. "Qwen3MoeForCausalLM" */
+    char quant_method[16];     /* "gptq" or "awq" */
+    char quant_source[48];     /* where the description came from */
+    int num_hidden_layers;     /* config */
+    int num_moe_layers;        /* layers with routed experts */
+    int num_files;             /* safetensors files mapped */
+    size_t num_tensors;
+    size_t file_bytes;         /* all files together */
+    int num_warnings;          /* see moeint4_checkpoint_warnings */
+} moeint4_checkpoint_info;
+#define MOEINT4_CHECKPOINT_INFO_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_checkpoint_info, num_warnings)
+
+typedef struct moeint4_checkpoint_layer_info {
+    size_t struct_size;
+    int layer;                 /* as in the tensor names */
+    int num_experts;           /* routed experts */
+    int hidden_size;           /* K */
+    int intermediate_size;     /* N of one routed expert */
+    int top_k;                 /* num_experts_per_tok from config.json */
+    moeint4_format format;
+    moeint4_zero_convention zeros;
+    int zero_offset;           /* as it goes into moeint4_weights_desc */
+    int group_size;            /* 32, 64, 128, or -1 per-channel (from the tensors) */
+    int act_order;             /* 1: a non-trivial g_idx (read from the tensors) */
+    int fused_experts;         /* 1: stored as 3-D [E, ...] tensors, used in place */
+    moeint4_dtype scales_dtype;
+    int shared_experts;        /* 0 none, else the shared MLP's expert count */
+    int shared_intermediate_size; /* N of the shared MLP */
+    int shared_quantized;      /* 1: int4 (moeint4_checkpoint_shared_desc); 0: dense */
+    char shared_prefix[128];   /* e.g. "model.layers.3.mlp.shared_expert"; "" none */
+    char shared_gate_name[128]; /* Qwen2-MoE shared_expert_gate weight; "" none */
+    char router_name[128];     /* e.g. "model.layers.3.mlp.gate.weight" */
+    char router_dtype[8];      /* its safetensors dtype: "BF16", "F16", "F32" */
+    size_t expert_bytes;       /* int4 bytes of the routed experts as stored */
+} moeint4_checkpoint_layer_info;
+#define MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_checkpoint_layer_info, expert_bytes)
+
+/* One tensor of the checkpoint, as stored (pointer into the mapped file). */
+typedef struct moeint4_tensor_view {
+    size_t struct_size;
+    const char *name;          /* valid until the checkpoint is closed */
+    const char *file;          /* the file's base name */
+    char dtype[8];             /* safetensors dtype: "F16", "BF16", "F32", "I32", ... */
+    int ndim;
+    int64_t shape[8];
+    const void *data;
+    size_t bytes;
+} moeint4_tensor_view;
+#define MOEINT4_TENSOR_VIEW_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_tensor_view, bytes)
+
+/* Opens a checkpoint (a directory or one .safetensors file); `options` may
+ * be NULL. Validates every file header, the index, the config, the family and
+ * the shapes of every MoE layer's tensors. *checkpoint is set only on
+ * success. Errors: INVALID_ARGUMENT (missing or malformed file, a tensor of
+ * the wrong shape or dtype, a missing expert or shard), UNSUPPORTED (unknown
+ * architecture, bits != 4, an AWQ version other than GEMM, not quantized),
+ * OUT_OF_MEMORY. */
+MOEINT4_API moeint4_status moeint4_checkpoint_open(const char *path,
+                                                   const moeint4_checkpoint_options *options,
+                                                   moeint4_checkpoint **checkpoint);
+/* Unmaps the files and frees every array handed out. NULL is a no-op. */
+MOEINT4_API void moeint4_checkpoint_close(moeint4_checkpoint *checkpoint);
+
+MOEINT4_API moeint4_status moeint4_checkpoint_query(const moeint4_checkpoint *checkpoint,
+                                                    moeint4_checkpoint_info *info);
+/* The MoE layer numbers in ascending order: at most `capacity` into `layers`
+ * (may be NULL when capacity is 0), the total into *count. */
+MOEINT4_API moeint4_status moeint4_checkpoint_layers(const moeint4_checkpoint *checkpoint,
+                                                     int *layers, int capacity, int *count);
+/* INVALID_ARGUMENT when `layer` is not a MoE layer (the message lists them). */
+MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoint *checkpoint,
+                                                         int layer,
+                                                         moeint4_checkpoint_layer_info *info);
+/* Fills `desc` (struct_size set by the caller) with the routed experts of
+ * `layer`: per-expert tensors stacked into [E, ...] arrays owned by the
+ * checkpoint (fused 3-D tensors used in place), gate and up concatenated into
+ * w13. Pointers stay valid until moeint4_checkpoint_release_layer or close.
+ * Reads the data: symmetric GPTQ zeros are checked against the label here. */
+MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *checkpoint,
+                                                         int layer, moeint4_weights_desc *desc);
+/* The shared expert MLP of `layer` as a one-expert description (quantized
+ * shared experts only; a dense one is read with moeint4_checkpoint_tensor).
+ * INVALID_ARGUMENT when the layer has none or it is dense. */
+MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *checkpoint,
+                                                          int layer, moeint4_weights_desc *desc);
+/* Frees the stacked arrays of `layer` (descs filled for it become invalid). */
+MOEINT4_API moeint4_status moeint4_checkpoint_release_layer(moeint4_checkpoint *checkpoint,
+                                                            int layer);
+/* prepare(layer_desc(layer)); the stacked arrays are released again unless a
+ * desc of the layer was handed out before. */
+MOEINT4_API moeint4_status moeint4_checkpoint_prepare(moeint4_context *ctx,
+                                                      moeint4_checkpoint *checkpoint, int layer,
+                                                      moeint4_weights **weights);
+/* A tensor by name; INVALID_ARGUMENT when absent. */
+MOEINT4_API moeint4_status moeint4_checkpoint_tensor(const moeint4_checkpoint *checkpoint,
+                                                     const char *name, moeint4_tensor_view *view);
+/* Tensor `index` in [0, info.num_tensors), in name order. */
+MOEINT4_API moeint4_status moeint4_checkpoint_tensor_at(const moeint4_checkpoint *checkpoint,
+                                                        size_t index, moeint4_tensor_view *view);
+/* Warnings so far (config contradicted by the tensors, relabeled zeros, ...),
+ * one per line; same buffer rules as moeint4_oracle_explain. */
+MOEINT4_API moeint4_status moeint4_checkpoint_warnings(const moeint4_checkpoint *checkpoint,
+                                                       char *buffer, size_t capacity,
+                                                       size_t *length);
 
 #ifdef __cplusplus
 }

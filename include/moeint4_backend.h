@@ -147,8 +147,10 @@ MOEINT4_API moeint4_status moeint4_register_backend(const moeint4_backend_iface 
  * moeint4_register_backend does; *id receives the new backend's id. The
  * object stays loaded for the life of the process. Fails with
  * BACKEND_UNAVAILABLE (no such file, not loadable, no entry point, no
- * table), VERSION_MISMATCH or INVALID_ARGUMENT (as register_backend), the
- * message naming the file. */
+ * table), VERSION_MISMATCH or INVALID_ARGUMENT (as register_backend, e.g.
+ * its name is taken), the message naming the file. The names "xpu" and "hip"
+ * stay taken even when their plugin was not found: put such a file on
+ * MOEINT4_BACKEND_PATH instead. */
 MOEINT4_API moeint4_status moeint4_backend_load(const char *path, moeint4_backend *id);
 
 /* The backend's extension `name` (its table's get_proc_address), or NULL
@@ -197,8 +199,10 @@ static inline moeint4_dtype moeint4_desc_scales_dtype(const moeint4_weights_desc
     return desc->scales_dtype == 0 ? MOEINT4_DTYPE_F16 : desc->scales_dtype;
 }
 
-/* The descriptor's w13 projection as a quant matrix: IN = K, OUT = 2N. */
-static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *desc)
+/* One projection of the descriptor as a quant matrix (the two below). */
+static inline moeint4_quant_matrix moeint4_desc_projection(
+    const moeint4_weights_desc *desc, int in_features, int out_features, const int32_t *qweight,
+    const void *scales, const int32_t *qzeros, const int32_t *g_idx)
 {
     moeint4_quant_matrix m;
     memset(&m, 0, sizeof m);
@@ -206,35 +210,31 @@ static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *
     m.format = desc->format;
     m.zero_offset = desc->zero_offset;
     m.num_experts = desc->num_local_experts;
-    m.in_features = desc->hidden_size;
-    m.out_features = 2 * desc->intermediate_size;
+    m.in_features = in_features;
+    m.out_features = out_features;
     m.group_size = desc->group_size;
     m.scales_dtype = moeint4_desc_scales_dtype(desc);
-    m.qweight = desc->w13_qweight;
-    m.scales = desc->w13_scales;
-    m.qzeros = desc->w13_qzeros;
-    m.g_idx = desc->w13_g_idx;
+    m.qweight = qweight;
+    m.scales = scales;
+    m.qzeros = qzeros;
+    m.g_idx = g_idx;
     return m;
 }
 
-/* The descriptor's w2 projection as a quant matrix: IN = N, OUT = K. */
+/* The descriptor's w13 projection: IN = K, OUT = 2N (gate rows first). */
+static inline moeint4_quant_matrix moeint4_desc_w13(const moeint4_weights_desc *desc)
+{
+    return moeint4_desc_projection(desc, desc->hidden_size, 2 * desc->intermediate_size,
+                                   desc->w13_qweight, desc->w13_scales, desc->w13_qzeros,
+                                   desc->w13_g_idx);
+}
+
+/* The descriptor's w2 projection: IN = N, OUT = K. */
 static inline moeint4_quant_matrix moeint4_desc_w2(const moeint4_weights_desc *desc)
 {
-    moeint4_quant_matrix m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.format = desc->format;
-    m.zero_offset = desc->zero_offset;
-    m.num_experts = desc->num_local_experts;
-    m.in_features = desc->intermediate_size;
-    m.out_features = desc->hidden_size;
-    m.group_size = desc->group_size;
-    m.scales_dtype = moeint4_desc_scales_dtype(desc);
-    m.qweight = desc->w2_qweight;
-    m.scales = desc->w2_scales;
-    m.qzeros = desc->w2_qzeros;
-    m.g_idx = desc->w2_g_idx;
-    return m;
+    return moeint4_desc_projection(desc, desc->intermediate_size, desc->hidden_size,
+                                   desc->w2_qweight, desc->w2_scales, desc->w2_qzeros,
+                                   desc->w2_g_idx);
 }
 
 /* Quantization groups along IN: IN / group_size, or 1 per-channel (-1). */

@@ -3,7 +3,7 @@
 
 Without arguments it reads the sources (no build needed) and checks:
   - which folder may include which: src/base < src/layout < src/registry <
-    src/core < src/backends/<name>; a folder includes only itself and the
+    src/checkpoint < src/core < src/backends/<name>; a folder includes only itself and the
     folders below it; one backend never includes another;
   - a plugin backend (a folder under src/backends/ with its own
     CMakeLists.txt: a separate shared object) includes only its own files and
@@ -16,7 +16,7 @@ Without arguments it reads the sources (no build needed) and checks:
     include/moeint4_backend.h only moeint4.h;
   - tools/ (the installed `moeint4` command, and tools/synth, its synthetic
     layers and reference) includes only include/ and tools/, never tests/ or
-    src/;
+    src/; the test kit (tests/kit) never includes src/;
   - no include loops anywhere (src/, include/, tools/, tests/, bench/).
 
 With --objects BUILD_DIR it also reads the object files of a build with nm and
@@ -47,7 +47,7 @@ KNOWN_CALL_LOOPS = {
                              "src/backends/xpu/xpu_forward.c", "src/backends/xpu/xpu_runtime_ocl.c",
                              "src/backends/xpu/xpu_runtime_ze.c")),
 }
-LAYERS = ["base", "layout", "registry", "core", "backends"]
+LAYERS = ["base", "layout", "registry", "checkpoint", "core", "backends"]
 PUBLIC = {"moeint4.h": [], "moeint4_backend.h": ["moeint4.h"]}
 SOURCE_EXTENSIONS = (".c", ".h", ".hip", ".cpp")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -132,6 +132,11 @@ def check_include(path, name, target, problems):
             bad("tools/synth uses the library through include/ only")
         elif target and target.startswith("src/"):
             bad("the command uses the library through include/ only")
+        return
+    if path.startswith("tests/kit/"):
+        if target and target.startswith("src/"):
+            bad("the test kit uses the library through include/ only (its reference must share "
+                "no code with what it checks)")
         return
     if not path.startswith("src/"):
         return  # tests/ and bench/ may reach anything (internal tests)
@@ -240,31 +245,43 @@ def object_source(build_dir, obj):
     return match.group(2), os.path.normpath(os.path.join(match.group(1) or "", match.group(3)))
 
 
-def nm_symbols(obj):
-    output = subprocess.run(["nm", "-P", obj], capture_output=True, text=True).stdout
-    defined, used = set(), set()
+def nm_symbols(objects):
+    """{object: (defined, used)} read with one nm run over all of them."""
+    result = {obj: (set(), set()) for obj in objects}
+    if not objects:
+        return result
+    output = subprocess.run(["nm", "-A", "-P", *objects], capture_output=True, text=True).stdout
     for line in output.splitlines():
-        fields = line.split()
-        if len(fields) < 2:
+        # "path/to/file.o: symbol type [value size]"
+        obj, _, rest = line.partition(": ")
+        fields = rest.split()
+        if obj not in result or len(fields) < 2:
             continue
         symbol, kind = fields[0], fields[1]
         if kind == "U":
-            used.add(symbol)
+            result[obj][1].add(symbol)
         elif kind in "TDBRCVWGS":
-            defined.add(symbol)
-    return defined, used
+            result[obj][0].add(symbol)
+    return result
 
 
 def check_objects(build_dir, problems, notes):
     groups = defaultdict(dict)  # target -> source -> (defined, used)
+    found = {}  # object -> (target, source)
     for dirpath, _, filenames in os.walk(build_dir):
         for name in filenames:
             if not name.endswith(".o"):
                 continue
             obj = os.path.join(dirpath, name)
             target, source = object_source(build_dir, obj)
-            if source and (source.startswith("src/") or source.startswith("tools/")):
-                groups[target][source] = nm_symbols(obj)
+            # An object whose source is gone (moved or deleted since that
+            # build) is stale and says nothing about the tree.
+            if source and (source.startswith("src/") or source.startswith("tools/")) and \
+                    exists(source):
+                found[obj] = (target, source)
+    for obj, symbols in nm_symbols(sorted(found)).items():
+        target, source = found[obj]
+        groups[target][source] = symbols
     seen_known = set()
     if not groups:
         problems.append(f"{build_dir}: no object files of src/ or tools/ found (build first)")

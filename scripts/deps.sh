@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-dev          # moeint4 bench: the sgemm peer baseline (the library makes no BLAS call)
   libcmocka-dev            # unit and conformance tests
+  libcjson-dev             # checkpoints: safetensors headers, config.json, index files (linked privately)
   python3-numpy python3-pytest python3-setuptools python3-pip  # Python binding tests
   gnuplot-nox              # bench --plot
   libze-dev                # XPU: Level Zero headers + loader (dlopen'ed at run time)

@@ -107,7 +107,7 @@ run_fuzz() {
       -artifact_prefix="$out/$h/" > "$out/$h.log" 2>&1
   }
   fuzz_all() {
-    for pair in "prepare forward" "layout plugin"; do
+    for pair in "prepare forward" "layout plugin" "checkpoint"; do
       pids=()
       names=()
       for h in $pair; do

@@ -36,6 +36,8 @@ typedef struct cli_options {
     int threads;                   /* 0 = one per online core */
     const char *json_path;         /* bench */
     const char *plot_path;         /* bench */
+    const char *checkpoint_path;   /* run/bench --checkpoint: a real checkpoint's layer */
+    int layer;                     /* --layer: the model's layer number; -1 = not given */
 } cli_options;
 
 /* Which flags a subcommand accepts (bit set). */
@@ -52,6 +54,8 @@ enum {
     CLI_FLAG_THREADS = 1 << 9,
     CLI_FLAG_JSON = 1 << 10,
     CLI_FLAG_PLOT = 1 << 11,
+    CLI_FLAG_CHECKPOINT = 1 << 12,
+    CLI_FLAG_LAYER = 1 << 13,
 };
 
 /* cli_args.c */
@@ -80,5 +84,9 @@ double cli_median(double *values, int count);
 int cli_info_main(int argc, char **argv);
 int cli_run_main(int argc, char **argv);
 int cli_bench_main(int argc, char **argv);
+/* cmd_checkpoint.c: inspect, and run/bench when --checkpoint is given. */
+int cli_inspect_main(int argc, char **argv);
+int cli_checkpoint_run_main(const cli_options *options);
+int cli_checkpoint_bench_main(const cli_options *options);
 
 #endif

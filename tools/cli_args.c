@@ -145,6 +145,7 @@ static void cli_default_options(cli_options *options) {
     options->num_token_counts = 1;
     options->iters = 9;
     options->threads = 0;
+    options->layer = -1;
 }
 
 /* A value from `table` (case-insensitive); prints the usage error with the
@@ -227,6 +228,16 @@ static int cli_apply_flag(const char *command, const char *flag, const char *val
         options->plot_path = value;
         return CLI_EXIT_OK;
     }
+    if (strcmp(flag, "--checkpoint") == 0) {
+        options->checkpoint_path = value;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(flag, "--layer") == 0) {
+        if (!cli_parse_integer_flag(command, flag, value, 0, 1 << 20, &number))
+            return CLI_EXIT_USAGE;
+        options->layer = (int)number;
+        return CLI_EXIT_OK;
+    }
     return cli_usage_error(command, "unknown option '%s'%s", flag, "");
 }
 
@@ -240,6 +251,7 @@ static const struct {
     {"--dtype", CLI_FLAG_DTYPE},       {"--seed", CLI_FLAG_SEED},
     {"--iters", CLI_FLAG_ITERS},       {"--threads", CLI_FLAG_THREADS},
     {"--json", CLI_FLAG_JSON},         {"--plot", CLI_FLAG_PLOT},
+    {"--checkpoint", CLI_FLAG_CHECKPOINT}, {"--layer", CLI_FLAG_LAYER},
 };
 
 int cli_parse_options(const char *command, unsigned accepted_flags, int argc, char **argv,
@@ -294,5 +306,11 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
         int status = cli_apply_flag(command, flag, value, options);
         if (status != CLI_EXIT_OK) return status;
     }
+    if (options->checkpoint_path && options->layer < 0)
+        return cli_usage_error(command, "--checkpoint needs --layer L (the model's layer "
+                               "number; `moeint4 inspect %s` lists them)%s",
+                               options->checkpoint_path, "");
+    if (!options->checkpoint_path && options->layer >= 0)
+        return cli_usage_error(command, "--layer needs --checkpoint PATH%s%s", "", "");
     return CLI_EXIT_OK;
 }

@@ -19,6 +19,13 @@ static const char cli_usage_text[] =
     "         [--json FILE] [--plot FILE.png]\n"
     "         timed forwards vs the machine's memory/compute floor and an OpenBLAS\n"
     "         baseline measured in the same run (see bench/README.md)\n"
+    "  inspect PATH [--json]\n"
+    "         a checkpoint (directory or .safetensors file): architecture, MoE layers,\n"
+    "         experts, K, N, top-k, format, zeros, group size, act-order, bytes, warnings\n"
+    "  run    --checkpoint PATH --layer L [--tokens M] [--backend NAME] [--dtype D]\n"
+    "         one forward of a checkpoint's layer (random routing), checked likewise\n"
+    "  bench  --checkpoint PATH --layer L [--tokens M1,M2,...] [--backend NAME] [--iters N]\n"
+    "         timed forwards of a checkpoint's layer\n"
     "  help [command]   this text\n"
     "\n"
     "presets: qwen3-30b-a3b (E=128 topk=8 K=2048 N=768 g128, default),\n"
@@ -52,6 +59,7 @@ int main(int argc, char **argv) {
     if (strcmp(command, "info") == 0) return cli_info_main(argc - 2, argv + 2);
     if (strcmp(command, "run") == 0) return cli_run_main(argc - 2, argv + 2);
     if (strcmp(command, "bench") == 0) return cli_bench_main(argc - 2, argv + 2);
+    if (strcmp(command, "inspect") == 0) return cli_inspect_main(argc - 2, argv + 2);
     fprintf(stderr, "moeint4: unknown command '%s'\n\n%s", command, cli_usage_text);
     return CLI_EXIT_USAGE;
 }

@@ -377,8 +377,13 @@ int cli_bench_main(int argc, char **argv) {
         "bench",
         CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKEN_LIST | CLI_FLAG_BACKEND |
             CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE | CLI_FLAG_SEED | CLI_FLAG_ITERS |
-            CLI_FLAG_THREADS | CLI_FLAG_JSON | CLI_FLAG_PLOT,
+            CLI_FLAG_THREADS | CLI_FLAG_JSON | CLI_FLAG_PLOT | CLI_FLAG_CHECKPOINT | CLI_FLAG_LAYER,
         argc, argv, &bench->options);
+    if (status == CLI_EXIT_OK && bench->options.checkpoint_path) {
+        status = cli_checkpoint_bench_main(&bench->options);
+        free(bench);
+        return status;
+    }
     if (status == CLI_EXIT_OK && bench->options.iters < 7)
         fprintf(stderr, "moeint4 bench: note: %d timed forwards per M; a median and spread want at "
                         "least 7\n",

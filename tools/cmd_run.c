@@ -81,9 +81,11 @@ int cli_run_main(int argc, char **argv) {
     int status = cli_parse_options("run",
                                    CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKENS |
                                        CLI_FLAG_BACKEND | CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE |
-                                       CLI_FLAG_SEED | CLI_FLAG_THREADS,
+                                       CLI_FLAG_SEED | CLI_FLAG_THREADS | CLI_FLAG_CHECKPOINT |
+                                       CLI_FLAG_LAYER,
                                    argc, argv, &options);
     if (status != CLI_EXIT_OK) return status;
+    if (options.checkpoint_path) return cli_checkpoint_run_main(&options);
     const int64_t num_tokens = options.tokens[0];
 
     cli_session session;

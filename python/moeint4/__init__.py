@@ -9,6 +9,7 @@ looked for; $MOEINT4_LIBRARY overrides). `moeint4.reference` needs only numpy.
 """
 from ._loader import library_path
 from ._version import __version__
+from .checkpoint import Checkpoint
 from .context import Context, default_context
 from .errors import LibraryNotFoundError, MoeInt4Error, VersionMismatchError
 from .layout import dequantize_bf16, dequantize_f32, gptq_to_xpu, validate
@@ -24,7 +25,7 @@ def library_version() -> str:
 
 
 __all__ = [
-    "__version__", "BackendInfo", "Context", "LibraryNotFoundError", "MoeInt4Error",
+    "__version__", "BackendInfo", "Checkpoint", "Context", "LibraryNotFoundError", "MoeInt4Error",
     "VersionMismatchError", "Weights", "backends", "bf16_to_float32", "default_context",
     "dequantize_bf16", "dequantize_f32", "explain", "float32_to_bf16", "gptq_to_xpu", "has_async_forward",
     "library_path", "library_version", "select", "validate",

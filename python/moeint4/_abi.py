@@ -161,6 +161,7 @@ class Problem(Structure):
         ("intermediate_size", c_int),
         ("zero_offset", c_int),
         ("has_g_idx", c_int),
+        ("act_order", c_int),
     ]
 
 
@@ -211,6 +212,72 @@ class BackendIface(Structure):
         # appended with the asynchronous forward (optional members)
         ("forward_workspace_size", ForwardWorkspaceSizeFn),
         ("forward_check", ForwardCheckFn),
+    ]
+
+
+ZEROS_GPTQ_V1, ZEROS_GPTQ_V2, ZEROS_AWQ = 1, 2, 3
+
+
+class CheckpointOptions(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("config_json", c_char_p),
+        ("quantization_json", c_char_p),
+    ]
+
+
+class CheckpointInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("model_type", c_char * 32),
+        ("architecture", c_char * 64),
+        ("quant_method", c_char * 16),
+        ("quant_source", c_char * 48),
+        ("num_hidden_layers", c_int),
+        ("num_moe_layers", c_int),
+        ("num_files", c_int),
+        ("num_tensors", c_size_t),
+        ("file_bytes", c_size_t),
+        ("num_warnings", c_int),
+    ]
+
+
+class CheckpointLayerInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("layer", c_int),
+        ("num_experts", c_int),
+        ("hidden_size", c_int),
+        ("intermediate_size", c_int),
+        ("top_k", c_int),
+        ("format", c_enum),
+        ("zeros", c_enum),
+        ("zero_offset", c_int),
+        ("group_size", c_int),
+        ("act_order", c_int),
+        ("fused_experts", c_int),
+        ("scales_dtype", c_enum),
+        ("shared_experts", c_int),
+        ("shared_intermediate_size", c_int),
+        ("shared_quantized", c_int),
+        ("shared_prefix", c_char * 128),
+        ("shared_gate_name", c_char * 128),
+        ("router_name", c_char * 128),
+        ("router_dtype", c_char * 8),
+        ("expert_bytes", c_size_t),
+    ]
+
+
+class TensorView(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("name", c_char_p),
+        ("file", c_char_p),
+        ("dtype", c_char * 8),
+        ("ndim", c_int),
+        ("shape", c_int64 * 8),
+        ("data", c_void_p),
+        ("bytes", c_size_t),
     ]
 
 
@@ -268,6 +335,21 @@ FUNCTIONS: List[Function] = [
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
     ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
+    # include/moeint4.h, Checkpoints
+    ("moeint4_checkpoint_open", STATUS,
+     [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),
+    ("moeint4_checkpoint_close", None, [c_void_p]),
+    ("moeint4_checkpoint_query", STATUS, [c_void_p, POINTER(CheckpointInfo)]),
+    ("moeint4_checkpoint_layers", STATUS, [c_void_p, POINTER(c_int), c_int, POINTER(c_int)]),
+    ("moeint4_checkpoint_layer_query", STATUS, [c_void_p, c_int, POINTER(CheckpointLayerInfo)]),
+    ("moeint4_checkpoint_layer_desc", STATUS, [c_void_p, c_int, POINTER(WeightsDesc)]),
+    ("moeint4_checkpoint_shared_desc", STATUS, [c_void_p, c_int, POINTER(WeightsDesc)]),
+    ("moeint4_checkpoint_release_layer", STATUS, [c_void_p, c_int]),
+    ("moeint4_checkpoint_prepare", STATUS, [c_void_p, c_void_p, c_int, POINTER(c_void_p)]),
+    ("moeint4_checkpoint_tensor", STATUS, [c_void_p, c_char_p, POINTER(TensorView)]),
+    ("moeint4_checkpoint_tensor_at", STATUS, [c_void_p, c_size_t, POINTER(TensorView)]),
+    ("moeint4_checkpoint_warnings", STATUS,
+     [c_void_p, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
 ]
 
 # The asynchronous forward's functions: bound when the library has them (a
@@ -279,7 +361,7 @@ ASYNC_FUNCTIONS: List[Function] = [
 ]
 
 STRUCTS = [BackendInfo, ContextOptions, QuantMatrix, WeightsDesc, ForwardArgs, Problem,
-           BackendIface]
+           BackendIface, CheckpointOptions, CheckpointInfo, CheckpointLayerInfo, TensorView]
 
 
 def bind(lib: ctypes.CDLL, errcheck: Callable[..., Any]) -> Optional[str]:

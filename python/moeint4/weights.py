@@ -71,7 +71,8 @@ class Weights(Closing):
             w2_scales   f16   [E_l, N/g, K]
             w13_qzeros  int32 [E_l, K/g, 2N/8], w2_qzeros [E_l, N/g, K/8]: asymmetric GPTQ
                         (without them: symmetric uint4b8, value = q - 8)
-            w*_g_idx    int32 [E_l, IN]: only the trivial k // g order is accepted
+            w*_g_idx    int32 [E_l, IN]: k // g, or act-order (GPTQ desc_act; every group
+                        exactly g rows; backends that cannot serve it refuse)
 
         group_size: 32, 64, 128 or -1 (per channel); inferred from the scales when None.
         zero_offset: 1 for AutoGPTQ "v1" checkpoints that store zero - 1.
@@ -110,6 +111,30 @@ class Weights(Closing):
                       "N", "K")
         return cls._prepare(w13, w2, group_size, 0, num_experts, expert_map, backend, context,
                             device_index)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Any, layer: int, *, shared: bool = False,
+                        backend: BackendLike = "auto", context: Optional[Context] = None,
+                        device_index: int = 0) -> "Weights":
+        """The routed experts of `layer` (the model's layer number) of a checkpoint
+        (a moeint4.Checkpoint, or a path opened and closed here); shared=True: the
+        layer's quantized shared expert as a one-expert MLP."""
+        from .checkpoint import Checkpoint
+        owned = not isinstance(checkpoint, Checkpoint)
+        ck = Checkpoint(checkpoint) if owned else checkpoint
+        try:
+            a = ck.layer(layer).arrays(shared=shared)
+            common = dict(group_size=a["group_size"], scales_dtype=a["scales_dtype"],
+                          backend=backend, context=context, device_index=device_index)
+            if a["format"] == "awq":
+                return cls.from_awq(a["w13_qweight"], a["w13_scales"], a["w2_qweight"],
+                                    a["w2_scales"], a["w13_qzeros"], a["w2_qzeros"], **common)
+            return cls.from_gptq(a["w13_qweight"], a["w13_scales"], a["w2_qweight"],
+                                 a["w2_scales"], a["w13_qzeros"], a["w2_qzeros"], a["w13_g_idx"],
+                                 a["w2_g_idx"], zero_offset=a["zero_offset"], **common)
+        finally:
+            if owned:
+                ck.close()
 
     @classmethod
     def _prepare(cls, w13: Projection, w2: Projection, group_size: Optional[int],

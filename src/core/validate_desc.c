@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/struct_size.h"
 #include "core/validate_desc.h"
+#include "layout/act_order.h"
 #include "layout/layout.h"
 
 static moeint4_status check_counts_and_sizes(const moeint4_weights_desc *desc)
@@ -141,5 +142,6 @@ moeint4_problem mi4_problem_from_desc(const moeint4_weights_desc *desc)
     problem.intermediate_size = desc->intermediate_size;
     problem.zero_offset = desc->zero_offset;
     problem.has_g_idx = desc->w13_g_idx != NULL || desc->w2_g_idx != NULL;
+    problem.act_order = problem.has_g_idx && mi4_layout_desc_has_act_order(desc);
     return problem;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/half.h"
+#include "layout/act_order.h"
 #include "layout/layout.h"
 
 #define MAX_BLOCK_ROWS 64
@@ -51,10 +52,40 @@ static void emit_bf16(const uint32_t *words, int count, const uint16_t *table, u
     }
 }
 
+/* Act-order (g_idx not k / group): each column looks its group up. Slower,
+ * used where the weights are converted once (HIP's load, offline calls). */
+static void dequantize_expert_act_order(const moeint4_quant_matrix *m, int expert, float *out_f32,
+                                        uint16_t *out_bf16)
+{
+    int in = m->in_features, out = m->out_features;
+    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)in;
+    for (int o = 0; o < out; o++) {
+        for (int w = 0; w < in / 8; w++) {
+            uint32_t word;
+            mi4_layout_row_words(m, expert, o, 1, w, 1, &word, 1);
+            for (int i = 0; i < 8; i++) {
+                int k = 8 * w + i, group = g_idx[k];
+                int q = (int)((word >> (4 * i)) & 15u);
+                float value = (float)(q - mi4_layout_zero(m, expert, group, o)) *
+                              mi4_layout_scale(m, expert, group, o);
+                size_t at = (size_t)o * (size_t)in + (size_t)k;
+                if (out_f32)
+                    out_f32[at] = value;
+                else
+                    out_bf16[at] = mi4_f32_to_bf16(value);
+            }
+        }
+    }
+}
+
 /* Exactly one of out_f32 / out_bf16 is non-NULL. */
 static void dequantize_expert(const moeint4_quant_matrix *m, int expert, float *out_f32,
                               uint16_t *out_bf16)
 {
+    if (mi4_layout_expert_has_act_order(m, expert)) {
+        dequantize_expert_act_order(m, expert, out_f32, out_bf16);
+        return;
+    }
     int in = m->in_features, out = m->out_features, words = in / 8;
     int group_words = (m->group_size == -1 ? in : m->group_size) / 8;
     int max_rows, max_words;

@@ -11,9 +11,10 @@
  *    GPTQ_SYM accepts any OUT (nothing is packed along OUT).
  *  - zero_offset 0, or 1 for GPTQ_ASYM only.
  *  - qzeros is required for GPTQ_ASYM and AWQ, ignored for GPTQ_SYM.
- *  - g_idx, when given, must be trivial (g_idx[e][k] == k / group_size, 0
- *    per-channel): act-order is UNSUPPORTED; entries outside [0, G) are
- *    INVALID_ARGUMENT. */
+ *  - g_idx, when given: entries in [0, G) (else INVALID_ARGUMENT); trivial
+ *    (k / group_size) or, for GPTQ only, act-order with exactly group_size
+ *    rows per group (act_order.h sorts such weights; AWQ act-order is
+ *    UNSUPPORTED). */
 #ifndef MOEINT4_LAYOUT_LAYOUT_H
 #define MOEINT4_LAYOUT_LAYOUT_H
 
@@ -31,7 +32,7 @@ int mi4_layout_is_group_size(int group_size);
 /* Checks a quant matrix as prepare does: format, sizes (IN % 8, OUT % 8 as
  * the format needs, IN % group_size), group size in {32,64,128,-1}, byte
  * counts that fit size_t, required pointers, scales finite and > 0, g_idx
- * trivial (non-trivial: UNSUPPORTED). `name` ("w13", "w2") prefixes every
+ * trivial or GPTQ act-order. `name` ("w13", "w2") prefixes every
  * message, e.g. "w13_scales[2][0][17] = nan is not a finite positive scale". */
 moeint4_status mi4_layout_validate(const moeint4_quant_matrix *m, const char *name);
 

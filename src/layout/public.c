@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "layout/act_order.h"
 #include "base/struct_size.h"
 #include "layout/layout.h"
 
@@ -105,6 +106,10 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, ui
      * whose byte counts validate_shape has checked. */
     if ((status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)
         return status;
+    if (mi4_layout_has_act_order(src))
+        return mi4_fail(MOEINT4_UNSUPPORTED,
+                        "src_g_idx is act-order: the XPU layout keeps groups contiguous along "
+                        "IN and has no permutation");
     size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
     size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
     for (int e = 0; e < src->num_experts; e++)

@@ -176,25 +176,46 @@ static moeint4_status check_scales(const moeint4_quant_matrix *m, const char *na
     return MOEINT4_SUCCESS;
 }
 
+/* Entries in [0, G); a non-trivial map (act-order) must be GPTQ and give
+ * every group exactly group_size rows, which is what GPTQ's desc_act writes
+ * and what sorting the rows into contiguous groups needs. */
 static moeint4_status check_g_idx(const moeint4_quant_matrix *m, const char *name)
 {
     if (!m->g_idx)
         return MOEINT4_SUCCESS;
     int groups = mi4_layout_num_groups(m);
     int group_size = moeint4_effective_group_size(m->in_features, m->group_size);
+    int act_order = 0;
     for (int e = 0; e < m->num_experts; e++) {
         const int32_t *row = m->g_idx + (size_t)e * (size_t)m->in_features;
         for (int k = 0; k < m->in_features; k++) {
-            if (row[k] == k / group_size)
-                continue;
             if (row[k] < 0 || row[k] >= groups)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                                 "%s_g_idx[%d][%d] = %d is outside [0, %d)", name, e, k,
                                 (int)row[k], groups);
-            return mi4_fail(MOEINT4_UNSUPPORTED,
-                            "%s_g_idx[%d][%d] = %d (trivial would be %d): act-order/g_idx is "
-                            "not supported; only g_idx[k] == k / group_size is accepted",
-                            name, e, k, (int)row[k], k / group_size);
+            if (row[k] != k / group_size && !act_order) {
+                if (m->format == MOEINT4_FORMAT_AWQ)
+                    return mi4_fail(MOEINT4_UNSUPPORTED,
+                                    "%s_g_idx[%d][%d] = %d (trivial would be %d): AWQ has no "
+                                    "act-order; only g_idx[k] == k / group_size is accepted",
+                                    name, e, k, (int)row[k], k / group_size);
+                act_order = 1;
+            }
+        }
+    }
+    if (!act_order)
+        return MOEINT4_SUCCESS;
+    for (int e = 0; e < m->num_experts; e++) {
+        const int32_t *row = m->g_idx + (size_t)e * (size_t)m->in_features;
+        for (int g = 0; g < groups; g++) {
+            int count = 0;
+            for (int k = 0; k < m->in_features; k++)
+                count += row[k] == g;
+            if (count != group_size)
+                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                "%s_g_idx[%d] puts %d rows in group %d; act-order g_idx gives "
+                                "every group exactly group_size = %d rows",
+                                name, e, count, g, group_size);
         }
     }
     return MOEINT4_SUCCESS;

@@ -2,25 +2,7 @@
 cmake_minimum_required(VERSION 3.25)
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
-# Runs the command; fails the test unless it exits with `expected`.
-# Leaves stdout/stderr in cli_out/cli_err.
-function(run_cli expected)
-  execute_process(COMMAND "${MOEINT4_CLI}" ${ARGN}
-    WORKING_DIRECTORY "${WORK_DIR}"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT "${rc}" STREQUAL "${expected}")
-    message(FATAL_ERROR "moeint4 ${ARGN}: exit ${rc}, expected ${expected}\n"
-      "stdout:\n${out}\nstderr:\n${err}")
-  endif()
-  set(cli_out "${out}" PARENT_SCOPE)
-  set(cli_err "${err}" PARENT_SCOPE)
-endfunction()
-
-function(expect_match text regex what)
-  if(NOT text MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_functions.cmake)
 
 # Runs `moeint4 bench` on the tiny preset (extra arguments appended) and checks
 # every record's fields; expect_device: 1 for a device backend (no CPU floor

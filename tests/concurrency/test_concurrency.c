@@ -266,7 +266,7 @@ static void *registry_body(void *arg)
                 self->failures++;
         }
         moeint4_problem problem = {sizeof problem, MOEINT4_FORMAT_GPTQ_SYM, 128, 8, 8, 0,
-                                   256, 128, 0, 0};
+                                   256, 128, 0, 0, 0};
         moeint4_backend chosen;
         char table[1024];
         if (moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen) !=

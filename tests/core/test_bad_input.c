@@ -303,8 +303,9 @@ static const row rows[] = {
      "w2_scales[4][0][0] = -", NULL},
     {"w13 scale -Inf", CALL_PREPARE, GS, w13_scale_minus_inf, INVALID,
      "w13_scales[0][0][0] = -inf", NULL},
-    {"act-order g_idx", CALL_PREPARE, GA, act_order_g_idx, MOEINT4_UNSUPPORTED,
-     "w13_g_idx[0][0] = 1 (trivial would be 0)", NULL},
+    {"act-order g_idx, unequal groups", CALL_PREPARE, GA, act_order_g_idx, INVALID,
+     "w13_g_idx[0] puts 33 rows in group 0; act-order g_idx gives every group exactly "
+     "group_size = 32 rows", NULL},
     {"g_idx out of range", CALL_PREPARE, GS, g_idx_out_of_range, INVALID,
      "w2_g_idx[0][0] = 99 is outside [0, 1)", NULL},
     {"byte counts overflow size_t", CALL_PREPARE, GS, sizes_overflow, INVALID,
@@ -431,6 +432,7 @@ static void fixture_make(fixture *f, const row *r, uint64_t seed)
     assert_non_null(f->g_idx);
     for (int i = 0; i < E * K; i++) /* act-order: group of k shifted by one */
         f->g_idx[i] = ((i % K) / 32 + 1) % (K / 32);
+    f->g_idx[0] = 0; /* ... but one row moved: group 0 is one row too large */
     f->options = util_options(MOEINT4_BACKEND_CPU);
     util_random_batch(seed, MOEINT4_DTYPE_F32, M, TOPK, f->hidden, f->ids, f->router);
     for (int i = 0; i < M * K; i++) /* poison: a NaN bit pattern */

@@ -100,8 +100,23 @@ static void compare_projection(const tk_matrix *m, const uint16_t *device_bits, 
     free(cpu);
 }
 
-static void check_format(plugin *p, moeint4_format format, int zero_offset, int group_size,
-                         moeint4_dtype scales_dtype, uint64_t seed)
+/* Act-order: each expert's g_idx is k / group shuffled (every group keeps
+ * group_size rows, in an order of its own). */
+static void shuffle_g_idx(tk_matrix *m, tk_rng *rng)
+{
+    for (int e = 0; e < m->num_experts; e++) {
+        int32_t *row = m->g_idx + (size_t)e * m->in_features;
+        for (int k = m->in_features - 1; k > 0; k--) {
+            int j = tk_rng_below(rng, k + 1);
+            int32_t t = row[k];
+            row[k] = row[j];
+            row[j] = t;
+        }
+    }
+}
+
+static void check_layer(plugin *p, moeint4_format format, int zero_offset, int group_size,
+                        moeint4_dtype scales_dtype, uint64_t seed, int act_order)
 {
     const int experts = 3, hidden = 256, intermediate = 128;
     tk_layer layer;
@@ -110,6 +125,11 @@ static void check_format(plugin *p, moeint4_format format, int zero_offset, int 
     assert_int_equal(tk_layer_random(&layer, format, zero_offset, experts, hidden, intermediate,
                                      group_size, scales_dtype, 0, &rng),
                      0);
+    if (act_order) {
+        assert_int_equal(tk_layer_add_g_idx(&layer), 0);
+        shuffle_g_idx(&layer.w13, &rng);
+        shuffle_g_idx(&layer.w2, &rng);
+    }
     moeint4_weights_desc desc = tk_layer_desc(&layer);
     void *weights = NULL;
     char err[512] = "";
@@ -126,8 +146,8 @@ static void check_format(plugin *p, moeint4_format format, int zero_offset, int 
     tk_poison(w13, w13_count * 2);
     tk_poison(w2, w2_count * 2);
     assert_int_equal(p->download(p->context, weights, w13, w2), MOEINT4_SUCCESS);
-    print_message("format %d zero_offset %d group %d scales %d\n", (int)format, zero_offset,
-                  group_size, (int)scales_dtype);
+    print_message("format %d zero_offset %d group %d scales %d%s\n", (int)format, zero_offset,
+                  group_size, (int)scales_dtype, act_order ? " act-order" : "");
     compare_projection(&layer.w13, w13, "w13");
     compare_projection(&layer.w2, w2, "w2");
 
@@ -145,6 +165,21 @@ static void check_format(plugin *p, moeint4_format format, int zero_offset, int 
     free(w13);
     free(w2);
     tk_layer_free(&layer);
+}
+
+static void check_format(plugin *p, moeint4_format format, int zero_offset, int group_size,
+                         moeint4_dtype scales_dtype, uint64_t seed)
+{
+    check_layer(p, format, zero_offset, group_size, scales_dtype, seed, 0);
+}
+
+/* The BF16 weights of act-order checkpoints: each input column uses the group
+ * its g_idx names, byte-identical to the layout module's dequantization. */
+static void test_act_order(void **state)
+{
+    plugin *p = *state;
+    check_layer(p, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1);
+    check_layer(p, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 3001, 1);
 }
 
 static void test_every_format_and_group(void **state)
@@ -174,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_format_and_group),
         cmocka_unit_test(test_bf16_scales),
+        cmocka_unit_test(test_act_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

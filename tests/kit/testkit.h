@@ -10,10 +10,7 @@
 
 #include "synth.h"
 
-/* ---- poisoning: outputs filled before a call, so an unwritten element fails ---- */
-/* 0xff bytes: NaN in f32, f16 and bf16 alike, codes 15 in packed int4 bytes. */
-#define TK_POISON 0xff
-void tk_poison(void *data, size_t bytes);
+/* ---- poisoning (tk_poison itself is in synth.h) ---- */
 /* malloc'd and poisoned (at least one byte); NULL when out of memory. */
 void *tk_poisoned_alloc(size_t bytes);
 /* malloc'd copy of `bytes` bytes of src (at least one byte). */

@@ -4,8 +4,6 @@
 
 #include "testkit.h"
 
-void tk_poison(void *data, size_t bytes) { memset(data, TK_POISON, bytes); }
-
 void *tk_poisoned_alloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);

@@ -54,6 +54,8 @@ CASES = [
      "must not use the test kit"),
     ("the command includes library internals", {"tools/cli.c": '#include "core/handles.h"\n'},
      "the command uses the library through include/ only"),
+    ("the test kit includes library internals",
+     {"tests/kit/kit.h": '#include "base/error.h"\n'}, "the test kit uses the library through"),
     ("include loop", {"src/core/a.h": header("MOEINT4_CORE_A_H", '#include "core/b.h"\n'),
                       "src/core/b.h": header("MOEINT4_CORE_B_H", '#include "core/a.h"\n')},
      "include loop: src/core/a.h <-> src/core/b.h"),
@@ -78,10 +80,11 @@ def call_loop_case(root, failures):
     build = os.path.join(root, "build")
     objects = os.path.join(build, "src", "CMakeFiles", "t.dir", "core")
     os.makedirs(objects)
+    os.makedirs(os.path.join(root, "src", "core"), exist_ok=True)
     sources = {"ping.c": "int pong(int);\nint ping(int n) { return n ? pong(n - 1) : 0; }\n",
                "pong.c": "int ping(int);\nint pong(int n) { return n ? ping(n - 1) : 1; }\n"}
     for name, text in sources.items():
-        source = os.path.join(root, name)
+        source = os.path.join(root, "src", "core", name)
         with open(source, "w") as handle:
             handle.write(text)
         subprocess.run(["cc", "-c", source, "-o", os.path.join(objects, name + ".o")], check=True)

@@ -399,7 +399,19 @@ static void test_g_idx(void **state)
     m.g_idx = g_idx;
     /* act-order: a column of group 0 assigned to group 1, in expert 1 */
     g_idx[BASE_IN + 3] = 1;
-    expect_refused(&m, MOEINT4_UNSUPPORTED, "src_g_idx[1][3] = 1", "act-order/g_idx");
+    expect_refused(&m, MOEINT4_UNSUPPORTED, "src_g_idx[1][3] = 1", "AWQ has no act-order");
+    /* GPTQ act-order is accepted when every group holds group_size rows ... */
+    moeint4_quant_matrix sym = tk_matrix_view(&f->sym);
+    int32_t *sym_g_idx = tk_copy_alloc(f->sym.g_idx, count * sizeof(int32_t));
+    sym.g_idx = sym_g_idx;
+    sym_g_idx[BASE_IN + 3] = 1;
+    sym_g_idx[BASE_IN + BASE_GROUP] = 0; /* a swap keeps both groups at BASE_GROUP rows */
+    expect_accepted(&sym);
+    /* ... and refused when it does not */
+    sym_g_idx[BASE_IN + BASE_GROUP] = 1;
+    expect_refused(&sym, MOEINT4_INVALID_ARGUMENT, "src_g_idx[1] puts 31 rows in group 0",
+                   "exactly group_size = 32");
+    free(sym_g_idx);
     g_idx[BASE_IN + 3] = 0;
     expect_accepted(&m);
     /* out of [0, G): malformed, not merely unsupported */

@@ -18,7 +18,9 @@ C_NAMES = {
     "BackendInfo": "moeint4_backend_info", "ContextOptions": "moeint4_context_options",
     "QuantMatrix": "moeint4_quant_matrix", "WeightsDesc": "moeint4_weights_desc",
     "ForwardArgs": "moeint4_forward_args", "Problem": "moeint4_problem",
-    "BackendIface": "moeint4_backend_iface",
+    "BackendIface": "moeint4_backend_iface", "CheckpointOptions": "moeint4_checkpoint_options",
+    "CheckpointInfo": "moeint4_checkpoint_info",
+    "CheckpointLayerInfo": "moeint4_checkpoint_layer_info", "TensorView": "moeint4_tensor_view",
 }
 
 

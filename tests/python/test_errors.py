@@ -142,8 +142,9 @@ def test_int64_ids_are_range_checked_before_narrowing(layer, bad):
 def test_unsupported_and_unknown_names(layer):
     t = layer.tensors
     g_idx13 = np.tile(np.arange(layer.K, dtype=np.int32) % 2, (layer.E, 1))  # act-order: not k // g
+    g_idx13[:, 0] = 1  # ... with one group a row too large: malformed
     g_idx2 = np.tile(np.arange(layer.N, dtype=np.int32) // 64, (layer.E, 1))
-    _expect("MOEINT4_UNSUPPORTED", "g_idx", _gptq, t, w13_g_idx=g_idx13, w2_g_idx=g_idx2)
+    _expect("MOEINT4_INVALID_ARGUMENT", "g_idx", _gptq, t, w13_g_idx=g_idx13, w2_g_idx=g_idx2)
     _expect("MOEINT4_INVALID_ARGUMENT", "", moeint4.Context, "no-such-backend")
     bad_group = Layer(seed=33, format="gptq", K=96, N=48, group_size=48)
     _expect("MOEINT4_INVALID_ARGUMENT", "group_size", bad_group.weights, backend="cpu")

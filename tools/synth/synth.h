@@ -70,6 +70,10 @@ double tk_matrix_value(const tk_matrix *m, int e, int o, int i);
 /* The parts of that value: natural code 0..15 (read from the packed qweight
  * when the codes were dropped), zero (value subtracted) and scale. */
 int tk_matrix_code(const tk_matrix *m, int e, int o, int i);
+/* The zero (value subtracted) of group g, row o, read from the packed qzeros
+ * (8 for GPTQ_SYM; + zero_offset for GPTQ_ASYM): for matrices that hold only
+ * packed arrays, such as a checkpoint's (zeros may be NULL then). */
+int tk_matrix_packed_zero(const tk_matrix *m, int e, int g, int o);
 int tk_matrix_zero(const tk_matrix *m, int e, int o, int i);
 double tk_matrix_scale(const tk_matrix *m, int e, int o, int i);
 /* Allocates every array of a matrix (uninitialised codes/zeros/scales;
@@ -123,6 +127,11 @@ void tk_route_random(tk_rng *rng, int64_t num_tokens, int num_experts, int topk,
 void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double amplitude,
                          void *data);
 size_t tk_dtype_size(moeint4_dtype dtype);
+/* Outputs are filled with TK_POISON before a call, so an element the call
+ * forgets to write fails the check: 0xff bytes are NaN in f32, f16 and bf16
+ * alike, codes 15 in packed int4 bytes. */
+#define TK_POISON 0xff
+void tk_poison(void *data, size_t bytes);
 double tk_load(moeint4_dtype dtype, const void *data, size_t index);
 /* Stores value rounded (nearest even) to dtype at data[index]. */
 void tk_store(moeint4_dtype dtype, void *data, size_t index, double value);

@@ -273,6 +273,20 @@ int tk_matrix_code(const tk_matrix *m, int e, int o, int i)
     return (int)((word >> (4 * nibble)) & 15);
 }
 
+int tk_matrix_packed_zero(const tk_matrix *m, int e, int g, int o)
+{
+    if (m->format == MOEINT4_FORMAT_GPTQ_SYM)
+        return 8;
+    size_t words = (size_t)m->out_features / 8;
+    uint32_t word = (uint32_t)m->qzeros[((size_t)e * m->num_groups + g) * words + (size_t)o / 8];
+    int nibble = o % 8;
+    if (m->format == MOEINT4_FORMAT_AWQ)
+        for (nibble = 0; awq_column_of_nibble[nibble] != o % 8; nibble++) {
+        }
+    return (int)((word >> (4 * nibble)) & 15) +
+           (m->format == MOEINT4_FORMAT_GPTQ_ASYM ? m->zero_offset : 0);
+}
+
 double tk_matrix_value(const tk_matrix *m, int e, int o, int i)
 {
     return (tk_matrix_code(m, e, o, i) - tk_matrix_zero(m, e, o, i)) * tk_matrix_scale(m, e, o, i);

@@ -129,6 +129,8 @@ void tk_fill_activations(tk_rng *rng, moeint4_dtype dtype, size_t count, double 
         tk_store(dtype, data, i, amplitude * tk_rng_normal(rng));
 }
 
+void tk_poison(void *data, size_t bytes) { memset(data, TK_POISON, bytes); }
+
 double tk_relative_l2(moeint4_dtype dtype, const void *got, const double *want, size_t count)
 {
     double diff = 0.0, norm = 0.0;

@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "moeint4_backend.h"
 #include "base/error.h"
+#include "layout/act_order.h"
 #include "layout/layout.h"
 
 static int cpu_probe(void *user_data, int device_index, char *reason, size_t reason_cap)
@@ -149,6 +150,7 @@ void mi4_cpu_weights_release(mi4_cpu_weights *w)
     if (!w)
         return;
     mi4_free(w->expert_map);
+    mi4_free(w->input_perm);
     mi4_free(w->w13);
     mi4_free(w->w2);
     mi4_free(w);
@@ -202,11 +204,28 @@ moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weigh
     return MOEINT4_SUCCESS;
 }
 
+/* Act-order weights are sorted into contiguous groups first; the forward
+ * gathers x by the sort order (layout/act_order.h). */
 static moeint4_status cpu_prepare(void *backend_context, const moeint4_weights_desc *desc,
                                   void **backend_weights, char *err, size_t err_cap)
 {
     mi4_cpu_weights *w = NULL;
+    mi4_layout_sorted sorted;
+    int act_order = mi4_layout_desc_has_act_order(desc);
+    if (act_order) {
+        moeint4_status status = mi4_layout_sort_act_order(desc, &sorted, err, err_cap);
+        if (status != MOEINT4_SUCCESS)
+            return status;
+        desc = &sorted.desc;
+    }
     moeint4_status status = mi4_cpu_weights_prepare(backend_context, desc, &w, err, err_cap);
+    if (act_order) {
+        if (status == MOEINT4_SUCCESS) {
+            w->input_perm = sorted.input_perm;
+            sorted.input_perm = NULL;
+        }
+        mi4_layout_sorted_free(&sorted);
+    }
     if (status == MOEINT4_SUCCESS)
         *backend_weights = w;
     return status;
@@ -232,6 +251,9 @@ static void cpu_memory_usage(void *backend_context, const void *backend_weights,
     const mi4_cpu_weights *w = backend_weights;
     if (host_bytes)
         *host_bytes = sizeof *w + sizeof(int32_t) * (size_t)w->num_experts +
+                      (w->input_perm ? sizeof(int32_t) * (size_t)w->num_local_experts *
+                                           (size_t)w->hidden_size
+                                     : 0) +
                       (w->w13_expert_bytes + w->w2_expert_bytes) * (size_t)w->num_local_experts;
     if (device_bytes)
         *device_bytes = 0;

@@ -52,7 +52,12 @@ typedef struct forward_plan {
     const int *pair_token;        /* token index within the chunk */
     const float *pair_in_factor;  /* router weight on the input, or 1 */
     const float *pair_out_factor; /* router weight on the output, or 1 */
-    float *x;                     /* [tokens][x_stride] scaled input rows */
+    float *x;                     /* [rows][x_stride] scaled input rows */
+    /* Phase 1's rows: the chunk's tokens, or for act-order weights one row
+     * per pair, gathered by its expert's input_perm into `gathered`. */
+    const char *input_rows;
+    int input_row_count;
+    char *gathered;
     size_t x_stride;
     float *xsum;                  /* [tokens][geo13.num_groups] */
     float *a;                     /* [pairs][a_stride] scaled activations */
@@ -90,10 +95,9 @@ static void phase1_inputs(forward_plan *plan)
         group_columns = w->hidden_size;
     for (;;) {
         int m = atomic_fetch_add_explicit(&plan->next_row, 1, memory_order_relaxed);
-        if (m >= plan->token_count)
+        if (m >= plan->input_row_count)
             return;
-        const char *src = (const char *)args->hidden_states +
-                          (size_t)(plan->token_begin + m) * w->hidden_size * elem;
+        const char *src = plan->input_rows + (size_t)m * w->hidden_size * elem;
         plan->kernels->scale_row(args->dtype, src, w->hidden_size, 1.0f, group_columns,
                                  plan->x + (size_t)m * plan->x_stride,
                                  plan->xsum + (size_t)m * w->geo13.num_groups);
@@ -261,7 +265,7 @@ static void forward_job(void *arg, int thread, int threads)
     const float **sum_rows = plan->thread_sum_rows + (size_t)thread * plan->max_pairs;
     if (!plan->inputs_ready) {
         phase1_inputs(plan);
-        mi4_cpu_wait_count(&plan->rows_done, plan->token_count);
+        mi4_cpu_wait_count(&plan->rows_done, plan->input_row_count);
     }
     phase2_w13(plan, scratch);
     mi4_cpu_wait_count(&plan->items_done, plan->num_items);
@@ -294,8 +298,13 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     *in_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *out_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *items = arena_take(a, sizeof(phase2_item) * (size_t)max_items);
-    plan->x = arena_take(a, sizeof(float) * (size_t)max_tokens * plan->x_stride);
-    plan->xsum = arena_take(a, sizeof(float) * (size_t)max_tokens * w->geo13.num_groups);
+    int rows = w->input_perm ? max_pairs : max_tokens;
+    plan->x = arena_take(a, sizeof(float) * (size_t)rows * plan->x_stride);
+    plan->xsum = arena_take(a, sizeof(float) * (size_t)rows * w->geo13.num_groups);
+    size_t elem = plan->args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    plan->gathered = w->input_perm
+                         ? arena_take(a, elem * (size_t)max_pairs * (size_t)w->hidden_size)
+                         : NULL;
     plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_xsum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_a = arena_take(a, sizeof(float *) * (size_t)max_pairs);
@@ -304,6 +313,28 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
     plan->thread_scratch =
         arena_take(a, sizeof(float) * (size_t)threads * plan->thread_scratch_floats);
+}
+
+/* Act-order: pair p's input row is its token's x in its expert's sorted order. */
+static void gather_act_order_rows(forward_plan *plan, size_t elem)
+{
+    const mi4_cpu_weights *w = plan->w;
+    size_t k = (size_t)w->hidden_size;
+    const char *tokens = (const char *)plan->args->hidden_states +
+                         (size_t)plan->token_begin * k * elem;
+    for (int ai = 0; ai < plan->num_active; ai++) {
+        const int32_t *perm = w->input_perm + (size_t)plan->active_expert[ai] * k;
+        for (int p = plan->active_start[ai]; p < plan->active_start[ai + 1]; p++) {
+            const char *src = tokens + (size_t)plan->pair_token[p] * k * elem;
+            char *dst = plan->gathered + (size_t)p * k * elem;
+            if (elem == 4)
+                for (size_t i = 0; i < k; i++)
+                    memcpy(dst + 4 * i, src + 4 * (size_t)perm[i], 4);
+            else
+                for (size_t i = 0; i < k; i++)
+                    memcpy(dst + 2 * i, src + 2 * (size_t)perm[i], 2);
+        }
+    }
 }
 
 static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -408,8 +439,9 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
                 continue;
             int p = counts[local]++;
             pair_token[p] = s / topk;
-            plan.pair_x[p] = plan.x + (size_t)(s / topk) * plan.x_stride;
-            plan.pair_xsum[p] = plan.xsum + (size_t)(s / topk) * w->geo13.num_groups;
+            int row = w->input_perm ? p : s / topk;
+            plan.pair_x[p] = plan.x + (size_t)row * plan.x_stride;
+            plan.pair_xsum[p] = plan.xsum + (size_t)row * w->geo13.num_groups;
             plan.pair_a[p] = plan.a + (size_t)p * plan.a_stride;
             in_factor[p] = on_input ? weights[s] : 1.0f;
             out_factor[p] = on_input ? 1.0f : weights[s];
@@ -441,7 +473,16 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         atomic_store(&plan.next_out_item, 0);
         /* a few rows: converting them costs less than waking a thread for it */
         plan.on_input = on_input;
-        plan.inputs_ready = (int64_t)count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
+        size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+        plan.input_rows = (const char *)args->hidden_states + (size_t)begin * w->hidden_size * elem;
+        plan.input_row_count = count;
+        if (w->input_perm) {
+            gather_act_order_rows(&plan, elem);
+            plan.input_rows = plan.gathered;
+            plan.input_row_count = num_pairs;
+        }
+        plan.inputs_ready =
+            (int64_t)plan.input_row_count * w->hidden_size <= MI4_CPU_SERIAL_INPUT_VALUES;
         if (plan.inputs_ready)
             phase1_inputs(&plan);
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)

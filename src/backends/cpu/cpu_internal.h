@@ -32,6 +32,9 @@ typedef struct mi4_cpu_weights {
     size_t w2_expert_bytes;
     uint8_t *w13;
     uint8_t *w2;
+    /* Act-order checkpoints (layout/act_order.h): [E_l][K], w13 row i of
+     * expert e takes x[input_perm[e][i]]; NULL otherwise. */
+    int32_t *input_perm;
 } mi4_cpu_weights;
 
 /* The forward pass (cpu_forward.c) with an explicit kernel table, so tests

@@ -16,6 +16,7 @@ struct dequant_params {
     const int32_t *qweight;
     const uint16_t *scales;
     const int32_t *qzeros;
+    const int32_t *g_idx; /* [E][IN] or null: act-order looks each input's group up */
     moeint4_int4_packing packing;
     int scales_bf16;
     int experts, in, out, group_size, groups;
@@ -23,6 +24,20 @@ struct dequant_params {
 };
 
 __device__ unsigned nibble(int32_t word, unsigned index) { return ((uint32_t)word >> (4u * index)) & 15u; }
+
+/* Scale and zero of (expert, group, output row). */
+__device__ void group_scale_zero(const dequant_params &p, int64_t e, int group, int64_t o,
+                                 float *scale, int *zero)
+{
+    size_t group_at = ((size_t)e * p.groups + (size_t)group);
+    uint16_t scale_bits = p.scales[group_at * p.out + o];
+    *scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+    *zero = 8;
+    if (p.packing.has_zeros) {
+        int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
+        *zero = (int)nibble(zword, p.packing.zero_nibble[o % 8]) + p.packing.zero_offset;
+    }
+}
 
 /* One thread writes 8 consecutive inputs (16 bytes) of one output row. */
 __global__ void dequantize(dequant_params p)
@@ -35,17 +50,11 @@ __global__ void dequantize(dequant_params p)
         int64_t o = (t / chunks_per_row) % p.out;
         int64_t e = t / (chunks_per_row * p.out);
         int i0 = (int)chunk * 8;
-        int group = i0 / p.group_size; /* a group never splits 8 inputs */
-        size_t group_at = ((size_t)e * p.groups + (size_t)group);
-        uint16_t scale_bits = p.scales[group_at * p.out + o];
-        float scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits)
-                                    : mi4_dev_f16_to_f32(scale_bits);
         const moeint4_int4_packing &k = p.packing;
-        int zero = 8;
-        if (k.has_zeros) {
-            int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];
-            zero = (int)nibble(zword, k.zero_nibble[o % 8]) + k.zero_offset;
-        }
+        float scale;
+        int zero;
+        /* a group never splits 8 inputs, unless act-order scatters them */
+        group_scale_zero(p, e, i0 / p.group_size, o, &scale, &zero);
         uint32_t packed[4];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -58,6 +67,9 @@ __global__ void dequantize(dequant_params p)
                 int32_t word = p.qweight[((size_t)e * (p.in / 8) + (size_t)chunk) * p.out + o];
                 code = nibble(word, k.weight_nibble[j]);
             }
+            if (p.g_idx != nullptr)
+                group_scale_zero(p, e, p.g_idx[(size_t)e * p.in + (size_t)(i0 + j)], o, &scale,
+                                 &zero);
             float value = __fmul_rn((float)((int)code - zero), scale);
             uint32_t bits = mi4_dev_f32_to_bf16(value);
             if (j % 2 == 0)
@@ -94,18 +106,21 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     size_t experts = (size_t)m->num_experts;
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
     size_t scale_count = experts * (size_t)groups * (size_t)m->out_features;
-    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr;
+    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr, *g_idx = nullptr;
     moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
     const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
     if (st == MOEINT4_SUCCESS && packing.has_zeros)
         st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
+    if (st == MOEINT4_SUCCESS && m->g_idx != nullptr)
+        st = upload(&g_idx, m->g_idx, experts * (size_t)m->in_features * 4, "g_idx", err, err_cap);
     if (st == MOEINT4_SUCCESS) {
         dequant_params p;
         p.qweight = (const int32_t *)qweight;
         p.scales = (const uint16_t *)scales;
         p.qzeros = (const int32_t *)qzeros;
+        p.g_idx = (const int32_t *)g_idx;
         p.packing = packing;
         p.scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
         p.experts = m->num_experts;
@@ -129,6 +144,7 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     (void)hipFree(qweight);
     (void)hipFree(scales);
     (void)hipFree(qzeros);
+    (void)hipFree(g_idx);
     return st;
 }
 

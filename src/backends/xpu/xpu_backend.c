@@ -52,6 +52,7 @@
  *  - Concurrency: kernel objects hold their arguments, so forward() calls on
  *    one context are serialised by the context's mutex.
  */
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,12 @@ static int xpu_supports(void *user_data, const moeint4_problem *p, char *reason,
                  "xpu serves GPTQ symmetric int4 only (vLLM's XPU W4A16 path); %s has zero "
                  "points",
                  p->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ asymmetric");
+        return 0;
+    }
+    if (p->struct_size >= offsetof(moeint4_problem, act_order) + sizeof p->act_order &&
+        p->act_order) {
+        snprintf(reason, cap,
+                 "xpu does not serve act-order g_idx (its int4 layout keeps groups contiguous)");
         return 0;
     }
     if (p->hidden_size % 8 != 0 || p->intermediate_size % 8 != 0) {
