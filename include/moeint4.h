@@ -120,7 +120,7 @@ typedef enum moeint4_backend {
     MOEINT4_BACKEND_AUTO = 0, /* let the oracle choose */
     MOEINT4_BACKEND_CPU = 1,
     MOEINT4_BACKEND_XPU = 2, /* Intel GPU: Level Zero / OpenCL (libmoeint4-xpu.so) */
-    MOEINT4_BACKEND_HIP = 3, /* ROCm emulation: BF16 at load (libmoeint4-hip.so) */
+    MOEINT4_BACKEND_HIP = 3, /* int4 or BF16 device weights (gpu_weights; libmoeint4-hip.so) */
     /* moeint4_register_backend() hands out ids from here upwards. */
     MOEINT4_BACKEND_FIRST_CUSTOM = 16,
 } moeint4_backend;
