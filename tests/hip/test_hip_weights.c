@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "hip_test_util.h"
+#include "tk_cmocka.h"
 
 /* Both modes round the input rows and the intermediate to bf16; BF16 also
  * rounds the weights (int4 keeps them exact): ~4e-3 through both
@@ -188,7 +189,7 @@ static void test_paths_in_both_modes(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     if (!hip_test_available())
         return HIP_TEST_SKIP;
@@ -196,5 +197,6 @@ int main(void)
         cmocka_unit_test(test_option_and_environment),
         cmocka_unit_test(test_paths_in_both_modes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tk_cmocka_run("hip weights", tests, sizeof tests / sizeof tests[0], NULL, NULL, argc,
+                         argv);
 }
