@@ -70,6 +70,7 @@ class ContextOptions(Structure):
         ("native_context", c_void_p),
         ("native_device", c_void_p),
         ("native_queue", c_void_p),
+        ("gpu_weights", c_int),  # moeint4_gpu_weights: 0 AUTO, 1 BF16, 2 INT4
     ]
 
 
