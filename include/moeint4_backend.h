@@ -291,6 +291,30 @@ static inline int moeint4_effective_group_size(int in_features, int group_size)
     return group_size == -1 ? in_features : group_size;
 }
 
+/* 1 when expert `expert`'s g_idx is act-order: some input's group is not
+ * k / group_size (a trivial g_idx, or none, is plain group order). */
+static inline int moeint4_quant_matrix_expert_has_act_order(const moeint4_quant_matrix *m,
+                                                           int expert)
+{
+    if (!m->g_idx)
+        return 0;
+    int group = moeint4_effective_group_size(m->in_features, m->group_size);
+    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)m->in_features;
+    for (int k = 0; k < m->in_features; k++)
+        if (g_idx[k] != k / group)
+            return 1;
+    return 0;
+}
+
+/* 1 when any expert of `m` is act-order. */
+static inline int moeint4_quant_matrix_has_act_order(const moeint4_quant_matrix *m)
+{
+    for (int e = 0; m->g_idx && e < m->num_experts; e++)
+        if (moeint4_quant_matrix_expert_has_act_order(m, e))
+            return 1;
+    return 0;
+}
+
 #ifdef __cplusplus
 }
 #endif
