@@ -120,7 +120,7 @@ typedef enum moeint4_backend {
     MOEINT4_BACKEND_AUTO = 0, /* let the oracle choose */
     MOEINT4_BACKEND_CPU = 1,
     MOEINT4_BACKEND_XPU = 2, /* Intel GPU: Level Zero / OpenCL (libmoeint4-xpu.so) */
-    MOEINT4_BACKEND_HIP = 3, /* ROCm emulation: BF16 at load (libmoeint4-hip.so) */
+    MOEINT4_BACKEND_HIP = 3, /* int4 or BF16 device weights (gpu_weights; libmoeint4-hip.so) */
     /* moeint4_register_backend() hands out ids from here upwards. */
     MOEINT4_BACKEND_FIRST_CUSTOM = 16,
 } moeint4_backend;
@@ -243,9 +243,26 @@ typedef struct moeint4_context_options {
     void *native_context;
     void *native_device;
     void *native_queue;
+    /* ---- appended (a smaller struct_size reads as the default, AUTO) ---- */
+    /* How a GPU backend holds prepared weights (moeint4_gpu_weights; the
+     * HIP backend; the CPU and XPU backends keep their int4 layouts either
+     * way). AUTO: MOEINT4_HIP_WEIGHTS=bf16|int4 when set, else INT4. */
+    int gpu_weights;
 } moeint4_context_options;
 #define MOEINT4_CONTEXT_OPTIONS_MIN_SIZE \
     MOEINT4_SIZE_THROUGH(moeint4_context_options, native_queue)
+
+/* Device weights of a GPU backend (moeint4_context_options.gpu_weights).
+ *   INT4: codes, scales and zero points stay int4 on the device (about the
+ *     checkpoint's bytes); kernels dequantize in registers, weights exact
+ *     in f32 ((q - zero) * scale).
+ *   BF16: the experts dequantized once at prepare to BF16 (4x the int4
+ *     bytes; each weight rounded once to BF16). */
+typedef enum moeint4_gpu_weights {
+    MOEINT4_GPU_WEIGHTS_AUTO = 0, /* INT4 unless MOEINT4_HIP_WEIGHTS asks for bf16 */
+    MOEINT4_GPU_WEIGHTS_BF16 = 1,
+    MOEINT4_GPU_WEIGHTS_INT4 = 2,
+} moeint4_gpu_weights;
 
 /* Creates a context. `options` may be NULL (AUTO, device 0, all cores).
  * *ctx is set only on success. The state of the forced backend (for AUTO:
@@ -345,8 +362,8 @@ MOEINT4_API void moeint4_weights_release(moeint4_weights *weights);
 MOEINT4_API moeint4_status moeint4_weights_backend(const moeint4_weights *weights,
                                                    moeint4_backend *backend);
 /* Bytes the prepared handle holds in host memory and in device memory (the
- * HIP backend holds BF16 weights: about 4x the int4 checkpoint). Either output
- * pointer may be NULL. */
+ * HIP backend: about the int4 checkpoint's bytes with gpu_weights INT4,
+ * about 4x with BF16). Either output pointer may be NULL. */
 MOEINT4_API moeint4_status moeint4_weights_memory(const moeint4_weights *weights,
                                                   size_t *host_bytes, size_t *device_bytes);
 

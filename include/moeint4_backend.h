@@ -158,6 +158,14 @@ MOEINT4_API moeint4_status moeint4_backend_load(const char *path, moeint4_backen
  * cast to the function type the backend documents. */
 MOEINT4_API void *moeint4_backend_get_proc_address(moeint4_backend id, const char *name);
 
+/* The layout module's XPU conversion (moeint4_layout_gptq_to_xpu's output)
+ * for a projection that moeint4_weights_prepare has already validated: a
+ * backend's prepare_weights receives such matrices, so nothing is checked
+ * again here (calling it on anything else is undefined). GPTQ_SYM without
+ * act-order only (the backend's supports() refuses the rest). */
+MOEINT4_API void moeint4_backend_layout_gptq_to_xpu(const moeint4_quant_matrix *validated,
+                                                    uint8_t *packed, void *scales_t);
+
 /* ------------------------------------------------------------------------ */
 /* Header-only kit                                                           */
 /* ------------------------------------------------------------------------ */
@@ -281,6 +289,30 @@ static inline moeint4_int4_packing moeint4_quant_matrix_packing(const moeint4_qu
 static inline int moeint4_effective_group_size(int in_features, int group_size)
 {
     return group_size == -1 ? in_features : group_size;
+}
+
+/* 1 when expert `expert`'s g_idx is act-order: some input's group is not
+ * k / group_size (a trivial g_idx, or none, is plain group order). */
+static inline int moeint4_quant_matrix_expert_has_act_order(const moeint4_quant_matrix *m,
+                                                           int expert)
+{
+    if (!m->g_idx)
+        return 0;
+    int group = moeint4_effective_group_size(m->in_features, m->group_size);
+    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)m->in_features;
+    for (int k = 0; k < m->in_features; k++)
+        if (g_idx[k] != k / group)
+            return 1;
+    return 0;
+}
+
+/* 1 when any expert of `m` is act-order. */
+static inline int moeint4_quant_matrix_has_act_order(const moeint4_quant_matrix *m)
+{
+    for (int e = 0; m->g_idx && e < m->num_experts; e++)
+        if (moeint4_quant_matrix_expert_has_act_order(m, e))
+            return 1;
+    return 0;
 }
 
 #ifdef __cplusplus

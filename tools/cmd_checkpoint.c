@@ -104,8 +104,9 @@ static void print_layer_text(const moeint4_checkpoint_layer_info *li)
            cli_format_name(li->format), zeros_name(li->zeros), li->group_size,
            li->act_order ? ", act-order" : "", li->fused_experts ? ", fused 3-D tensors" : "",
            cli_dtype_name(li->scales_dtype));
-    printf("    int4 as stored %.2f MB; prepared: cpu ~%.2f MB, hip (BF16 emulation) %.2f MB\n",
-           li->expert_bytes / 1e6, li->expert_bytes / 1e6, bf16 / 1e6);
+    printf("    int4 as stored %.2f MB; prepared: cpu ~%.2f MB, hip ~%.2f MB (gpu_weights INT4, "
+           "the default) or %.2f MB (BF16)\n",
+           li->expert_bytes / 1e6, li->expert_bytes / 1e6, li->expert_bytes / 1e6, bf16 / 1e6);
     printf("    router %s (%s)\n", li->router_name, li->router_dtype);
     if (li->shared_experts > 0)
         printf("    shared experts: %d, N=%d, %s, at %s%s%s\n", li->shared_experts,

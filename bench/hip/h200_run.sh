@@ -5,7 +5,8 @@
 # (nothing can be installed there): cmocka, OpenBLAS and pkg-config travel as
 # build-hipdeps/deps.tar.xz (bench/hip/README.md says how to make them).
 #   OUT=/tmp/out COMMIT=abc1234 bench/hip/h200_run.sh [build|test|bench|cli|profile|all ...]
-# (all = build test bench cli; profile: per-kernel device times, hip_profile.py)
+# (all = build test bench cli; profile: per-kernel device times, hip_profile.py;
+# TARGETS narrows the build to some ninja targets, TESTS the ctest regex)
 set -u
 steps=${*:-all}
 OUT=${OUT:-$PWD/out-h200}
@@ -28,13 +29,13 @@ if want build; then
   { MOEINT4_COMMIT=$COMMIT cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
       -DMOEINT4_BUILD_TESTS=ON \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
-    ninja -C "$BUILD" -k 0; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
+    ninja -C "$BUILD" -k 0 ${TARGETS:-}; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
 fi
 
 if want test; then
   (cd "$BUILD" && ctest -V --timeout 900 \
-     -R "${TESTS:-^(test_hip_.*|hip_conformance)$}") > "$OUT/tests.log" 2>&1
+     -R "${TESTS:-^(test_hip_.*|hip_conformance.*)$}") > "$OUT/tests.log" 2>&1
   echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
 fi
 

@@ -3,9 +3,12 @@
 
   floors    device copy bandwidth (bytes read + written) and the dense BF16
             GEMM rate (torch.matmul, 8192^3, random data)
-  ours      moeint4_forward (HIP backend, GPTQ-sym int4 checkpoint dequantized
-            to BF16 at prepare) through ctypes, timed with CUDA events on the
-            stream handed to it; inputs rotated over several routings
+  ours      moeint4_forward (HIP backend, GPTQ-sym int4 checkpoint) through
+            ctypes in each weights mode asked for (--weights: bf16 = dequantized
+            to BF16 at prepare, int4 = kept int4 on the device), timed with CUDA
+            events on the stream handed to it; inputs rotated over several
+            routings; each record names its mode (weights) and has its own
+            floor: the bytes of the experts hit in that mode's layout
   baselines per-expert torch.matmul over the same routing on BF16 weights of
             the same shapes, and torch._grouped_mm where it exists
   graph     (--graph) MOEINT4_FORWARD_ASYNC forwards on a caller workspace:
@@ -42,7 +45,11 @@ BACKEND_HIP, FORMAT_GPTQ_SYM, DTYPE_F16, DTYPE_BF16 = 3, 1, 2, 3
 class ContextOptions(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("backend", C.c_int), ("device_index", C.c_int),
                 ("num_threads", C.c_int), ("native_context", C.c_void_p),
-                ("native_device", C.c_void_p), ("native_queue", C.c_void_p)]
+                ("native_device", C.c_void_p), ("native_queue", C.c_void_p),
+                ("gpu_weights", C.c_int)]
+
+
+GPU_WEIGHTS = {"bf16": 1, "int4": 2}
 
 
 class WeightsDesc(C.Structure):
@@ -218,17 +225,16 @@ def baseline_grouped(x, ids, w, w13_t, w2_t, N):
     return out.to(x.dtype)
 
 
-def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep, graph,
-                 baselines):
-    E, topk, K, N = p["E"], p["topk"], p["K"], p["N"]
-    ck = random_checkpoint(p, gen)
-    opts = ContextOptions(C.sizeof(ContextOptions), BACKEND_HIP, 0, 0, None, None, None)
+def prepare(lib, p, ck, mode, log, name):
+    """A context in weights mode `mode` and the checkpoint prepared on it."""
+    opts = ContextOptions(C.sizeof(ContextOptions), BACKEND_HIP, 0, 0, None, None, None,
+                          GPU_WEIGHTS[mode])
     ctx = C.c_void_p()
     check(lib, lib.moeint4_context_create(C.byref(opts), C.byref(ctx)), "context_create")
     desc = WeightsDesc()
     desc.struct_size = C.sizeof(WeightsDesc)
-    desc.num_experts = desc.num_local_experts = E
-    desc.hidden_size, desc.intermediate_size, desc.group_size = K, N, p["group"]
+    desc.num_experts = desc.num_local_experts = p["E"]
+    desc.hidden_size, desc.intermediate_size, desc.group_size = p["K"], p["N"], p["group"]
     desc.format, desc.scales_dtype = FORMAT_GPTQ_SYM, DTYPE_F16
     desc.w13_qweight, desc.w13_scales = ck["w13_q"].data_ptr(), ck["w13_s"].data_ptr()
     desc.w2_qweight, desc.w2_scales = ck["w2_q"].data_ptr(), ck["w2_s"].data_ptr()
@@ -238,17 +244,26 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
     prepare_ms = (time.perf_counter() - t0) * 1e3
     host_b, dev_b = C.c_size_t(), C.c_size_t()
     lib.moeint4_weights_memory(weights, C.byref(host_b), C.byref(dev_b))
-    log(f"{name}: prepare {prepare_ms:.0f} ms, device bytes {dev_b.value / 1e9:.2f} GB "
-        f"(int4 checkpoint {sum(t.numel() * t.element_size() for t in ck.values()) / 1e9:.2f} GB)")
+    ck_bytes = sum(t.numel() * t.element_size() for t in ck.values())
+    log(f"{name} [{mode}]: prepare {prepare_ms:.0f} ms, device bytes {dev_b.value / 1e9:.3f} GB "
+        f"(int4 checkpoint {ck_bytes / 1e9:.3f} GB, {dev_b.value / ck_bytes:.3f}x)")
+    return dict(mode=mode, ctx=ctx, weights=weights, prepare_ms=prepare_ms,
+                device_bytes=dev_b.value, checkpoint_bytes=ck_bytes)
+
+
+def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep, graph,
+                 baselines, modes):
+    E, topk, K, N = p["E"], p["topk"], p["K"], p["N"]
+    ck = random_checkpoint(p, gen)
+    prepared = [prepare(lib, p, ck, mode, log, name) for mode in modes]
     del ck
 
     w13 = (torch.randn(E, 2 * N, K, dtype=torch.bfloat16, device="cuda", generator=gen) * 0.02)
     w2 = (torch.randn(E, K, N, dtype=torch.bfloat16, device="cuda", generator=gen) * 0.02)
     has_grouped = hasattr(torch, "_grouped_mm")
-    expert_bytes = 3 * N * K * 2
-    # the checkpoint's own bytes per expert (int4 codes + fp16 scales): the floor a
-    # kernel reading int4 directly would have, beside the BF16 one the emulation reads
-    expert_int4_bytes = 3 * N * K // 2 + 3 * N * (K // p["group"]) * 2
+    # bytes of one expert's weights as each mode streams them: bf16, or int4
+    # codes + f16 group scales (GPTQ-sym: no zero points)
+    expert_bytes = {"bf16": 3 * N * K * 2, "int4": 3 * N * K // 2 + 3 * N * (K // p["group"]) * 2}
     records = []
     stream = torch.cuda.current_stream()
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda") if graph else None
@@ -256,48 +271,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
         sets = routings(M, E, topk, 8 if M <= 512 else 4, gen)
         x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda", generator=gen)
         out = torch.empty(M, K, dtype=torch.bfloat16, device="cuda")
-        # one argument struct per routing, filled before timing: the timed
-        # region holds the ctypes call alone
-        all_args, structs = [], []
-        for ids, w in sets:
-            args = ForwardArgs()
-            args.struct_size = C.sizeof(ForwardArgs)
-            args.dtype, args.num_tokens, args.topk = DTYPE_BF16, M, topk
-            args.hidden_states, args.output = x.data_ptr(), out.data_ptr()
-            args.stream = stream.cuda_stream
-            args.topk_ids, args.topk_weights = ids.data_ptr(), w.data_ptr()
-            structs.append(args)  # keeps each struct alive behind its byref
-            all_args.append(C.byref(args))
-        forward = lib.moeint4_forward
-
-        def ours(i):
-            status = forward(ctx, weights, all_args[i % len(all_args)])
-            if status != 0:
-                check(lib, status, "forward")
-
         iters = 50 if M <= 512 else 20
-        t_ours = time_events(ours, iters)
-        t_host = []  # host wall time of the synchronous call, back to back
-        for i in range(iters):
-            t0 = time.perf_counter()
-            ours(i)
-            t_host.append((time.perf_counter() - t0) * 1e3)
-        if sweep:
-            for tile in ("direct", "8v", "16", "64", "128", "w64", "w128", "w256"):
-                os.environ["MOEINT4_HIP_TILE"] = tile
-                t = statistics.median(time_events(ours, 10))
-                log(f"    M={M} tile {tile}: {t:.3f} ms")
-            os.environ.pop("MOEINT4_HIP_TILE", None)
-        # correctness spot check against the torch loop on OUR device weights is not
-        # possible (different weights); check finiteness instead
-        if not torch.isfinite(out.float()).all():
-            raise RuntimeError(f"{name} M={M}: non-finite output")
-        t_graph = None
-        if graph:
-            t_graph = time_graph(lib, ctx, weights, sets, x, out, M, topk,
-                                 20 if M <= 512 else 8, flush)
-            if not torch.isfinite(out.float()).all():
-                raise RuntimeError(f"{name} M={M}: non-finite output after graph replays")
         t_loop = time_events(lambda i: baseline_loop(x, *sets[i % len(sets)], w13, w2, N),
                              10 if M <= 512 else 5) if baselines else [float("nan")]
         t_grouped = None
@@ -309,45 +283,92 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
             except Exception as e:  # noqa: BLE001 - report and go on
                 log(f"  torch._grouped_mm failed: {e}")
         hit = statistics.mean(len(torch.unique(ids)) for ids, _ in sets)
-        bytes_moved = hit * expert_bytes + 2 * M * K * 2
         flops = 2 * M * topk * 3 * N * K
-        floor_mem = bytes_moved / bandwidth * 1e3
         floor_cmp = flops / rate * 1e3
-        floor = max(floor_mem, floor_cmp)
-        floor_int4 = max((hit * expert_int4_bytes + 2 * M * K * 2) / bandwidth * 1e3, floor_cmp)
-        med = statistics.median(t_ours)
+        floors = {m: max((hit * b + 2 * M * K * 2) / bandwidth * 1e3, floor_cmp)
+                  for m, b in expert_bytes.items()}
         base_loop = statistics.median(t_loop)
         base_grouped = statistics.median(t_grouped) if t_grouped else None
         baseline = min(base_loop, base_grouped) if base_grouped else base_loop
-        graph_ms = statistics.median(t_graph) if t_graph else None
-        r = dict(preset=name, format="gptq-sym", backend="hip", M=M, median_ms=med,
-                 min_ms=min(t_ours), max_ms=max(t_ours), floor_ms=floor,
-                 ratio_to_floor=med / floor, baseline_ms=baseline,
-                 floor_int4_ms=floor_int4, ratio_to_int4_floor=med / floor_int4,
-                 host_call_ms=statistics.median(t_host),
-                 gbps=bytes_moved / (med * 1e-3) / 1e9, tflops=flops / (med * 1e-3) / 1e12,
-                 commit=commit, floor_memory_ms=floor_mem, floor_compute_ms=floor_cmp,
-                 experts_hit=hit, bytes_per_forward=bytes_moved, flops_per_forward=flops,
-                 baseline_loop_ms=base_loop, baseline_grouped_ms=base_grouped,
-                 speedup_vs_baseline=baseline / med, iters=iters,
-                 dense_bf16_tflops=rate / 1e12, copy_gbps=bandwidth / 1e9,
-                 prepare_ms=prepare_ms, device_bytes=dev_b.value,
-                 graph_ms=graph_ms, graph_min_ms=min(t_graph) if t_graph else None,
-                 graph_forwards=GRAPH_FORWARDS if t_graph else None,
-                 vllm_graph_ms=VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) / 1e3,
-                 timing="CUDA events around each synchronous moeint4_forward, 3 warm-ups, "
-                        f"{len(sets)} routings rotated")
-        records.append(r)
-        if graph_ms is not None:
-            log(f"  M={M:5d} graph {graph_ms * 1e3:8.1f} us/forward (vLLM BF16 Triton "
-                f"{r['vllm_graph_ms'] * 1e3:6.0f} us)  sync events {med * 1e3:8.1f} us  "
-                f"host call {r['host_call_ms'] * 1e3:8.1f} us")
-        log(f"  M={M:5d} ours {med:8.3f} ms (host call {r['host_call_ms']:.3f})  floor {floor:8.3f} ({r['ratio_to_floor']:5.2f}x)  "
-            f"int4 floor {floor_int4:8.3f} ({r['ratio_to_int4_floor']:5.2f}x)  "
-            f"loop {base_loop:8.3f}  grouped {base_grouped if base_grouped else float('nan'):8.3f}"
-            f"  {r['gbps']:7.0f} GB/s {r['tflops']:6.1f} TFLOP/s")
-    lib.moeint4_weights_release(weights)
-    lib.moeint4_context_destroy(ctx)
+        for prep in prepared:
+            mode, ctx, weights = prep["mode"], prep["ctx"], prep["weights"]
+            # one argument struct per routing, filled before timing: the timed
+            # region holds the ctypes call alone
+            all_args, structs = [], []
+            for ids, w in sets:
+                args = ForwardArgs()
+                args.struct_size = C.sizeof(ForwardArgs)
+                args.dtype, args.num_tokens, args.topk = DTYPE_BF16, M, topk
+                args.hidden_states, args.output = x.data_ptr(), out.data_ptr()
+                args.stream = stream.cuda_stream
+                args.topk_ids, args.topk_weights = ids.data_ptr(), w.data_ptr()
+                structs.append(args)  # keeps each struct alive behind its byref
+                all_args.append(C.byref(args))
+            forward = lib.moeint4_forward
+
+            def ours(i, ctx=ctx, weights=weights, all_args=all_args):
+                status = forward(ctx, weights, all_args[i % len(all_args)])
+                if status != 0:
+                    check(lib, status, "forward")
+
+            t_ours = time_events(ours, iters)
+            t_host = []  # host wall time of the synchronous call, back to back
+            for i in range(iters):
+                t0 = time.perf_counter()
+                ours(i)
+                t_host.append((time.perf_counter() - t0) * 1e3)
+            if sweep:
+                for tile in ("direct", "8v", "16", "64", "128", "w64", "w128", "w256"):
+                    os.environ["MOEINT4_HIP_TILE"] = tile
+                    t = statistics.median(time_events(ours, 10))
+                    log(f"    [{mode}] M={M} tile {tile}: {t:.3f} ms")
+                os.environ.pop("MOEINT4_HIP_TILE", None)
+            # the peers use other (random BF16) weights: check finiteness only
+            if not torch.isfinite(out.float()).all():
+                raise RuntimeError(f"{name} [{mode}] M={M}: non-finite output")
+            t_graph = None
+            if graph:
+                t_graph = time_graph(lib, ctx, weights, sets, x, out, M, topk,
+                                     20 if M <= 512 else 8, flush)
+                if not torch.isfinite(out.float()).all():
+                    raise RuntimeError(f"{name} [{mode}] M={M}: non-finite output after graph")
+            bytes_moved = hit * expert_bytes[mode] + 2 * M * K * 2
+            floor_mem = bytes_moved / bandwidth * 1e3
+            floor = floors[mode]
+            med = statistics.median(t_ours)
+            graph_ms = statistics.median(t_graph) if t_graph else None
+            r = dict(preset=name, format="gptq-sym", backend="hip", weights=mode, M=M,
+                     median_ms=med, min_ms=min(t_ours), max_ms=max(t_ours), floor_ms=floor,
+                     ratio_to_floor=med / floor, baseline_ms=baseline,
+                     host_call_ms=statistics.median(t_host),
+                     gbps=bytes_moved / (med * 1e-3) / 1e9, tflops=flops / (med * 1e-3) / 1e12,
+                     commit=commit, floor_memory_ms=floor_mem, floor_compute_ms=floor_cmp,
+                     floor_bf16_ms=floors["bf16"], floor_int4_ms=floors["int4"],
+                     experts_hit=hit, bytes_per_forward=bytes_moved, flops_per_forward=flops,
+                     baseline_loop_ms=base_loop, baseline_grouped_ms=base_grouped,
+                     speedup_vs_baseline=baseline / med, iters=iters,
+                     dense_bf16_tflops=rate / 1e12, copy_gbps=bandwidth / 1e9,
+                     prepare_ms=prep["prepare_ms"], device_bytes=prep["device_bytes"],
+                     checkpoint_bytes=prep["checkpoint_bytes"],
+                     graph_ms=graph_ms, graph_min_ms=min(t_graph) if t_graph else None,
+                     graph_forwards=GRAPH_FORWARDS if t_graph else None,
+                     graph_ratio_to_floor=graph_ms / floor if graph_ms else None,
+                     vllm_graph_ms=VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) / 1e3,
+                     timing="CUDA events around each synchronous moeint4_forward, 3 warm-ups, "
+                            f"{len(sets)} routings rotated")
+            records.append(r)
+            if graph_ms is not None:
+                log(f"  [{mode}] M={M:5d} graph {graph_ms * 1e3:8.1f} us/forward "
+                    f"({graph_ms / floor:5.2f}x floor; vLLM BF16 Triton "
+                    f"{r['vllm_graph_ms'] * 1e3:6.0f} us)")
+            log(f"  [{mode}] M={M:5d} ours {med:8.3f} ms (host call {r['host_call_ms']:.3f})  "
+                f"floor {floor:8.3f} ({r['ratio_to_floor']:5.2f}x; bf16 floor "
+                f"{floors['bf16']:.3f}, int4 floor {floors['int4']:.3f})  loop {base_loop:8.3f}  "
+                f"grouped {base_grouped if base_grouped else float('nan'):8.3f}"
+                f"  {r['gbps']:7.0f} GB/s {r['tflops']:6.1f} TFLOP/s")
+    for prep in prepared:
+        lib.moeint4_weights_release(prep["weights"])
+        lib.moeint4_context_destroy(prep["ctx"])
     del w13, w2, flush
     torch.cuda.empty_cache()
     return records
@@ -364,6 +385,8 @@ def main():
                     help="also time every row tile (MOEINT4_HIP_TILE) per M, logged only")
     ap.add_argument("--graph", action="store_true",
                     help="also time async forwards replayed from a CUDA graph (graph_ms)")
+    ap.add_argument("--weights", default="bf16,int4",
+                    help="weights modes to prepare and time (gpu_weights), comma-separated")
     ap.add_argument("--no-baselines", action="store_true",
                     help="skip the torch baselines (baseline_* fields become NaN)")
     a = ap.parse_args()
@@ -391,7 +414,8 @@ def main():
     records = []
     for name in a.presets.split(","):
         records += bench_preset(lib, name, PRESETS[name], tokens, bandwidth, rate, a.commit, gen,
-                                log, a.sweep_tiles, a.graph, not a.no_baselines)
+                                log, a.sweep_tiles, a.graph, not a.no_baselines,
+                                a.weights.split(","))
     with open(a.json, "w") as f:
         json.dump(records, f, indent=1)
 

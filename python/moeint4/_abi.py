@@ -70,6 +70,7 @@ class ContextOptions(Structure):
         ("native_context", c_void_p),
         ("native_device", c_void_p),
         ("native_queue", c_void_p),
+        ("gpu_weights", c_int),  # moeint4_gpu_weights: 0 AUTO, 1 BF16, 2 INT4
     ]
 
 
@@ -333,6 +334,7 @@ FUNCTIONS: List[Function] = [
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
+    ("moeint4_backend_layout_gptq_to_xpu", None, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
     ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,

@@ -4,6 +4,7 @@
 #include "checkpoint/config.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -21,9 +22,11 @@ static int get_int(const cJSON *obj, const char *key, int *value)
     const cJSON *item = key ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
     if (!item || cJSON_IsNull(item))
         return 0;
-    if (!cJSON_IsNumber(item) || item->valuedouble != (double)(int)item->valuedouble)
+    /* range first: casting a double outside int's range is undefined */
+    double v = cJSON_IsNumber(item) ? item->valuedouble : 0.5;
+    if (!(v >= (double)INT_MIN && v <= (double)INT_MAX) || v != (double)(int)v)
         return -1;
-    *value = (int)item->valuedouble;
+    *value = (int)v;
     return 1;
 }
 

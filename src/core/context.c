@@ -45,6 +45,12 @@ moeint4_status mi4_context_backend_slot(moeint4_context *ctx, const mi4_backend_
 
 static moeint4_status check_options(const moeint4_context_options *options)
 {
+    if (options->gpu_weights < MOEINT4_GPU_WEIGHTS_AUTO ||
+        options->gpu_weights > MOEINT4_GPU_WEIGHTS_INT4)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "options->gpu_weights = %d is not a moeint4_gpu_weights (0 AUTO, 1 BF16, "
+                        "2 INT4)",
+                        options->gpu_weights);
     if (options->device_index < 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "options->device_index = %d is negative",
                         options->device_index);

@@ -8,24 +8,16 @@
 #include "base/error.h"
 #include "layout/layout.h"
 
+/* The test itself is the backend kit's (moeint4_backend.h), so plugins and
+ * the layout module read g_idx the same way. */
 int mi4_layout_expert_has_act_order(const moeint4_quant_matrix *m, int expert)
 {
-    if (!m->g_idx)
-        return 0;
-    int group = moeint4_effective_group_size(m->in_features, m->group_size);
-    const int32_t *g_idx = m->g_idx + (size_t)expert * (size_t)m->in_features;
-    for (int k = 0; k < m->in_features; k++)
-        if (g_idx[k] != k / group)
-            return 1;
-    return 0;
+    return moeint4_quant_matrix_expert_has_act_order(m, expert);
 }
 
 int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
 {
-    for (int e = 0; m->g_idx && e < m->num_experts; e++)
-        if (mi4_layout_expert_has_act_order(m, e))
-            return 1;
-    return 0;
+    return moeint4_quant_matrix_has_act_order(m);
 }
 
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc)

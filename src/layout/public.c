@@ -9,6 +9,7 @@
 #include "layout/act_order.h"
 #include "base/struct_size.h"
 #include "layout/layout.h"
+#include "moeint4_backend.h"
 
 #define SOURCE_NAME "src"
 
@@ -82,6 +83,18 @@ moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src, u
     return dequantize(src, NULL, out, out != NULL);
 }
 
+/* The conversion itself, for checked matrices (the public call below and
+ * backends' prepare, which receives matrices the core has validated). */
+void moeint4_backend_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
+                                        void *scales_t)
+{
+    size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
+    size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
+    for (int e = 0; e < src->num_experts; e++)
+        mi4_layout_xpu_expert(src, e, packed + (size_t)e * packed_per_expert,
+                              (uint16_t *)scales_t + (size_t)e * scales_per_expert);
+}
+
 moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed,
                                           void *scales_t)
 {
@@ -110,10 +123,6 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, ui
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "src_g_idx is act-order: the XPU layout keeps groups contiguous along "
                         "IN and has no permutation");
-    size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
-    size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
-    for (int e = 0; e < src->num_experts; e++)
-        mi4_layout_xpu_expert(src, e, packed + (size_t)e * packed_per_expert,
-                              (uint16_t *)scales_t + (size_t)e * scales_per_expert);
+    moeint4_backend_layout_gptq_to_xpu(src, packed, scales_t);
     return MOEINT4_SUCCESS;
 }

@@ -244,6 +244,23 @@ static void explain_row(mi4_text *text, const mi4_verdict *verdict, int is_chose
     text_append(text, "%s\n", is_chosen ? "  <- chosen" : "");
 }
 
+/* How the HIP backend will hold the weights of a context with gpu_weights
+ * AUTO (the plugin resolves the same way: hip_int4_weights.hip). */
+static void explain_hip_weights(mi4_text *text)
+{
+    const char *env = getenv("MOEINT4_HIP_WEIGHTS");
+    const int set = env && env[0];
+    const char *mode = set && strcasecmp(env, "bf16") == 0 ? "bf16 (4x the int4 bytes)"
+                       : !set || strcasecmp(env, "int4") == 0 || strcasecmp(env, "auto") == 0
+                           ? "int4 (about the checkpoint's bytes)"
+                           : "none: MOEINT4_HIP_WEIGHTS is not auto, bf16 or int4";
+    text_append(text,
+                "hip weights: %s (gpu_weights AUTO: %s%s%s; the context option "
+                "gpu_weights = BF16 or INT4 overrides)\n",
+                mode, set ? "MOEINT4_HIP_WEIGHTS=" : "int4 unless BF16 is asked for",
+                set ? env : "", set ? "" : ", MOEINT4_HIP_WEIGHTS unset");
+}
+
 MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *caller_problem,
                                                   moeint4_backend requested, int device_index,
                                                   char *buffer, size_t capacity, size_t *length)
@@ -308,6 +325,8 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *caller_
     else if (forced)
         text_append(&text, "binding: the context uses %s for its weights and memory helpers\n",
                     forced->name);
+    if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
+        explain_hip_weights(&text);
     if (length)
         *length = text.length;
     return MOEINT4_SUCCESS;

@@ -32,9 +32,10 @@ static const precision_row precision_rows[] = {
     {MOEINT4_BACKEND_XPU, F32, F32, F32, F32, F32},
     {MOEINT4_BACKEND_XPU, F16, F16, F16, F16, F32},
     {MOEINT4_BACKEND_XPU, BF16, BF16, BF16, BF16, F32},
-    /* HIP (ROCm emulation): weights dequantized to BF16 at load; activations
-     * and the intermediate are BF16 GEMM operands whatever the caller's
-     * dtype; f32 accumulation. */
+    /* HIP: weights BF16 (the BF16 mode dequantizes at load; the int4 mode's
+     * GEMVs use them exactly, but its large-batch path expands them to BF16:
+     * the coarsest is stated); activations and the intermediate are BF16
+     * operands whatever the caller's dtype; f32 accumulation. */
     {MOEINT4_BACKEND_HIP, F32, BF16, BF16, BF16, F32},
     {MOEINT4_BACKEND_HIP, F16, BF16, BF16, BF16, F32},
     {MOEINT4_BACKEND_HIP, BF16, BF16, BF16, BF16, F32},

@@ -156,7 +156,7 @@ static void forwards_on_one_handle(int pool_threads)
     memset(&s, 0, sizeof s);
     s.layer = &layer;
     moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, pool_threads,
-                                       NULL, NULL, NULL};
+                                       NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
     assert_int_equal(moeint4_context_create(&options, &s.ctx), MOEINT4_SUCCESS);
     moeint4_weights_desc desc = tk_layer_desc(&layer);
     assert_int_equal(moeint4_weights_prepare(s.ctx, &desc, &s.weights), MOEINT4_SUCCESS);
@@ -192,7 +192,8 @@ static void *life_cycle_body(void *arg)
         moeint4_context_options options = {sizeof options,
                                            (self->index + round) % 2 ? MOEINT4_BACKEND_CPU
                                                                      : MOEINT4_BACKEND_AUTO,
-                                           0, 1 + round % 2, NULL, NULL, NULL};
+                                           0, 1 + round % 2, NULL, NULL, NULL,
+                                           MOEINT4_GPU_WEIGHTS_AUTO};
         moeint4_context *ctx = NULL;
         moeint4_weights *weights = NULL;
         moeint4_weights_desc desc = tk_layer_desc(layer);

@@ -122,6 +122,7 @@ SET(options_backend_9, f->options.backend = (moeint4_backend)9)
 SET(options_backend_negative, f->options.backend = (moeint4_backend)-1)
 SET(options_device_negative, f->options.device_index = -1)
 SET(options_threads_negative, f->options.num_threads = -2)
+SET(options_gpu_weights_3, f->options.gpu_weights = 3)
 SET(options_forced_xpu, f->options.backend = MOEINT4_BACKEND_XPU)
 SET(options_forced_hip, f->options.backend = MOEINT4_BACKEND_HIP)
 SET(env_bogus, (f->options.backend = MOEINT4_BACKEND_AUTO,
@@ -329,6 +330,8 @@ static const row rows[] = {
      "options->device_index = -1", NULL},
     {"num_threads -2", CALL_CREATE, GA, options_threads_negative, INVALID,
      "options->num_threads = -2", NULL},
+    {"gpu_weights 3", CALL_CREATE, GA, options_gpu_weights_3, INVALID,
+     "options->gpu_weights = 3", NULL},
     {"forced XPU absent", CALL_CREATE, GA, options_forced_xpu, MOEINT4_BACKEND_UNAVAILABLE,
      "backend xpu was requested but is not available on device 0: libmoeint4-xpu.so not found",
      NULL},

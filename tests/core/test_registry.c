@@ -238,6 +238,21 @@ static void test_context_defaults(void **state)
     moeint4_context_destroy(ctx);
     moeint4_context_destroy(NULL);
     assert_status_says(moeint4_context_create(NULL, NULL), MOEINT4_INVALID_ARGUMENT, "ctx");
+
+    /* A caller built before gpu_weights: the bytes past its struct_size are
+     * not read (an invalid value there is ignored: AUTO). */
+    moeint4_context_options old;
+    memset(&old, 0, sizeof old);
+    old.struct_size = MOEINT4_CONTEXT_OPTIONS_MIN_SIZE;
+    old.backend = MOEINT4_BACKEND_CPU;
+    old.gpu_weights = 99;
+    ctx = NULL;
+    assert_ok(moeint4_context_create(&old, &ctx));
+    moeint4_context_destroy(ctx);
+    old.struct_size = sizeof old;
+    old.gpu_weights = MOEINT4_GPU_WEIGHTS_INT4; /* accepted; the CPU keeps its layout */
+    assert_ok(moeint4_context_create(&old, &ctx));
+    moeint4_context_destroy(ctx);
 }
 
 int main(void)

@@ -197,7 +197,7 @@ static void fail_each_forward_allocation(fixture *f)
 static void open_context(fixture *f, int threads)
 {
     moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, threads,
-                                       NULL, NULL, NULL};
+                                       NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
     assert_int_equal(moeint4_context_create(&options, &f->ctx), MOEINT4_SUCCESS);
 }
 
@@ -247,7 +247,7 @@ static void test_context_create_sites(void **state)
     (void)state;
     for (int threads = 1; threads <= 2; threads++) {
         moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, threads,
-                                           NULL, NULL, NULL};
+                                           NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
         mi4_alloc_fail_after(-1);
         long live_before = mi4_alloc_live();
         moeint4_context *ctx = NULL;

@@ -33,7 +33,7 @@ static const fuzz_world *world(void)
     static int ready;
     if (ready)
         return &w;
-    moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0};
+    moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0};
     if (moeint4_context_create(&options, &w.ctx) != MOEINT4_SUCCESS ||
         moeint4_context_create(&options, &w.other_ctx) != MOEINT4_SUCCESS)
         abort();

@@ -17,7 +17,7 @@ static moeint4_context *cpu_context(void)
 {
     static moeint4_context *ctx; /* one per process: creating it is the slow part */
     if (!ctx) {
-        moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0};
+        moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0};
         if (moeint4_context_create(&options, &ctx) != MOEINT4_SUCCESS)
             abort();
     }

@@ -115,8 +115,12 @@ static void shuffle_g_idx(tk_matrix *m, tk_rng *rng)
     }
 }
 
-static void check_layer(plugin *p, moeint4_format format, int zero_offset, int group_size,
-                        moeint4_dtype scales_dtype, uint64_t seed, int act_order)
+/* How a check expects prepare to hold the weights. */
+typedef enum held_as { HELD_AS_ENV_MODE, HELD_AS_BF16, REFUSED_IN_INT4 } held_as;
+
+static void check_layer_held(plugin *p, void *context, moeint4_format format, int zero_offset,
+                             int group_size, moeint4_dtype scales_dtype, uint64_t seed,
+                             int act_order, held_as expect)
 {
     const int experts = 3, hidden = 256, intermediate = 128;
     tk_layer layer;
@@ -133,7 +137,14 @@ static void check_layer(plugin *p, moeint4_format format, int zero_offset, int g
     moeint4_weights_desc desc = tk_layer_desc(&layer);
     void *weights = NULL;
     char err[512] = "";
-    moeint4_status status = p->iface->prepare(p->context, &desc, &weights, err, sizeof err);
+    moeint4_status status = p->iface->prepare(context, &desc, &weights, err, sizeof err);
+    if (expect == REFUSED_IN_INT4) {
+        /* INT4 named explicitly: act-order is refused, with the reason */
+        assert_int_equal(status, MOEINT4_UNSUPPORTED);
+        assert_non_null(strstr(err, "act-order"));
+        tk_layer_free(&layer);
+        return;
+    }
     if (status != MOEINT4_SUCCESS)
         print_error("prepare: %s\n", err);
     assert_int_equal(status, MOEINT4_SUCCESS);
@@ -145,17 +156,23 @@ static void check_layer(plugin *p, moeint4_format format, int zero_offset, int g
     assert_non_null(w2);
     tk_poison(w13, w13_count * 2);
     tk_poison(w2, w2_count * 2);
-    assert_int_equal(p->download(p->context, weights, w13, w2), MOEINT4_SUCCESS);
+    assert_int_equal(p->download(context, weights, w13, w2), MOEINT4_SUCCESS);
     print_message("format %d zero_offset %d group %d scales %d%s\n", (int)format, zero_offset,
                   group_size, (int)scales_dtype, act_order ? " act-order" : "");
     compare_projection(&layer.w13, w13, "w13");
     compare_projection(&layer.w2, w2, "w2");
 
     size_t host_bytes = 0, device_bytes = 0;
-    p->iface->memory_usage(p->context, weights, &host_bytes, &device_bytes);
-    assert_true(device_bytes >= (w13_count + w2_count) * 2);
+    p->iface->memory_usage(context, weights, &host_bytes, &device_bytes);
+    /* bf16 weights, or (int4 mode) the int4 codes and their group scales */
+    const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
+    if (expect == HELD_AS_BF16 || (mode && strcmp(mode, "bf16") == 0))
+        assert_true(device_bytes >= (w13_count + w2_count) * 2);
+    else
+        assert_true(device_bytes >= (w13_count + w2_count) / 2 &&
+                    device_bytes < (w13_count + w2_count) * 2);
 
-    p->iface->release(p->context, weights);
+    p->iface->release(context, weights);
     free(w13);
     free(w2);
     tk_layer_free(&layer);
@@ -164,16 +181,43 @@ static void check_layer(plugin *p, moeint4_format format, int zero_offset, int g
 static void check_format(plugin *p, moeint4_format format, int zero_offset, int group_size,
                          moeint4_dtype scales_dtype, uint64_t seed)
 {
-    check_layer(p, format, zero_offset, group_size, scales_dtype, seed, 0);
+    check_layer_held(p, p->context, format, zero_offset, group_size, scales_dtype, seed, 0,
+                     HELD_AS_ENV_MODE);
 }
 
 /* The BF16 weights of act-order checkpoints: each input column uses the group
- * its g_idx names, byte-identical to the layout module's dequantization. */
+ * its g_idx names, byte-identical to the layout module's dequantization. The
+ * int4 layout has no g_idx: under AUTO such weights are held as BF16, and a
+ * context that named INT4 refuses them. */
 static void test_act_order(void **state)
 {
     plugin *p = *state;
-    check_layer(p, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1);
-    check_layer(p, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 3001, 1);
+    const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
+    int int4_named = mode && strcmp(mode, "int4") == 0;
+    held_as in_this_context = int4_named ? REFUSED_IN_INT4 : HELD_AS_BF16;
+    check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1,
+                     in_this_context);
+    check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 3001, 1,
+                     in_this_context);
+
+    /* An AUTO context (no option, no environment) holds them as BF16. */
+    char *saved = mode ? strdup(mode) : NULL;
+    unsetenv("MOEINT4_HIP_WEIGHTS");
+    moeint4_context_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    void *auto_context = NULL;
+    char err[256] = "";
+    assert_int_equal(p->iface->context_create(p->iface->user_data, &options, &auto_context, err,
+                                              sizeof err),
+                     MOEINT4_SUCCESS);
+    check_layer_held(p, auto_context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3002,
+                     1, HELD_AS_BF16);
+    p->iface->context_destroy(p->iface->user_data, auto_context);
+    if (saved) {
+        setenv("MOEINT4_HIP_WEIGHTS", saved, 1);
+        free(saved);
+    }
 }
 
 static void test_every_format_and_group(void **state)

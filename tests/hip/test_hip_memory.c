@@ -4,7 +4,9 @@
  * OUT_OF_MEMORY naming the device allocation, reads no host weight array,
  * leaves its outputs untouched and leaks nothing; the same context then
  * prepares and runs a layer that matches the double reference. Also the
- * device bytes moeint4_weights_memory reports (bf16: 4x the int4 bytes).
+ * device bytes moeint4_weights_memory reports (bf16: 4x the int4 bytes;
+ * int4: the codes, scales and zero points). Runs in the weights mode
+ * MOEINT4_HIP_WEIGHTS names (ctest runs it in both).
  * Exits 77 (ctest: skipped) when the plugin or a GPU is missing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,7 +25,8 @@
 
 #include "hip_test_util.h"
 
-/* Weights are rounded to bf16 at load (as in test_hip_forward.c). */
+/* Weights are rounded to bf16 at load in the BF16 mode (as in
+ * test_hip_forward.c); the int4 mode is no coarser. */
 #define HIP_TOLERANCE 1e-2
 #define MIB ((size_t)1 << 20)
 #define GIB ((size_t)1 << 30)
@@ -218,13 +222,22 @@ static void expect_prepare_out_of_memory(moeint4_context *ctx, const moeint4_wei
     assert_non_null(strstr(message, allocation));
 }
 
+/* 1 unless MOEINT4_HIP_WEIGHTS asks for bf16 (the contexts here use AUTO). */
+static int int4_mode(void)
+{
+    const char *v = getenv("MOEINT4_HIP_WEIGHTS");
+    return !(v && strcasecmp(v, "bf16") == 0);
+}
+
 /* ---- 1: larger than the device ---- */
 
 static void test_prepare_larger_than_device(void **state)
 {
     (void)state;
-    const int hidden = 4096, intermediate = 14336, huge_experts = 1024;
-    const size_t per_expert = (size_t)3 * intermediate * hidden * 2; /* bf16 */
+    const int int4 = int4_mode();
+    const int hidden = 4096, intermediate = 14336, huge_experts = int4 ? 4096 : 1024;
+    /* device bytes of one expert's weights: bf16, or int4 codes */
+    const size_t per_expert = (size_t)3 * intermediate * hidden * 2 / (int4 ? 4 : 1);
     const size_t w13_per_expert = per_expert / 3 * 2;
     if (host_available_bytes() < 2 * GIB) {
         print_message("skipped: less than 2 GiB of host memory available\n");
@@ -247,9 +260,9 @@ static void test_prepare_larger_than_device(void **state)
         tk_skip("see the \"skipped:\" line above");
     }
 
-    /* 336 GiB of bf16: the first device allocation (w13) fails. */
+    /* 336 GiB of bf16 or int4 codes: the first device allocation (w13) fails. */
     moeint4_weights_desc desc = unread_desc(&u, huge_experts);
-    expect_prepare_out_of_memory(ctx, &desc, "w13 (bf16)");
+    expect_prepare_out_of_memory(ctx, &desc, int4 ? "w13 (int4 codes)" : "w13 (bf16)");
     assert_int_equal(resident_pages(u.qweight, u.qweight_bytes), 0);
     size_t after = device_free_gib(ctx);
     assert_true(after >= free_bytes || free_bytes - after <= GIB);
@@ -258,7 +271,7 @@ static void test_prepare_larger_than_device(void **state)
     if (free_bytes >= 16 * GIB) {
         int experts = (int)(free_bytes / 5 * 4 / w13_per_expert);
         desc = unread_desc(&u, experts);
-        expect_prepare_out_of_memory(ctx, &desc, "w2 (bf16)");
+        expect_prepare_out_of_memory(ctx, &desc, int4 ? "w2 (int4 codes)" : "w2 (bf16)");
         assert_int_equal(resident_pages(u.qweight, u.qweight_bytes), 0);
         after = device_free_gib(ctx);
         print_message("device after: %.0f GiB free\n", (double)after / (double)GIB);
@@ -410,9 +423,15 @@ static void test_full_device(void **state)
     assert_true(fill.bytes >= 2 * GIB);
 
     /* One GiB block back: between 1 GiB and 1 GiB + 1 MiB free. w13 fits,
-     * w2 does not, and w13 must be given back. */
+     * w2 does not, and w13 must be given back. The int4 layer (0.29 GiB)
+     * needs less: 774 MiB of the block are taken again, leaving ~250 MiB
+     * (w13's codes and scales 198 MiB, w2's codes 96 MiB). */
+    const int int4 = int4_mode();
     moeint4_memory_free(ctx, fill.block[0]);
     fill.block[0] = NULL;
+    void *int4_refill = NULL;
+    if (int4)
+        assert_int_equal(moeint4_memory_alloc(ctx, 774 * MIB, &int4_refill), MOEINT4_SUCCESS);
     char marker[16];
     moeint4_weights *const untouched = (moeint4_weights *)(void *)marker;
     moeint4_weights *weights = untouched;
@@ -423,12 +442,14 @@ static void test_full_device(void **state)
     if (status == MOEINT4_SUCCESS && weights != untouched)
         moeint4_weights_release(weights);
     /* a kept w13 (0.75 GiB) would leave ~0.25 GiB; half a GiB of slack for
-     * the driver */
-    moeint4_status again = moeint4_memory_alloc(ctx, GIB / 2, &fill.block[0]);
+     * the driver (int4: a kept w13 would leave ~52 MiB; 150 MiB asked) */
+    moeint4_status again = moeint4_memory_alloc(ctx, int4 ? 150 * MIB : GIB / 2, &fill.block[0]);
+    moeint4_memory_free(ctx, int4_refill);
     fill_release(ctx, &fill);
     assert_int_equal(status, MOEINT4_OUT_OF_MEMORY);
     assert_ptr_equal(weights, untouched);
-    assert_non_null(strstr(message, "device bytes for w2 (bf16)"));
+    assert_non_null(
+        strstr(message, int4 ? "device bytes for w2 (int4 codes)" : "device bytes for w2 (bf16)"));
     assert_int_equal(again, MOEINT4_SUCCESS); /* nothing of w13 kept */
 
     /* All memory back: the same prepare succeeds. */
@@ -475,7 +496,8 @@ static void test_full_device(void **state)
 
 /* ---- 3: the memory report ---- */
 
-/* bf16 w13 [E_l][2N][K] + w2 [E_l][K][N] + the int32 expert map [E]. */
+/* bf16 w13 [E_l][2N][K] + w2 [E_l][K][N] (int4: codes, 16-bit scales and
+ * byte zero points per (row, group)) + the int32 expert map [E]. */
 static void check_memory_report(moeint4_context *ctx, moeint4_format format, int experts,
                                 int hidden, int intermediate, int group_size, int map_mode,
                                 uint64_t seed)
@@ -486,6 +508,13 @@ static void check_memory_report(moeint4_context *ctx, moeint4_format format, int
     size_t weights_count =
         (size_t)layer.num_local_experts * 3 * (size_t)intermediate * (size_t)hidden;
     size_t int4_bytes = weights_count / 2, bf16_bytes = weights_count * 2;
+    size_t groups13 = group_size == -1 ? 1 : (size_t)(hidden / group_size);
+    size_t groups2 = group_size == -1 ? 1 : (size_t)(intermediate / group_size);
+    size_t row_groups = (size_t)layer.num_local_experts *
+                        (2 * (size_t)intermediate * groups13 + (size_t)hidden * groups2);
+    size_t int4_layout = int4_bytes + row_groups * 2 +
+                         (format == MOEINT4_FORMAT_GPTQ_SYM ? 0 : row_groups);
+    const int int4 = int4_mode();
     size_t map_bytes = (size_t)layer.num_experts * sizeof(int32_t);
     size_t record_bytes = 4 * sizeof(int); /* the bad-slot record of asynchronous forwards */
     size_t host_bytes = 0, device_bytes = 0, only_host = 0, only_device = 0;
@@ -494,8 +523,12 @@ static void check_memory_report(moeint4_context *ctx, moeint4_format format, int
                   "%zu), host %zu\n",
                   layer.num_experts, layer.num_local_experts, hidden, intermediate, device_bytes,
                   bf16_bytes, map_bytes, record_bytes, host_bytes);
-    assert_int_equal(device_bytes, bf16_bytes + map_bytes + record_bytes);
-    assert_int_equal(device_bytes - map_bytes - record_bytes, 4 * int4_bytes);
+    if (int4) {
+        assert_int_equal(device_bytes, int4_layout + map_bytes + record_bytes);
+    } else {
+        assert_int_equal(device_bytes, bf16_bytes + map_bytes + record_bytes);
+        assert_int_equal(device_bytes - map_bytes - record_bytes, 4 * int4_bytes);
+    }
     assert_true(host_bytes > 0 && host_bytes < 4096); /* the weights live on the device */
     assert_int_equal(moeint4_weights_memory(w, NULL, &only_device), MOEINT4_SUCCESS);
     assert_int_equal(moeint4_weights_memory(w, &only_host, NULL), MOEINT4_SUCCESS);

@@ -1,5 +1,6 @@
 /* The HIP backend's plugin table: probe, contexts, prepare (upload +
- * dequantize to bf16, hip_dequant.hip), the memory helpers, and the entry
+ * dequantize to bf16, hip_dequant.hip, or repack as int4,
+ * hip_int4_weights.hip: gpu_weights), the memory helpers, and the entry
  * points of the forward (hip_forward.hip) and its workspace query
  * (hip_workspace.hip). libmoeint4-hip.so exports only
  * moeint4_plugin_backend(). */
@@ -106,6 +107,11 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     moeint4_status st = read_gemm_variant(&use_mma, err, err_cap);
     if (st != MOEINT4_SUCCESS)
         return st;
+    int gpu_weights = MOEINT4_GPU_WEIGHTS_INT4, gpu_weights_explicit = 0;
+    st = mi4_hip_resolve_gpu_weights(options ? options->gpu_weights : 0, &gpu_weights,
+                                     &gpu_weights_explicit, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        return st;
     device_scope scope(device);
     if (scope.status() != hipSuccess)
         return mi4_hip_failure(err, err_cap, "selecting the device", scope.status());
@@ -124,6 +130,8 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     ctx->device = device;
     ctx->multiprocessors = multiprocessors;
     ctx->use_mma = use_mma;
+    ctx->gpu_weights = gpu_weights;
+    ctx->gpu_weights_explicit = gpu_weights_explicit;
     pthread_mutex_init(&ctx->pool_lock, nullptr);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;
@@ -151,6 +159,8 @@ void release_weights(mi4_hip_weights *w)
         return;
     (void)hipFree(w->w13);
     (void)hipFree(w->w2);
+    mi4_hip_int4_free(&w->q13);
+    mi4_hip_int4_free(&w->q2);
     (void)hipFree(w->expert_map);
     (void)hipFree(w->error_record);
     free(w);
@@ -172,14 +182,36 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     w->num_local_experts = desc->num_local_experts;
     w->hidden_size = desc->hidden_size;
     w->intermediate_size = desc->intermediate_size;
+    w->int4 = ctx->gpu_weights == MOEINT4_GPU_WEIGHTS_INT4;
+    const moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
+    /* The int4 layout keeps groups contiguous along IN: act-order weights
+     * take the BF16 emulation (whose dequantization applies g_idx) under
+     * AUTO, and are refused when INT4 was asked for by name. */
+    if (w->int4 && (moeint4_quant_matrix_has_act_order(&w13) ||
+                    moeint4_quant_matrix_has_act_order(&w2))) {
+        if (ctx->gpu_weights_explicit) {
+            free(w);
+            snprintf(err, err_cap,
+                     "hip: gpu_weights = INT4 does not serve act-order (non-trivial g_idx) "
+                     "weights; use BF16 (the option, or MOEINT4_HIP_WEIGHTS=bf16) or AUTO");
+            return MOEINT4_UNSUPPORTED;
+        }
+        w->int4 = 0;
+    }
+    w->int4_mma = w->int4 && ctx->use_mma && mi4_hip_int4_mma_serves(desc);
     size_t k = (size_t)desc->hidden_size, n = (size_t)desc->intermediate_size;
-    size_t w13_bytes = (size_t)w->num_local_experts * 2 * n * k * 2;
-    size_t w2_bytes = (size_t)w->num_local_experts * k * n * 2;
+    size_t w13_bytes = w->int4 ? 0 : (size_t)w->num_local_experts * 2 * n * k * 2;
+    size_t w2_bytes = w->int4 ? 0 : (size_t)w->num_local_experts * k * n * 2;
     size_t map_bytes = (size_t)w->num_experts * sizeof(int32_t);
-    moeint4_status st =
-        mi4_hip_device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
-    if (st == MOEINT4_SUCCESS)
+    moeint4_status st = MOEINT4_SUCCESS;
+    if (!w->int4)
+        st = mi4_hip_device_alloc((void **)&w->w13, w13_bytes, "w13 (bf16)", err, err_cap);
+    if (st == MOEINT4_SUCCESS && !w->int4)
         st = mi4_hip_device_alloc((void **)&w->w2, w2_bytes, "w2 (bf16)", err, err_cap);
+    if (st == MOEINT4_SUCCESS && w->int4)
+        st = mi4_hip_int4_alloc(&w13, "w13", &w->q13, err, err_cap);
+    if (st == MOEINT4_SUCCESS && w->int4)
+        st = mi4_hip_int4_alloc(&w2, "w2", &w->q2, err, err_cap);
     if (st == MOEINT4_SUCCESS)
         st = mi4_hip_device_alloc((void **)&w->expert_map, map_bytes, "expert_map", err,
                                   err_cap);
@@ -206,19 +238,18 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
                 st = mi4_hip_failure(err, err_cap, "copying expert_map", e);
         }
     }
-    if (st == MOEINT4_SUCCESS) {
-        moeint4_quant_matrix w13 = moeint4_desc_w13(desc);
-        st = mi4_hip_dequantize(&w13, w->w13, err, err_cap);
-    }
-    if (st == MOEINT4_SUCCESS) {
-        moeint4_quant_matrix w2 = moeint4_desc_w2(desc);
-        st = mi4_hip_dequantize(&w2, w->w2, err, err_cap);
-    }
+    if (st == MOEINT4_SUCCESS)
+        st = w->int4 ? mi4_hip_int4_fill(&w13, &w->q13, err, err_cap)
+                     : mi4_hip_dequantize(&w13, w->w13, err, err_cap);
+    if (st == MOEINT4_SUCCESS)
+        st = w->int4 ? mi4_hip_int4_fill(&w2, &w->q2, err, err_cap)
+                     : mi4_hip_dequantize(&w2, w->w2, err, err_cap);
     if (st != MOEINT4_SUCCESS) {
         release_weights(w);
         return st;
     }
-    w->device_bytes = w13_bytes + w2_bytes + map_bytes + record_bytes;
+    w->device_bytes = w13_bytes + w2_bytes + mi4_hip_int4_bytes(&w->q13) +
+                      mi4_hip_int4_bytes(&w->q2) + map_bytes + record_bytes;
     *backend_weights = w;
     return MOEINT4_SUCCESS;
 }

@@ -17,13 +17,12 @@
  *     slots, summed in slot order with the router weight and written to the
  *     caller's output: the combine is gone too. Two launches per forward. */
 #include "backends/hip/hip_gemm_common.h"
+#include "backends/hip/hip_gemv_units.h"
 
 namespace {
 
 using namespace mi4_gemm;
 
-constexpr int GEMV_WARPS = 8;
-constexpr int GEMV_BLOCKS_PER_SM = 2;
 constexpr int CHUNK = MI4_WARP * 8; /* k covered by one lane-wide 16-byte load */
 
 MI4_DEVICE void bf16x8_to_f32(const uint4 &v, float (&f)[8])
@@ -95,36 +94,6 @@ MI4_DEVICE void stream_dots(const uint16_t *const (&w)[NR], const uint16_t *cons
             }
         }
     }
-}
-
-/* This warp's contiguous run [*begin, *end) of `units`. */
-MI4_DEVICE void warp_units(int64_t units, int64_t *begin, int64_t *end)
-{
-    int64_t warps = (int64_t)gridDim.x * GEMV_WARPS;
-    int64_t warp = (int64_t)blockIdx.x * GEMV_WARPS + (int)threadIdx.x / MI4_WARP;
-    int64_t per_warp = (units + warps - 1) / warps;
-    *begin = min(units, warp * per_warp);
-    *end = min(units, *begin + per_warp);
-}
-
-/* Direct GEMVs: the local expert of every slot in shared memory, -1 for a
- * non-local or bad slot (hip_slots.h); returns the smallest bad slot
- * (INT_MAX: none). */
-MI4_DEVICE int map_slots(const gemm_params &p, int *slot_expert)
-{
-    __shared__ int first_bad;
-    const int tid = (int)threadIdx.x;
-    if (tid == 0)
-        first_bad = INT_MAX;
-    __syncthreads();
-    for (int s = tid; s < p.num_slots; s += (int)blockDim.x) {
-        int local = mi4_slot_local(p.combine.check, s);
-        if (local == MI4_SLOT_BAD)
-            atomicMin(&first_bad, s);
-        slot_expert[s] = local < 0 ? -1 : local;
-    }
-    __syncthreads();
-    return first_bad;
 }
 
 MI4_DEVICE const uint16_t *weight_row(const gemm_params &p, int expert, int row)
@@ -260,14 +229,6 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
         if (lane == 0)
             mi4_combine_store(p.combine, (size_t)token * p.out_cols + out, v);
     }
-}
-
-/* Enough blocks to fill every SM, fewer when there is less work. */
-unsigned persistent_grid(int64_t units, int resident_blocks)
-{
-    int64_t blocks = (units + GEMV_WARPS - 1) / GEMV_WARPS;
-    int64_t cap = resident_blocks > 0 ? resident_blocks : 1;
-    return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
 }
 
 } // namespace

@@ -117,6 +117,12 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
                                    args->topk, args->topk_weights, s.per_slot,
                                    (uint16_t *)(base + p.at_x), stream);
     }
+    mi4_hip_weights expanded; /* int4 weights as BF16 for the matrix-core tiles */
+    if (e == hipSuccess && mi4_hip_int4_expand_bytes(w, routing.tile_rows) > 0) {
+        *step = "int4 weights to bf16";
+        e = mi4_hip_int4_expand(w, base + p.at_expand, stream, &expanded);
+        g.weights = &expanded;
+    }
     if (e == hipSuccess && !direct_gemv) {
         *step = "routing";
         e = mi4_hip_launch_route(&check, s.slots, w->num_local_experts, &routing, stream);

@@ -298,11 +298,15 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
+    if (a->weights->int4) /* int4 GEMVs (hip_int4_gemv.hip); expanded weights are bf16 */
+        return mi4_hip_launch_int4(config, true, a);
     return launch_config<true>(config, a, false);
 }
 
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
+    if (a->weights->int4)
+        return mi4_hip_launch_int4(config, false, a);
     return launch_config<false>(config, a, false);
 }
 

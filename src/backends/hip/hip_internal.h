@@ -28,17 +28,38 @@ typedef struct mi4_hip_context {
     int device;
     int multiprocessors;     /* SM / CU count of the device */
     int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
+    int gpu_weights;         /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
+    int gpu_weights_explicit; /* 1: the option or MOEINT4_HIP_WEIGHTS named the mode (not AUTO) */
     pthread_mutex_t pool_lock;
     mi4_hip_workspace *free_workspaces;
 } mi4_hip_context;
+
+/* One projection kept int4 on the device (hip_int4_weights.hip): rows are
+ * outputs, codes packed two per byte along the input (byte j = code(2j) |
+ * code(2j+1) << 4, the XPU layout), each row padded to a multiple of 128
+ * inputs (64 bytes; pad codes 0, their inputs read as 0); scales and zeros
+ * per (row, group), so a 16-byte load of codes meets one scale and one
+ * zero. */
+typedef struct mi4_hip_int4_matrix {
+    uint8_t *codes;          /* [E_l][rows][inner_padded / 2] */
+    uint16_t *scales;        /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
+    uint8_t *zeros;          /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
+    int experts, rows, inner, inner_padded, group_size, groups;
+    int scales_bf16;
+} mi4_hip_int4_matrix;
 
 typedef struct mi4_hip_weights {
     int num_experts;         /* global E */
     int num_local_experts;
     int hidden_size;         /* K */
     int intermediate_size;   /* N */
+    int int4;                /* 1: gpu_weights INT4 (q13, q2; w13 = w2 = NULL) */
+    int int4_mma;            /* 1: int4 weights the matrix-core GEMV serves (see
+                                mi4_hip_int4_mma_serves) */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
+    mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
+    mi4_hip_int4_matrix q2;  /* int4 [E_l][K][N] */
     int32_t *expert_map;     /* [E]: global -> local or -1 */
     int *error_record;       /* device MI4_RECORD_WORDS: the sticky record of
                                 asynchronous forwards (hip_slots.h) */
@@ -85,6 +106,44 @@ class mi4_hip_device_scope {
  * [E][OUT][IN] in `out` (device memory the caller owns). */
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap);
+
+/* ---- hip_int4_weights.hip ---- */
+/* MOEINT4_HIP_WEIGHTS and the context option -> BF16 or INT4, with a
+ * message naming a bad value. */
+moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explicit_mode, char *err,
+                                           size_t cap);
+/* The int4 device layout of one projection in two steps, so that a prepare
+ * allocates everything before it reads a host array: _alloc (device
+ * memory named "<name> (int4 codes)" ...; nothing kept on failure), then
+ * _fill (uploads and repacks). mi4_hip_int4_free releases it. */
+moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
+                                  mi4_hip_int4_matrix *out, char *err, size_t err_cap);
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
+                                 char *err, size_t err_cap);
+void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
+size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
+/* Workspace bytes a forward with row tiles of `tile_rows` needs for BF16
+ * copies of int4 weights: 0 for BF16 weights and for the tiles that read
+ * int4 (the direct GEMVs, the routed 8-row FMA GEMV, the 16-row
+ * matrix-core GEMV where it serves), else both projections of every local
+ * expert. */
+size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows);
+/* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
+ * weights on a context with matrix cores on: NVIDIA builds, group size 128
+ * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */
+int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc);
+/* Enqueues the expansion of w's int4 projections to BF16 into `scratch`
+ * (mi4_hip_int4_expand_bytes) and fills *view: w with w13 / w2 pointing
+ * there, for the BF16 GEMMs. */
+hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
+                               mi4_hip_weights *view);
+/* The largest row tile the int4 GEMVs serve; larger tiles expand. */
+#define MI4_INT4_NATIVE_MAX_TILE_ROWS 16
+/* Rows per expert up to which int4 weights take a routed int4 GEMV: the
+ * 8-row FMA one (each weight byte read once per 8 rows), the 16-row
+ * matrix-core one (once per 16 rows); past that the weights are expanded. */
+#define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
+#define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
 
 /* ---- gemm tile configurations (hip_grouped_gemm.hip) ---- */
 typedef enum mi4_hip_tile_config {
@@ -173,9 +232,10 @@ hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t strea
 /* ---- hip_workspace.hip ---- */
 /* Where one forward's scratch lies, as byte offsets from a 256-byte aligned
  * base: routing status, tile experts, sorted slots, bf16 input rows (when
- * converted), bf16 intermediate, f32 per-slot outputs, routing scratch. */
+ * converted), bf16 intermediate, f32 per-slot outputs, routing scratch,
+ * BF16 copies of int4 weights (mi4_hip_int4_expand_bytes). */
 typedef struct mi4_hip_workspace_plan {
-    size_t at_tile, at_sorted, at_x, at_act, at_y, at_route, total;
+    size_t at_tile, at_sorted, at_x, at_act, at_y, at_route, at_expand, total;
     int max_tiles;
 } mi4_hip_workspace_plan;
 

@@ -3,6 +3,7 @@
  * They run in the plugin's own runtime instance, so a test needs no HIP or
  * CUDA toolchain of its own:
  *   hip_download_weights(ctx, weights, w13, w2): prepared bf16 weights to host
+ *     (int4 weights: expanded to bf16 as the matrix-core tiles read them)
  *   hip_context_uses_mma(ctx): 1 when the context uses matrix cores
  *   hip_test_stream_create(&stream) / hip_test_stream_destroy(stream)
  *   hip_test_stream_synchronize(stream)
@@ -27,10 +28,21 @@ moeint4_status hip_download_weights(void *backend_context, const void *backend_w
     size_t k = (size_t)w->hidden_size, n = (size_t)w->intermediate_size;
     size_t bytes = (size_t)w->num_local_experts * 2 * n * k * 2;
     hipError_t e = hipSuccess;
-    if (w13)
-        e = hipMemcpy(w13, w->w13, bytes, hipMemcpyDeviceToHost);
+    /* int4 weights: their expansion to bf16 (what the matrix-core tiles read) */
+    mi4_hip_weights view = *w;
+    void *scratch = nullptr;
+    if (w->int4) {
+        e = hipMalloc(&scratch, mi4_hip_int4_expand_bytes(w, 1 << 30));
+        if (e == hipSuccess)
+            e = mi4_hip_int4_expand(w, scratch, (hipStream_t)0, &view);
+        if (e == hipSuccess)
+            e = hipStreamSynchronize(0);
+    }
+    if (e == hipSuccess && w13)
+        e = hipMemcpy(w13, view.w13, bytes, hipMemcpyDeviceToHost);
     if (e == hipSuccess && w2)
-        e = hipMemcpy(w2, w->w2, bytes / 2, hipMemcpyDeviceToHost);
+        e = hipMemcpy(w2, view.w2, bytes / 2, hipMemcpyDeviceToHost);
+    (void)hipFree(scratch);
     return e == hipSuccess ? MOEINT4_SUCCESS : MOEINT4_DEVICE_ERROR;
 }
 

@@ -26,6 +26,14 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
+    /* int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
+     * the FMA one of 8 rows) while experts see few rows; past that the
+     * weights are expanded to BF16 for the matrix-core tiles below
+     * (hip_int4_weights.hip). */
+    if (w->int4_mma && rows_per_expert <= MI4_INT4_MMA_MAX_ROWS_PER_EXPERT)
+        return MI4_TILE_16;
+    if (w->int4 && !w->int4_mma && rows_per_expert <= MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT)
+        return MI4_TILE_GEMV;
     if (mi4_hip_wgmma_built())
         return rows_per_expert < 64 ? MI4_TILE_WGMMA_64 : MI4_TILE_WGMMA_256;
     if (rows_per_expert <= 2)

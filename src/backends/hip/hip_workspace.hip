@@ -29,8 +29,9 @@ mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t 
     p.at_act = p.at_x + (convert_x ? round_up((size_t)x_rows * k * 2) : 0);
     p.at_y = p.at_act + round_up((size_t)(max_tiles * bm) * n * 2);
     p.at_route = p.at_y + round_up((size_t)slots * k * 4);
-    p.total =
+    p.at_expand =
         p.at_route + round_up(mi4_hip_route_scratch_bytes(slots, w->num_local_experts));
+    p.total = p.at_expand + mi4_hip_int4_expand_bytes(w, tile_rows);
     return p;
 }
 
@@ -41,7 +42,15 @@ size_t mi4_hip_workspace_bound(const mi4_hip_weights *w, int64_t max_tokens, int
      * input case converts a row per slot. */
     const int64_t slots = max_tokens * topk;
     size_t bound = 0;
+    /* int4 weights: the BF16 copies only when a forward this large (or a
+     * forced tile) takes a matrix-core tile; the tile grows with the batch. */
+    const bool expands =
+        mi4_hip_int4_expand_bytes(
+            w, mi4_hip_tile_rows(mi4_hip_choose_tile(max_tokens, slots, w))) > 0;
     for (int c = 0; c < MI4_TILE_COUNT; c++) {
+        if (w->int4 && !expands &&
+            mi4_hip_tile_rows((mi4_hip_tile_config)c) > MI4_INT4_NATIVE_MAX_TILE_ROWS)
+            continue;
         size_t total = mi4_hip_plan_workspace(w, slots, slots, 1,
                                               mi4_hip_tile_rows((mi4_hip_tile_config)c))
                            .total;

@@ -246,9 +246,8 @@ static moeint4_status upload(mi4_xpu_context *ctx, mi4_xpu_weights *w, const voi
     return st;
 }
 
-/* One projection: the layout module's XPU conversion on the host (through
- * the public API, which checks the matrix again: a plugin includes only
- * public headers), then up. */
+/* One projection: the layout module's XPU conversion on the host (the
+ * backend entry that skips the checks prepare has already made), then up. */
 static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w,
                                         const moeint4_quant_matrix *m, const char *name,
                                         uint8_t **packed, uint16_t **scales, char *err, size_t cap)
@@ -261,9 +260,8 @@ static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w
     moeint4_status st = MOEINT4_OUT_OF_MEMORY;
     if (!host_packed || !host_scales) {
         mi4_xpu_fail(err, cap, st, "xpu: no host memory to convert %s", name);
-    } else if ((st = moeint4_layout_gptq_to_xpu(m, host_packed, host_scales)) != MOEINT4_SUCCESS) {
-        mi4_xpu_fail(err, cap, st, "%s: %s", name, moeint4_last_error());
     } else {
+        moeint4_backend_layout_gptq_to_xpu(m, host_packed, host_scales);
         st = upload(ctx, w, host_packed, packed_bytes, (void **)packed, err, cap);
         if (st == MOEINT4_SUCCESS)
             st = upload(ctx, w, host_scales, scale_bytes, (void **)scales, err, cap);

@@ -1,0 +1,307 @@
+/* Weights that stay int4 on the device (gpu_weights INT4): the layout of
+ * mi4_hip_int4_matrix (hip_internal.h) built at prepare from the checkpoint
+ * arrays, and its expansion to BF16 in a forward's workspace for the row
+ * tiles that only exist for BF16 weights (the matrix-core GEMMs of large
+ * batches).
+ *
+ * The checkpoint arrays are uploaded as they are and repacked on the
+ * device; which nibble holds what and the zero rule come from the layout
+ * module (moeint4_int4_packing, moeint4_backend.h): no checkpoint format is known here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backends/hip/hip_internal.h"
+#include "moeint4_backend.h"
+
+moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explicit_mode, char *err,
+                                           size_t cap)
+{
+    *explicit_mode = 1;
+    if (requested == MOEINT4_GPU_WEIGHTS_BF16 || requested == MOEINT4_GPU_WEIGHTS_INT4) {
+        *mode = requested;
+        return MOEINT4_SUCCESS;
+    }
+    const char *v = getenv("MOEINT4_HIP_WEIGHTS");
+    *mode = MOEINT4_GPU_WEIGHTS_INT4;
+    if (v != nullptr && strcasecmp(v, "int4") == 0)
+        return MOEINT4_SUCCESS;
+    if (v == nullptr || *v == '\0' || strcasecmp(v, "auto") == 0) {
+        *explicit_mode = 0;
+        return MOEINT4_SUCCESS;
+    }
+    if (strcasecmp(v, "bf16") == 0) {
+        *mode = MOEINT4_GPU_WEIGHTS_BF16;
+        return MOEINT4_SUCCESS;
+    }
+    snprintf(err, cap, "MOEINT4_HIP_WEIGHTS = \"%s\" is not one of auto, bf16, int4", v);
+    return MOEINT4_INVALID_ARGUMENT;
+}
+
+namespace {
+
+struct repack_params {
+    const int32_t *qweight;
+    const uint16_t *scales; /* checkpoint [E][G][OUT] */
+    const int32_t *qzeros;
+    moeint4_int4_packing packing;
+    int experts, in, out, groups, group_size, in_padded;
+    uint8_t *codes;
+    uint16_t *scales_t;     /* [E][OUT][G] */
+    uint8_t *zeros;         /* [E][OUT][G] or NULL */
+};
+
+__device__ unsigned nibble_of(int32_t word, unsigned index)
+{
+    return ((uint32_t)word >> (4u * index)) & 15u;
+}
+
+/* One thread packs 8 inputs of one row into 4 bytes; the first E*OUT*G
+ * threads also write one (row, group) scale and zero. */
+__global__ void repack(repack_params p)
+{
+    const int64_t words_per_row = p.in / 8;
+    const int64_t total = (int64_t)p.experts * p.out * words_per_row;
+    const int64_t group_total = (int64_t)p.experts * p.out * p.groups;
+    const int64_t stop = total > group_total ? total : group_total;
+    const moeint4_int4_packing &k = p.packing;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < stop;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        if (t < total) {
+            int64_t word = t % words_per_row;
+            int64_t o = (t / words_per_row) % p.out;
+            int64_t e = t / (words_per_row * p.out);
+            uint32_t packed = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                int64_t i = word * 8 + j;
+                unsigned code;
+                if (k.weights_along_out)
+                    code = nibble_of(p.qweight[((size_t)e * p.in + (size_t)i) * (p.out / 8) +
+                                               (size_t)(o / 8)],
+                                     k.weight_nibble[o % 8]);
+                else
+                    code = nibble_of(p.qweight[((size_t)e * (p.in / 8) + (size_t)word) * p.out +
+                                               (size_t)o],
+                                     k.weight_nibble[j]);
+                packed |= code << (4 * j);
+            }
+            *(uint32_t *)(p.codes + ((size_t)e * p.out + (size_t)o) * (p.in_padded / 2) +
+                          (size_t)word * 4) = packed;
+        }
+        if (t < group_total) {
+            int64_t g = t % p.groups;
+            int64_t o = (t / p.groups) % p.out;
+            int64_t e = t / ((int64_t)p.groups * p.out);
+            size_t group_at = (size_t)e * p.groups + (size_t)g;
+            p.scales_t[t] = p.scales[group_at * p.out + (size_t)o];
+            if (p.zeros != nullptr) {
+                int32_t zword = p.qzeros[group_at * (p.out / 8) + (size_t)(o / 8)];
+                p.zeros[t] = (uint8_t)((int)nibble_of(zword, k.zero_nibble[o % 8]) +
+                                       k.zero_offset);
+            }
+        }
+    }
+}
+
+moeint4_status upload(void **dst, const void *src, size_t bytes, const char *what, char *err,
+                      size_t err_cap)
+{
+    moeint4_status st = mi4_hip_device_alloc(dst, bytes, what, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        return st;
+    hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
+    return e == hipSuccess ? MOEINT4_SUCCESS : mi4_hip_failure(err, err_cap, what, e);
+}
+
+unsigned grid_for(int64_t work)
+{
+    int64_t blocks = (work + 255) / 256;
+    return (unsigned)(blocks > (1 << 20) ? (1 << 20) : (blocks < 1 ? 1 : blocks));
+}
+
+} // namespace
+
+size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m)
+{
+    if (m->codes == nullptr)
+        return 0;
+    const size_t row_groups = (size_t)m->experts * m->rows * m->groups;
+    return (size_t)m->experts * m->rows * (m->inner_padded / 2) + row_groups * 2 +
+           (m->zeros ? row_groups : 0);
+}
+
+void mi4_hip_int4_free(mi4_hip_int4_matrix *m)
+{
+    (void)hipFree(m->codes);
+    (void)hipFree(m->scales);
+    (void)hipFree(m->zeros);
+    m->codes = nullptr;
+    m->scales = nullptr;
+    m->zeros = nullptr;
+}
+
+moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
+                                  mi4_hip_int4_matrix *out, char *err, size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    out->experts = m->num_experts;
+    out->rows = m->out_features;
+    out->inner = m->in_features;
+    out->inner_padded = (m->in_features + 127) / 128 * 128;
+    out->group_size = m->group_size == -1 ? out->inner_padded : m->group_size;
+    out->groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
+    out->scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
+    const size_t row_groups = (size_t)out->experts * out->rows * out->groups;
+    const size_t code_bytes = (size_t)out->experts * out->rows * (size_t)(out->inner_padded / 2);
+    char what[64];
+    snprintf(what, sizeof what, "%s (int4 codes)", name);
+    moeint4_status st = mi4_hip_device_alloc((void **)&out->codes, code_bytes, what, err, err_cap);
+    snprintf(what, sizeof what, "%s (int4 scales)", name);
+    if (st == MOEINT4_SUCCESS)
+        st = mi4_hip_device_alloc((void **)&out->scales, row_groups * 2, what, err, err_cap);
+    snprintf(what, sizeof what, "%s (int4 zero points)", name);
+    if (st == MOEINT4_SUCCESS && moeint4_quant_matrix_packing(m).has_zeros)
+        st = mi4_hip_device_alloc((void **)&out->zeros, row_groups, what, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        mi4_hip_int4_free(out);
+    return st;
+}
+
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
+                                 char *err, size_t err_cap)
+{
+    const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
+    const size_t experts = (size_t)m->num_experts, in = (size_t)m->in_features,
+                 rows = (size_t)m->out_features;
+    const size_t code_bytes = experts * rows * (size_t)(out->inner_padded / 2);
+    const size_t row_groups = experts * rows * (size_t)out->groups;
+    moeint4_status st = MOEINT4_SUCCESS;
+    if (out->inner_padded != out->inner) {
+        hipError_t e = hipMemset(out->codes, 0, code_bytes); /* pad codes */
+        if (e != hipSuccess)
+            st = mi4_hip_failure(err, err_cap, "clearing the int4 codes", e);
+    }
+    void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr;
+    if (st == MOEINT4_SUCCESS)
+        st = upload(&qweight, m->qweight, experts * in * rows / 2, "qweight (upload)", err,
+                    err_cap);
+    if (st == MOEINT4_SUCCESS)
+        st = upload(&scales, m->scales, row_groups * 2, "scales (upload)", err, err_cap);
+    if (st == MOEINT4_SUCCESS && packing.has_zeros)
+        st = upload(&qzeros, m->qzeros, row_groups / 2, "qzeros (upload)", err, err_cap);
+    if (st == MOEINT4_SUCCESS) {
+        repack_params p;
+        p.qweight = (const int32_t *)qweight;
+        p.scales = (const uint16_t *)scales;
+        p.qzeros = (const int32_t *)qzeros;
+        p.packing = packing;
+        p.experts = m->num_experts;
+        p.in = m->in_features;
+        p.out = m->out_features;
+        p.groups = out->groups;
+        p.group_size = out->group_size;
+        p.in_padded = out->inner_padded;
+        p.codes = out->codes;
+        p.scales_t = out->scales;
+        p.zeros = out->zeros;
+        const int64_t words = (int64_t)(experts * rows * in / 8);
+        hipError_t e = mi4_launch(repack, dim3(grid_for(words > (int64_t)row_groups
+                                                            ? words
+                                                            : (int64_t)row_groups)),
+                                  dim3(256), 0, (hipStream_t)0, p);
+        if (e == hipSuccess)
+            e = hipStreamSynchronize(0);
+        if (e != hipSuccess)
+            st = mi4_hip_failure(err, err_cap, "the int4 repack kernel", e);
+    }
+    (void)hipFree(qweight);
+    (void)hipFree(scales);
+    (void)hipFree(qzeros);
+    return st;
+}
+
+/* ---- expansion to BF16 for the matrix-core tiles ---- */
+
+namespace {
+
+struct expand_params {
+    mi4_hip_int4_matrix m;
+    uint16_t *dst; /* [E][rows][inner] */
+};
+
+/* One thread: 8 inputs of one row, (q - zero) * scale rounded once to BF16
+ * (the bits the BF16 mode's prepare writes). */
+__global__ void expand(expand_params p)
+{
+    const mi4_hip_int4_matrix &m = p.m;
+    const int64_t words_per_row = m.inner / 8;
+    const int64_t total = (int64_t)m.experts * m.rows * words_per_row;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = t / words_per_row; /* e * rows + o */
+        const int word = (int)(t % words_per_row), i0 = word * 8, g = i0 / m.group_size;
+        const uint32_t codes =
+            *(const uint32_t *)(m.codes + (size_t)row * (m.inner_padded / 2) + (size_t)word * 4);
+        const uint16_t scale_bits = m.scales[(size_t)row * m.groups + g];
+        const float scale =
+            m.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+        const int zero = m.zeros ? (int)m.zeros[(size_t)row * m.groups + g] : 8;
+        uint32_t packed[4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
+            uint32_t bits = mi4_dev_f32_to_bf16(value);
+            packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
+        }
+        *(uint4 *)(p.dst + (size_t)row * m.inner + i0) =
+            make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
+}
+
+size_t bf16_bytes(const mi4_hip_int4_matrix &m)
+{
+    return ((size_t)m.experts * m.rows * m.inner * 2 + 255) / 256 * 256;
+}
+
+} // namespace
+
+int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
+{
+#if defined(MI4_PLATFORM_NVIDIA)
+    return desc->group_size == 128 || desc->group_size == -1;
+#else
+    (void)desc;
+    return 0; /* AMD: the FMA GEMVs (MFMA with in-register dequantization: not yet) */
+#endif
+}
+
+size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows)
+{
+    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma))
+        return 0;
+    return bf16_bytes(w->q13) + bf16_bytes(w->q2);
+}
+
+hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
+                               mi4_hip_weights *view)
+{
+    *view = *w;
+    view->int4 = 0; /* the GEMMs read the BF16 copies */
+    view->int4_mma = 0;
+    view->w13 = (uint16_t *)scratch;
+    view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));
+    const mi4_hip_int4_matrix *parts[2] = {&w->q13, &w->q2};
+    uint16_t *dst[2] = {view->w13, view->w2};
+    for (int i = 0; i < 2; i++) {
+        expand_params p;
+        p.m = *parts[i];
+        p.dst = dst[i];
+        const int64_t words = (int64_t)p.m.experts * p.m.rows * (p.m.inner / 8);
+        hipError_t e = mi4_launch(expand, dim3(grid_for(words)), dim3(256), 0, stream, p);
+        if (e != hipSuccess)
+            return e;
+    }
+    return hipSuccess;
+}
