@@ -138,10 +138,49 @@ static moeint4_status check_sym_zeros(moeint4_checkpoint *ck, const mi4_ckpt_exp
     return MOEINT4_SUCCESS;
 }
 
+/* Every expert holds part `which` of each projection exactly when expert 0
+ * does, with expert 0's byte count, and up matches gate: the stacked arrays
+ * are sized from expert 0's gate. */
+static moeint4_status check_same_parts(const mi4_ckpt_experts *x, int which, const char *what)
+{
+    static const char *const names[3] = {"gate", "up", "down"};
+    if (x->fused)
+        return MOEINT4_SUCCESS;
+    for (int j = 0; j < 3; j++) {
+        const mi4_ckpt_ref *first = part(&x->proj[j == 1 ? 0 : j], which);
+        for (int e = 0; e < x->num_experts; e++) {
+            const mi4_ckpt_ref *r = part(&x->proj[e * 3 + j], which);
+            if (j == 1 && which == PART_G_IDX)
+                break; /* w13 takes gate's g_idx */
+            if (!r != !first)
+                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                "%s: expert %d's %s %s is %s, but expert 0's gate has %s", x->prefix,
+                                e, names[j], what, r ? "present" : "missing",
+                                first ? "one" : "none");
+            if (r && r->tensor->bytes != first->tensor->bytes)
+                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                "%s: tensor \"%s\" (%s) holds %zu bytes, expert 0's %s %zu",
+                                r->file->label, r->tensor->name, what, r->tensor->bytes,
+                                j == 1 ? "gate" : names[j], first->tensor->bytes);
+        }
+    }
+    return MOEINT4_SUCCESS;
+}
+
 static moeint4_status build_stack(moeint4_checkpoint *ck, mi4_ckpt_experts *x)
 {
     if (ck->format == MOEINT4_FORMAT_GPTQ_SYM) {
         moeint4_status s = check_sym_zeros(ck, x);
+        if (s != MOEINT4_SUCCESS)
+            return s;
+    }
+    int parts[4] = {PART_QWEIGHT, PART_SCALES, PART_QZEROS, PART_G_IDX};
+    const char *part_names[4] = {"qweight", "scales", "qzeros", "g_idx"};
+    for (int i = 0; i < 4; i++) {
+        if ((parts[i] == PART_QZEROS && ck->format == MOEINT4_FORMAT_GPTQ_SYM) ||
+            (parts[i] == PART_G_IDX && !x->act_order))
+            continue;
+        moeint4_status s = check_same_parts(x, parts[i], part_names[i]);
         if (s != MOEINT4_SUCCESS)
             return s;
     }
