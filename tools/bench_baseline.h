@@ -11,12 +11,12 @@
 
 typedef struct cli_baseline {
     const cli_session *session;
-    float *w13;             /* [E, 2N, K] */
-    float *w2;              /* [E, K, N] */
-    int64_t capacity;       /* tokens the scratch below holds */
+    float *w13;       /* [E, 2N, K] */
+    float *w2;        /* [E, K, N] */
+    int64_t capacity; /* tokens the scratch below holds */
     float *x, *gathered, *gate_up, *activated, *down, *out;
-    int64_t *slot_order;    /* token slots sorted by expert */
-    int64_t *expert_start;  /* [E + 1] */
+    int64_t *slot_order;   /* token slots sorted by expert */
+    int64_t *expert_start; /* [E + 1] */
 } cli_baseline;
 
 /* Dequantizes the session's layer. Returns CLI_EXIT_OK or prints and fails. */

@@ -20,52 +20,66 @@
 #define CLI_CEILING_SECONDS 0.05
 #define CLI_CEILING_MAX_THREADS 256
 
-const char *const cli_ceiling_names[CLI_CEILING_COUNT] = {"f32 FMA ymm", "f32 FMA zmm",
-                                                          "vdpbf16ps zmm"};
+const char *const cli_ceiling_names[CLI_CEILING_COUNT] = { "f32 FMA ymm", "f32 FMA zmm",
+                                                           "vdpbf16ps zmm" };
 /* flops per loop iteration: chains x lanes x 2 (x 2 products per lane for vdpbf16ps) */
-static const double cli_ceiling_flops_per_iteration[CLI_CEILING_COUNT] = {14 * 8 * 2, 16 * 16 * 2,
-                                                                          16 * 16 * 4};
+static const double cli_ceiling_flops_per_iteration[CLI_CEILING_COUNT] = { 14 * 8 * 2, 16 * 16 * 2,
+                                                                           16 * 16 * 4 };
 
 #if defined(CLI_X86)
 /* Each returns a value depending on every chain, so none is optimised away. */
-__attribute__((target("avx2,fma"))) static float cli_fma_ymm(long iterations) {
+__attribute__((target("avx2,fma"))) static float cli_fma_ymm(long iterations)
+{
     __m256 acc[14];
     const __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-6f);
-    for (int i = 0; i < 14; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (int i = 0; i < 14; i++)
+        acc[i] = _mm256_set1_ps((float)i);
     for (long n = 0; n < iterations; n++)
-        for (int i = 0; i < 14; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, b);
-    for (int i = 1; i < 14; i++) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+        for (int i = 0; i < 14; i++)
+            acc[i] = _mm256_fmadd_ps(acc[i], m, b);
+    for (int i = 1; i < 14; i++)
+        acc[0] = _mm256_add_ps(acc[0], acc[i]);
     return _mm_cvtss_f32(_mm256_castps256_ps128(acc[0]));
 }
 
-__attribute__((target("avx512f,fma"))) static float cli_fma_zmm(long iterations) {
+__attribute__((target("avx512f,fma"))) static float cli_fma_zmm(long iterations)
+{
     __m512 acc[16];
     const __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int i = 0; i < 16; i++)
+        acc[i] = _mm512_set1_ps((float)i);
     for (long n = 0; n < iterations; n++)
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, b);
-    for (int i = 1; i < 16; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+        for (int i = 0; i < 16; i++)
+            acc[i] = _mm512_fmadd_ps(acc[i], m, b);
+    for (int i = 1; i < 16; i++)
+        acc[0] = _mm512_add_ps(acc[0], acc[i]);
     return _mm512_reduce_add_ps(acc[0]);
 }
 
 /* bf16 pairs of 1/1024 (0x3a80): the sums grow by 2^-19 per step, far from overflow. */
-__attribute__((target("avx512f,avx512bf16"))) static float cli_dpbf16_zmm(long iterations) {
+__attribute__((target("avx512f,avx512bf16"))) static float cli_dpbf16_zmm(long iterations)
+{
     __m512 acc[16];
     const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3a80);
     const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3a80);
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int i = 0; i < 16; i++)
+        acc[i] = _mm512_set1_ps((float)i);
     for (long n = 0; n < iterations; n++)
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    for (int i = 1; i < 16; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+        for (int i = 0; i < 16; i++)
+            acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    for (int i = 1; i < 16; i++)
+        acc[0] = _mm512_add_ps(acc[0], acc[i]);
     return _mm512_reduce_add_ps(acc[0]);
 }
 #endif
 
-int cli_ceiling_available(int which) {
+int cli_ceiling_available(int which)
+{
 #if defined(CLI_X86)
     __builtin_cpu_init();
     switch (which) {
-    case CLI_CEILING_FMA_YMM: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case CLI_CEILING_FMA_YMM:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case CLI_CEILING_FMA_ZMM: return __builtin_cpu_supports("avx512f");
     case CLI_CEILING_DPBF16: return __builtin_cpu_supports("avx512bf16");
     default: return 0;
@@ -76,7 +90,8 @@ int cli_ceiling_available(int which) {
 #endif
 }
 
-static float cli_ceiling_loop(int which, long iterations) {
+static float cli_ceiling_loop(int which, long iterations)
+{
 #if defined(CLI_X86)
     switch (which) {
     case CLI_CEILING_FMA_YMM: return cli_fma_ymm(iterations);
@@ -98,13 +113,15 @@ typedef struct cli_ceiling_task {
     volatile float sink;
 } cli_ceiling_task;
 
-static double cli_thread_seconds(void) {
+static double cli_thread_seconds(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void *cli_ceiling_thread(void *argument) {
+static void *cli_ceiling_thread(void *argument)
+{
     cli_ceiling_task *task = argument;
     pthread_barrier_wait(task->start);
     double begin = cli_thread_seconds();
@@ -115,15 +132,17 @@ static void *cli_ceiling_thread(void *argument) {
 
 /* GFLOP/s of `threads` threads running the loop at once: the sum of their
  * rates, each over its own CPU time. */
-static double cli_ceiling_run(int which, int threads, long iterations) {
+static double cli_ceiling_run(int which, int threads, long iterations)
+{
     cli_ceiling_task tasks[CLI_CEILING_MAX_THREADS];
     pthread_t ids[CLI_CEILING_MAX_THREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     int started = 1;
     for (int t = 0; t < threads; t++) {
-        tasks[t] = (cli_ceiling_task){which, iterations, &start, 0.0, 0.0f};
-        if (t > 0 && pthread_create(&ids[t], NULL, cli_ceiling_thread, &tasks[t]) == 0) started++;
+        tasks[t] = (cli_ceiling_task){ which, iterations, &start, 0.0, 0.0f };
+        if (t > 0 && pthread_create(&ids[t], NULL, cli_ceiling_thread, &tasks[t]) == 0)
+            started++;
     }
     if (started < threads) { /* could not start them all: a barrier would hang */
         pthread_barrier_destroy(&start);
@@ -132,7 +151,8 @@ static double cli_ceiling_run(int which, int threads, long iterations) {
     cli_ceiling_thread(&tasks[0]);
     double rate = 0.0;
     for (int t = 0; t < threads; t++) {
-        if (t > 0) pthread_join(ids[t], NULL);
+        if (t > 0)
+            pthread_join(ids[t], NULL);
         if (tasks[t].seconds > 0.0)
             rate += cli_ceiling_flops_per_iteration[which] * (double)iterations / tasks[t].seconds;
     }
@@ -140,46 +160,57 @@ static double cli_ceiling_run(int which, int threads, long iterations) {
     return rate / 1e9;
 }
 
-static double cli_ceiling_best(int which, int threads) {
+static double cli_ceiling_best(int which, int threads)
+{
     /* size the loop to about CLI_CEILING_SECONDS on one thread */
     long iterations = 1L << 16;
     double begin = cli_thread_seconds();
     volatile float sink = cli_ceiling_loop(which, iterations);
     (void)sink;
     double seconds = cli_thread_seconds() - begin;
-    if (seconds > 0.0) iterations = (long)((double)iterations * CLI_CEILING_SECONDS / seconds) + 1;
+    if (seconds > 0.0)
+        iterations = (long)((double)iterations * CLI_CEILING_SECONDS / seconds) + 1;
     double best = -1.0;
     for (int trial = 0; trial < CLI_CEILING_TRIALS; trial++) {
         double rate = cli_ceiling_run(which, threads, iterations);
-        if (rate > best) best = rate;
+        if (rate > best)
+            best = rate;
     }
     return best;
 }
 
-void cli_ceiling_measure(cli_ceiling *ceilings, int threads) {
-    if (threads < 1) threads = 1;
-    if (threads > CLI_CEILING_MAX_THREADS) threads = CLI_CEILING_MAX_THREADS;
+void cli_ceiling_measure(cli_ceiling *ceilings, int threads)
+{
+    if (threads < 1)
+        threads = 1;
+    if (threads > CLI_CEILING_MAX_THREADS)
+        threads = CLI_CEILING_MAX_THREADS;
     for (int which = 0; which < CLI_CEILING_COUNT; which++) {
         cli_ceiling *c = &ceilings[which];
         memset(c, 0, sizeof *c);
         c->name = cli_ceiling_names[which];
         c->available = cli_ceiling_available(which);
         c->threads = threads;
-        if (!c->available) continue;
+        if (!c->available)
+            continue;
         c->core_gflops = cli_ceiling_best(which, 1);
         c->all_gflops = threads > 1 ? cli_ceiling_best(which, threads) : c->core_gflops;
     }
 }
 
-int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table) {
+int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
+{
     /* the library's rule (cpu_kernels_select): the best table the CPU runs,
      * capped by MOEINT4_CPU_KERNEL; the bf16 table hands F16 and F32
      * activations to the AVX-512F one */
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
     int cap = 3;
-    if (forced != NULL && strcmp(forced, "scalar") == 0) cap = 0;
-    else if (forced != NULL && strcmp(forced, "avx2") == 0) cap = 1;
-    else if (forced != NULL && strcmp(forced, "avx512") == 0) cap = 2;
+    if (forced != NULL && strcmp(forced, "scalar") == 0)
+        cap = 0;
+    else if (forced != NULL && strcmp(forced, "avx2") == 0)
+        cap = 1;
+    else if (forced != NULL && strcmp(forced, "avx512") == 0)
+        cap = 2;
     int avx512 = 0, avx2 = 0;
 #if defined(CLI_X86)
     __builtin_cpu_init();
@@ -194,7 +225,7 @@ int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table) {
     }
     if (cap >= 2 && avx512) {
         *table = cap >= 3 && cli_ceiling_available(CLI_CEILING_DPBF16) ? "avx512 (f16/f32 input)"
-                                                                      : "avx512";
+                                                                       : "avx512";
         return CLI_CEILING_FMA_ZMM;
     }
     if (cap >= 1 && avx2) {

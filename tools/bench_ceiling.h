@@ -11,11 +11,11 @@ enum { CLI_CEILING_FMA_YMM, CLI_CEILING_FMA_ZMM, CLI_CEILING_DPBF16, CLI_CEILING
 extern const char *const cli_ceiling_names[CLI_CEILING_COUNT];
 
 typedef struct cli_ceiling {
-    const char *name;       /* "f32 FMA ymm", "f32 FMA zmm", "vdpbf16ps zmm" */
-    int available;          /* the CPU (and OS) runs it */
-    int threads;            /* threads of all_gflops */
-    double core_gflops;     /* one thread */
-    double all_gflops;      /* `threads` threads at once */
+    const char *name;   /* "f32 FMA ymm", "f32 FMA zmm", "vdpbf16ps zmm" */
+    int available;      /* the CPU (and OS) runs it */
+    int threads;        /* threads of all_gflops */
+    double core_gflops; /* one thread */
+    double all_gflops;  /* `threads` threads at once */
 } cli_ceiling;
 
 /* 1 when the CPU runs instruction `which` (CLI_CEILING_*). */

@@ -29,12 +29,12 @@ typedef struct cli_floor {
     int bandwidth_prefetch;     /* its software prefetch distance in bytes (0: none) */
     double core_bandwidth_gbps; /* the same on one thread */
     int core_bandwidth_streams;
-    size_t bandwidth_bytes;     /* array size read per pass */
+    size_t bandwidth_bytes; /* array size read per pass */
     int bandwidth_threads;
     cli_ceiling ceilings[CLI_CEILING_COUNT];
-    int kernel_ceiling;         /* CLI_CEILING_* bounding the kernel table, or -1 */
-    const char *kernel_table;   /* the CPU kernel table the library runs */
-    double peak_gflops;         /* all-core GFLOP/s of kernel_ceiling (NaN: none) */
+    int kernel_ceiling;       /* CLI_CEILING_* bounding the kernel table, or -1 */
+    const char *kernel_table; /* the CPU kernel table the library runs */
+    double peak_gflops;       /* all-core GFLOP/s of kernel_ceiling (NaN: none) */
 } cli_floor;
 
 /* Measures the limits with `threads` threads (all cores for the floor),

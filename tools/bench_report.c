@@ -8,7 +8,8 @@
 
 #include "bench_report.h"
 
-static void cli_json_number(FILE *file, const char *key, double value, int last) {
+static void cli_json_number(FILE *file, const char *key, double value, int last)
+{
     if (isfinite(value))
         fprintf(file, "    \"%s\": %.10g%s\n", key, value, last ? "" : ",");
     else
@@ -16,7 +17,8 @@ static void cli_json_number(FILE *file, const char *key, double value, int last)
 }
 
 /* Our strings are names and dates; escape what JSON needs anyway. */
-static void cli_json_string(FILE *file, const char *key, const char *value) {
+static void cli_json_string(FILE *file, const char *key, const char *value)
+{
     fprintf(file, "    \"%s\": \"", key);
     for (const char *c = value; *c; c++) {
         if (*c == '"' || *c == '\\')
@@ -29,7 +31,8 @@ static void cli_json_string(FILE *file, const char *key, const char *value) {
     fprintf(file, "\",\n");
 }
 
-static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_bench_record *r) {
+static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_bench_record *r)
+{
     const cli_options *o = run->options;
     const cli_preset *p = o->preset;
     fprintf(file, "  {\n");
@@ -101,7 +104,8 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
 }
 
 int cli_bench_write_json(const char *path, const cli_bench_run *run,
-                         const cli_bench_record *records, int count) {
+                         const cli_bench_record *records, int count)
+{
     FILE *file = fopen(path, "w");
     if (file == NULL) {
         fprintf(stderr, "moeint4 bench: cannot write --json file '%s'\n", path);
@@ -120,32 +124,39 @@ int cli_bench_write_json(const char *path, const cli_bench_run *run,
     return CLI_EXIT_OK;
 }
 
-static int cli_on_path(const char *program) {
+static int cli_on_path(const char *program)
+{
     const char *path = getenv("PATH");
-    if (path == NULL) return 0;
+    if (path == NULL)
+        return 0;
     char folder[4096];
     while (*path) {
         size_t length = strcspn(path, ":");
         if (length > 0 && length + strlen(program) + 2 < sizeof folder) {
             memcpy(folder, path, length);
             snprintf(folder + length, sizeof folder - length, "/%s", program);
-            if (access(folder, X_OK) == 0) return 1;
+            if (access(folder, X_OK) == 0)
+                return 1;
         }
         path += length;
-        if (*path == ':') path++;
+        if (*path == ':')
+            path++;
     }
     return 0;
 }
 
 static void cli_plot_script(FILE *gp, const char *path, const cli_bench_run *run,
                             const cli_bench_record *records, int count, int has_floor,
-                            int has_baseline) {
+                            int has_baseline)
+{
     const cli_options *o = run->options;
     fprintf(gp, "set terminal pngcairo size 960,600 noenhanced\n");
     fprintf(gp, "set output '%s'\n", path);
     fprintf(gp, "set title 'moeint4 %s, %s, %s, %d threads, commit %s'\n", o->preset->name,
             cli_format_name(o->format), run->backend, run->threads, cli_commit());
-    fprintf(gp, "set logscale x 2\nset xlabel 'tokens M'\nset grid\nset key bmargin center horizontal\n");
+    fprintf(
+        gp,
+        "set logscale x 2\nset xlabel 'tokens M'\nset grid\nset key bmargin center horizontal\n");
     fprintf(gp, "set ylabel '%s'\n", has_floor ? "time / floor" : "median time (ms)");
     fprintf(gp, "set logscale y\n"); /* ratios and times span decades */
     fprintf(gp, "$results << EOD\n");
@@ -160,12 +171,14 @@ static void cli_plot_script(FILE *gp, const char *path, const cli_bench_run *run
     if (has_baseline)
         fprintf(gp, ", $results using 1:3 with linespoints lw 2 "
                     "title 'baseline: f32 weights + OpenBLAS sgemm'");
-    if (has_floor) fprintf(gp, ", 1 with lines dt 2 lc rgb 'black' title 'floor'");
+    if (has_floor)
+        fprintf(gp, ", 1 with lines dt 2 lc rgb 'black' title 'floor'");
     fprintf(gp, "\n");
 }
 
 int cli_bench_plot(const char *path, const cli_bench_run *run, const cli_bench_record *records,
-                   int count) {
+                   int count)
+{
     if (strchr(path, '\'') != NULL || strchr(path, '\n') != NULL) {
         fprintf(stderr, "moeint4 bench: --plot path must not contain quotes or newlines\n");
         return CLI_EXIT_FAILURE;

@@ -12,17 +12,17 @@ typedef struct cli_bench_record {
     int64_t tokens;
     double median_ms, min_ms, max_ms;
     double floor_ms, ratio_to_floor;
-    const char *floor_bound;  /* "memory" or "compute"; NULL without a floor */
+    const char *floor_bound; /* "memory" or "compute"; NULL without a floor */
     double baseline_ms, baseline_min_ms, baseline_max_ms, baseline_ratio_to_floor;
     double speedup_vs_baseline;
-    double weight_bytes;      /* mean checkpoint bytes of the experts hit per forward */
-    double experts_hit;       /* mean distinct experts per forward */
+    double weight_bytes; /* mean checkpoint bytes of the experts hit per forward */
+    double experts_hit;  /* mean distinct experts per forward */
     double gbps, gflops;
-    double rel_err;           /* library vs the double reference, sampled rows */
-    double baseline_rel_err;  /* baseline vs library, every value */
-    double baseline_ref_err;  /* baseline vs the double reference, sampled rows */
-    double compute_fraction;  /* compute term of the floor / median: share of the ceiling */
-    int below_floor;          /* a time below its floor: a measurement error */
+    double rel_err;          /* library vs the double reference, sampled rows */
+    double baseline_rel_err; /* baseline vs library, every value */
+    double baseline_ref_err; /* baseline vs the double reference, sampled rows */
+    double compute_fraction; /* compute term of the floor / median: share of the ceiling */
+    int below_floor;         /* a time below its floor: a measurement error */
 } cli_bench_record;
 
 /* What holds for every record of one run. */
@@ -32,13 +32,13 @@ typedef struct cli_bench_run {
     int device_pointers;
     int threads;
     int warmup;
-    double bandwidth_gbps, peak_gflops;   /* NaN on device backends */
-    const cli_floor *floor;               /* host backends: the whole floor; else NULL */
+    double bandwidth_gbps, peak_gflops; /* NaN on device backends */
+    const cli_floor *floor;             /* host backends: the whole floor; else NULL */
     double prepare_ms;
-    double load_average;                  /* 1-minute load when the run began */
-    const char *openblas_core;            /* OpenBLAS's kernel family (floor, baseline) */
+    double load_average;       /* 1-minute load when the run began */
+    const char *openblas_core; /* OpenBLAS's kernel family (floor, baseline) */
     char cache_policy[192];
-    char date[32];                        /* UTC, ISO 8601 */
+    char date[32]; /* UTC, ISO 8601 */
 } cli_bench_run;
 
 /* Returns CLI_EXIT_OK or prints why the file could not be written. */

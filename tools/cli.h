@@ -27,25 +27,25 @@ typedef struct cli_options {
     moeint4_format format;
     moeint4_dtype dtype;
     moeint4_activation activation;
-    moeint4_backend backend;       /* AUTO unless --backend */
-    const char *backend_name;      /* as typed, "auto" by default */
+    moeint4_backend backend;  /* AUTO unless --backend */
+    const char *backend_name; /* as typed, "auto" by default */
     uint64_t seed;
     int64_t tokens[CLI_MAX_TOKEN_LIST];
     int num_token_counts;
-    int iters;                     /* bench: timed forwards per M */
-    int threads;                   /* 0 = one per online core */
-    const char *json_path;         /* bench */
-    const char *plot_path;         /* bench */
-    const char *checkpoint_path;   /* run/bench --checkpoint: a real checkpoint's layer */
-    int layer;                     /* --layer: the model's layer number; -1 = not given */
+    int iters;                   /* bench: timed forwards per M */
+    int threads;                 /* 0 = one per online core */
+    const char *json_path;       /* bench */
+    const char *plot_path;       /* bench */
+    const char *checkpoint_path; /* run/bench --checkpoint: a real checkpoint's layer */
+    int layer;                   /* --layer: the model's layer number; -1 = not given */
 } cli_options;
 
 /* Which flags a subcommand accepts (bit set). */
 enum {
     CLI_FLAG_PRESET = 1 << 0,
     CLI_FLAG_FORMAT = 1 << 1,
-    CLI_FLAG_TOKENS = 1 << 2,      /* one M */
-    CLI_FLAG_TOKEN_LIST = 1 << 3,  /* comma-separated Ms */
+    CLI_FLAG_TOKENS = 1 << 2,     /* one M */
+    CLI_FLAG_TOKEN_LIST = 1 << 3, /* comma-separated Ms */
     CLI_FLAG_BACKEND = 1 << 4,
     CLI_FLAG_ACTIVATION = 1 << 5,
     CLI_FLAG_DTYPE = 1 << 6,

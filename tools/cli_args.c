@@ -11,9 +11,9 @@
 #include "cli.h"
 
 static const cli_preset cli_presets[] = {
-    {"qwen3-30b-a3b", 128, 8, 2048, 768, 128},
-    {"mixtral-8x7b", 8, 2, 4096, 14336, 128},
-    {"tiny", 8, 2, 256, 128, 64},
+    { "qwen3-30b-a3b", 128, 8, 2048, 768, 128 },
+    { "mixtral-8x7b", 8, 2, 4096, 14336, 128 },
+    { "tiny", 8, 2, 256, 128, 64 },
 };
 
 typedef struct cli_name_value {
@@ -22,46 +22,53 @@ typedef struct cli_name_value {
 } cli_name_value;
 
 static const cli_name_value cli_formats[] = {
-    {"gptq-sym", MOEINT4_FORMAT_GPTQ_SYM},
-    {"gptq-asym", MOEINT4_FORMAT_GPTQ_ASYM},
-    {"awq", MOEINT4_FORMAT_AWQ},
+    { "gptq-sym", MOEINT4_FORMAT_GPTQ_SYM },
+    { "gptq-asym", MOEINT4_FORMAT_GPTQ_ASYM },
+    { "awq", MOEINT4_FORMAT_AWQ },
 };
 static const cli_name_value cli_dtypes[] = {
-    {"bf16", MOEINT4_DTYPE_BF16},
-    {"f16", MOEINT4_DTYPE_F16},
-    {"f32", MOEINT4_DTYPE_F32},
+    { "bf16", MOEINT4_DTYPE_BF16 },
+    { "f16", MOEINT4_DTYPE_F16 },
+    { "f32", MOEINT4_DTYPE_F32 },
 };
 static const cli_name_value cli_activations[] = {
-    {"silu", MOEINT4_ACTIVATION_SILU},
-    {"gelu", MOEINT4_ACTIVATION_GELU},
-    {"swiglu", MOEINT4_ACTIVATION_SWIGLU_CLAMP},
+    { "silu", MOEINT4_ACTIVATION_SILU },
+    { "gelu", MOEINT4_ACTIVATION_GELU },
+    { "swiglu", MOEINT4_ACTIVATION_SWIGLU_CLAMP },
 };
 
 #define CLI_COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
-static const char *cli_name_of(const cli_name_value *table, int count, int value) {
+static const char *cli_name_of(const cli_name_value *table, int count, int value)
+{
     for (int i = 0; i < count; i++) {
-        if (table[i].value == value) return table[i].name;
+        if (table[i].value == value)
+            return table[i].name;
     }
     return "?";
 }
 
-const char *cli_format_name(moeint4_format format) {
+const char *cli_format_name(moeint4_format format)
+{
     return cli_name_of(cli_formats, CLI_COUNT(cli_formats), (int)format);
 }
-const char *cli_dtype_name(moeint4_dtype dtype) {
+const char *cli_dtype_name(moeint4_dtype dtype)
+{
     return cli_name_of(cli_dtypes, CLI_COUNT(cli_dtypes), (int)dtype);
 }
-const char *cli_activation_name(moeint4_activation activation) {
+const char *cli_activation_name(moeint4_activation activation)
+{
     return cli_name_of(cli_activations, CLI_COUNT(cli_activations), (int)activation);
 }
 
-int cli_online_cores(void) {
+int cli_online_cores(void)
+{
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores > 0 ? (int)cores : 1;
 }
 
-moeint4_problem cli_problem(const cli_options *options) {
+moeint4_problem cli_problem(const cli_options *options)
+{
     moeint4_problem problem;
     memset(&problem, 0, sizeof problem);
     problem.struct_size = sizeof problem;
@@ -74,14 +81,16 @@ moeint4_problem cli_problem(const cli_options *options) {
     return problem;
 }
 
-static int cli_usage_error(const char *command, const char *fmt, const char *a, const char *b) {
+static int cli_usage_error(const char *command, const char *fmt, const char *a, const char *b)
+{
     fprintf(stderr, "moeint4 %s: ", command);
     fprintf(stderr, fmt, a, b);
     fprintf(stderr, "\nTry 'moeint4 help %s'.\n", command);
     return CLI_EXIT_USAGE;
 }
 
-static int cli_lookup(const cli_name_value *table, int count, const char *text, int *value) {
+static int cli_lookup(const cli_name_value *table, int count, const char *text, int *value)
+{
     for (int i = 0; i < count; i++) {
         if (strcasecmp(table[i].name, text) == 0) {
             *value = table[i].value;
@@ -92,12 +101,15 @@ static int cli_lookup(const cli_name_value *table, int count, const char *text, 
 }
 
 /* Strict decimal integer in [lo, hi]. */
-static int cli_parse_int64(const char *text, int64_t lo, int64_t hi, int64_t *value) {
-    if (text == NULL || *text == '\0') return 0;
+static int cli_parse_int64(const char *text, int64_t lo, int64_t hi, int64_t *value)
+{
+    if (text == NULL || *text == '\0')
+        return 0;
     char *end = NULL;
     errno = 0;
     long long parsed = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || parsed < lo || parsed > hi) return 0;
+    if (errno != 0 || end == text || *end != '\0' || parsed < lo || parsed > hi)
+        return 0;
     *value = (int64_t)parsed;
     return 1;
 }
@@ -105,8 +117,10 @@ static int cli_parse_int64(const char *text, int64_t lo, int64_t hi, int64_t *va
 /* An integer flag's value in [lo, hi]; prints the usage error and returns 0
  * when it is not one. */
 static int cli_parse_integer_flag(const char *command, const char *flag, const char *value,
-                                  int64_t lo, int64_t hi, int64_t *number) {
-    if (cli_parse_int64(value, lo, hi, number)) return 1;
+                                  int64_t lo, int64_t hi, int64_t *number)
+{
+    if (cli_parse_int64(value, lo, hi, number))
+        return 1;
     char range[64];
     snprintf(range, sizeof range, "[%lld, %lld]", (long long)lo, (long long)hi);
     fprintf(stderr, "moeint4 %s: %s: '%s' is not an integer in %s\nTry 'moeint4 help %s'.\n",
@@ -114,15 +128,18 @@ static int cli_parse_integer_flag(const char *command, const char *flag, const c
     return 0;
 }
 
-static int cli_parse_token_list(const char *text, cli_options *options) {
+static int cli_parse_token_list(const char *text, cli_options *options)
+{
     char buffer[512];
-    if (strlen(text) >= sizeof buffer) return 0;
+    if (strlen(text) >= sizeof buffer)
+        return 0;
     strcpy(buffer, text);
     options->num_token_counts = 0;
     char *save = NULL;
     for (char *item = strtok_r(buffer, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
-        if (options->num_token_counts == CLI_MAX_TOKEN_LIST) return 0;
+        if (options->num_token_counts == CLI_MAX_TOKEN_LIST)
+            return 0;
         if (!cli_parse_int64(item, 1, 1 << 20, &options->tokens[options->num_token_counts]))
             return 0;
         options->num_token_counts++;
@@ -132,7 +149,8 @@ static int cli_parse_token_list(const char *text, cli_options *options) {
            strstr(text, ",,") == NULL && text[0] != ',';
 }
 
-static void cli_default_options(cli_options *options) {
+static void cli_default_options(cli_options *options)
+{
     memset(options, 0, sizeof *options);
     options->preset = &cli_presets[0];
     options->format = MOEINT4_FORMAT_GPTQ_SYM;
@@ -151,17 +169,21 @@ static void cli_default_options(cli_options *options) {
 /* A value from `table` (case-insensitive); prints the usage error with the
  * choices and returns 0 when it is not one of them. */
 static int cli_parse_choice(const char *command, const char *flag, const char *value,
-                            const cli_name_value *table, int count, int *parsed) {
-    if (cli_lookup(table, count, value, parsed)) return 1;
+                            const cli_name_value *table, int count, int *parsed)
+{
+    if (cli_lookup(table, count, value, parsed))
+        return 1;
     fprintf(stderr, "moeint4 %s: %s: unknown value '%s' (", command, flag, value);
-    for (int i = 0; i < count; i++) fprintf(stderr, "%s%s", i ? "|" : "", table[i].name);
+    for (int i = 0; i < count; i++)
+        fprintf(stderr, "%s%s", i ? "|" : "", table[i].name);
     fprintf(stderr, ")\nTry 'moeint4 help %s'.\n", command);
     return 0;
 }
 
 /* Applies one flag's value. Returns CLI_EXIT_OK or a usage error. */
 static int cli_apply_flag(const char *command, const char *flag, const char *value,
-                          cli_options *options) {
+                          cli_options *options)
+{
     int parsed = 0;
     int64_t number = 0;
     if (strcmp(flag, "--preset") == 0) {
@@ -245,20 +267,27 @@ static const struct {
     const char *flag;
     unsigned bit;
 } cli_flag_bits[] = {
-    {"--preset", CLI_FLAG_PRESET},     {"--format", CLI_FLAG_FORMAT},
-    {"--tokens", CLI_FLAG_TOKENS | CLI_FLAG_TOKEN_LIST},
-    {"--backend", CLI_FLAG_BACKEND},   {"--activation", CLI_FLAG_ACTIVATION},
-    {"--dtype", CLI_FLAG_DTYPE},       {"--seed", CLI_FLAG_SEED},
-    {"--iters", CLI_FLAG_ITERS},       {"--threads", CLI_FLAG_THREADS},
-    {"--json", CLI_FLAG_JSON},         {"--plot", CLI_FLAG_PLOT},
-    {"--checkpoint", CLI_FLAG_CHECKPOINT}, {"--layer", CLI_FLAG_LAYER},
+    { "--preset", CLI_FLAG_PRESET },
+    { "--format", CLI_FLAG_FORMAT },
+    { "--tokens", CLI_FLAG_TOKENS | CLI_FLAG_TOKEN_LIST },
+    { "--backend", CLI_FLAG_BACKEND },
+    { "--activation", CLI_FLAG_ACTIVATION },
+    { "--dtype", CLI_FLAG_DTYPE },
+    { "--seed", CLI_FLAG_SEED },
+    { "--iters", CLI_FLAG_ITERS },
+    { "--threads", CLI_FLAG_THREADS },
+    { "--json", CLI_FLAG_JSON },
+    { "--plot", CLI_FLAG_PLOT },
+    { "--checkpoint", CLI_FLAG_CHECKPOINT },
+    { "--layer", CLI_FLAG_LAYER },
 };
 
 int cli_parse_options(const char *command, unsigned accepted_flags, int argc, char **argv,
-                      cli_options *options) {
+                      cli_options *options)
+{
     cli_default_options(options);
     if (accepted_flags & CLI_FLAG_TOKEN_LIST) {
-        static const int64_t bench_tokens[] = {1, 8, 64, 512};
+        static const int64_t bench_tokens[] = { 1, 8, 64, 512 };
         options->num_token_counts = 4;
         memcpy(options->tokens, bench_tokens, sizeof bench_tokens);
     }
@@ -277,7 +306,8 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
 
         unsigned bit = 0;
         for (int f = 0; f < CLI_COUNT(cli_flag_bits); f++) {
-            if (strcmp(cli_flag_bits[f].flag, flag) == 0) bit = cli_flag_bits[f].bit;
+            if (strcmp(cli_flag_bits[f].flag, flag) == 0)
+                bit = cli_flag_bits[f].bit;
         }
         if ((bit & accepted_flags) == 0)
             return cli_usage_error(command, "unknown option '%s'%s", flag, "");
@@ -288,7 +318,8 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
         } else {
             return cli_usage_error(command, "%s needs a value%s", flag, "");
         }
-        if (*value == '\0') return cli_usage_error(command, "%s: empty value%s", flag, "");
+        if (*value == '\0')
+            return cli_usage_error(command, "%s: empty value%s", flag, "");
 
         if (strcmp(flag, "--tokens") == 0) {
             if (accepted_flags & CLI_FLAG_TOKEN_LIST) {
@@ -304,10 +335,12 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
             continue;
         }
         int status = cli_apply_flag(command, flag, value, options);
-        if (status != CLI_EXIT_OK) return status;
+        if (status != CLI_EXIT_OK)
+            return status;
     }
     if (options->checkpoint_path && options->layer < 0)
-        return cli_usage_error(command, "--checkpoint needs --layer L (the model's layer "
+        return cli_usage_error(command,
+                               "--checkpoint needs --layer L (the model's layer "
                                "number; `moeint4 inspect %s` lists them)%s",
                                options->checkpoint_path, "");
     if (!options->checkpoint_path && options->layer >= 0)

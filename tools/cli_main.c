@@ -35,7 +35,8 @@ static const char cli_usage_text[] =
     "          --backend auto (MOEINT4_BACKEND overrides auto); threads = online cores\n"
     "exit status: 0 ok, 1 failure (library error or accuracy check), 2 usage error\n";
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc < 2) {
         fputs(cli_usage_text, stderr);
         return CLI_EXIT_USAGE;
@@ -56,10 +57,14 @@ int main(int argc, char **argv) {
             return CLI_EXIT_OK;
         }
     }
-    if (strcmp(command, "info") == 0) return cli_info_main(argc - 2, argv + 2);
-    if (strcmp(command, "run") == 0) return cli_run_main(argc - 2, argv + 2);
-    if (strcmp(command, "bench") == 0) return cli_bench_main(argc - 2, argv + 2);
-    if (strcmp(command, "inspect") == 0) return cli_inspect_main(argc - 2, argv + 2);
+    if (strcmp(command, "info") == 0)
+        return cli_info_main(argc - 2, argv + 2);
+    if (strcmp(command, "run") == 0)
+        return cli_run_main(argc - 2, argv + 2);
+    if (strcmp(command, "bench") == 0)
+        return cli_bench_main(argc - 2, argv + 2);
+    if (strcmp(command, "inspect") == 0)
+        return cli_inspect_main(argc - 2, argv + 2);
     fprintf(stderr, "moeint4: unknown command '%s'\n\n%s", command, cli_usage_text);
     return CLI_EXIT_USAGE;
 }

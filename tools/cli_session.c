@@ -5,12 +5,14 @@
 
 #include "cli_session.h"
 
-void cli_print_failure(const char *what, moeint4_status status) {
+void cli_print_failure(const char *what, moeint4_status status)
+{
     fprintf(stderr, "moeint4: %s failed: %s: %s\n", what, moeint4_status_string(status),
             moeint4_last_error());
 }
 
-static tk_activation cli_activation_params(const cli_options *options) {
+static tk_activation cli_activation_params(const cli_options *options)
+{
     tk_activation activation;
     memset(&activation, 0, sizeof activation);
     activation.kind = options->activation;
@@ -23,7 +25,8 @@ static tk_activation cli_activation_params(const cli_options *options) {
     return activation;
 }
 
-int cli_session_open(cli_session *session, const cli_options *options, int threads) {
+int cli_session_open(cli_session *session, const cli_options *options, int threads)
+{
     memset(session, 0, sizeof *session);
     session->options = options;
     session->activation = cli_activation_params(options);
@@ -62,8 +65,7 @@ int cli_session_open(cli_session *session, const cli_options *options, int threa
     if (tk_layer_random(&session->layer, options->format, 0, preset->num_experts,
                         preset->hidden_size, preset->intermediate_size, preset->group_size,
                         MOEINT4_DTYPE_F16, 0, &rng) != 0) {
-        fprintf(stderr, "moeint4: out of memory building the synthetic %s layer\n",
-                preset->name);
+        fprintf(stderr, "moeint4: out of memory building the synthetic %s layer\n", preset->name);
         return CLI_EXIT_FAILURE;
     }
     session->has_layer = 1;
@@ -80,23 +82,26 @@ int cli_session_open(cli_session *session, const cli_options *options, int threa
     moeint4_backend served = chosen;
     status = moeint4_weights_backend(session->weights, &served);
     if (status == MOEINT4_SUCCESS && served != chosen) {
-        fprintf(stderr, "moeint4: weights went to backend %d, not the oracle's %d\n",
-                (int)served, (int)chosen);
+        fprintf(stderr, "moeint4: weights went to backend %d, not the oracle's %d\n", (int)served,
+                (int)chosen);
         return CLI_EXIT_FAILURE;
     }
     return CLI_EXIT_OK;
 }
 
-void cli_session_close(cli_session *session) {
+void cli_session_close(cli_session *session)
+{
     moeint4_weights_release(session->weights);
     session->weights = NULL;
     moeint4_context_destroy(session->ctx);
     session->ctx = NULL;
-    if (session->has_layer) tk_layer_free(&session->layer);
+    if (session->has_layer)
+        tk_layer_free(&session->layer);
     session->has_layer = 0;
 }
 
-int cli_buffer_create(cli_session *session, cli_buffer *buffer, size_t bytes, const void *host) {
+int cli_buffer_create(cli_session *session, cli_buffer *buffer, size_t bytes, const void *host)
+{
     buffer->memory = NULL;
     buffer->bytes = bytes;
     moeint4_status status = moeint4_memory_alloc(session->ctx, bytes ? bytes : 1, &buffer->memory);
@@ -115,9 +120,10 @@ int cli_buffer_create(cli_session *session, cli_buffer *buffer, size_t bytes, co
     return CLI_EXIT_OK;
 }
 
-int cli_buffer_fetch(cli_session *session, const cli_buffer *buffer, void *host) {
-    moeint4_status status = moeint4_memory_copy(session->ctx, host, buffer->memory,
-                                                buffer->bytes, MOEINT4_COPY_DEVICE_TO_HOST);
+int cli_buffer_fetch(cli_session *session, const cli_buffer *buffer, void *host)
+{
+    moeint4_status status = moeint4_memory_copy(session->ctx, host, buffer->memory, buffer->bytes,
+                                                MOEINT4_COPY_DEVICE_TO_HOST);
     if (status != MOEINT4_SUCCESS) {
         cli_print_failure("moeint4_memory_copy (from the backend)", status);
         return CLI_EXIT_FAILURE;
@@ -125,13 +131,16 @@ int cli_buffer_fetch(cli_session *session, const cli_buffer *buffer, void *host)
     return CLI_EXIT_OK;
 }
 
-void cli_buffer_destroy(cli_session *session, cli_buffer *buffer) {
-    if (buffer->memory != NULL) moeint4_memory_free(session->ctx, buffer->memory);
+void cli_buffer_destroy(cli_session *session, cli_buffer *buffer)
+{
+    if (buffer->memory != NULL)
+        moeint4_memory_free(session->ctx, buffer->memory);
     buffer->memory = NULL;
 }
 
 int cli_forward(cli_session *session, int64_t num_tokens, const cli_buffer *hidden,
-                const cli_buffer *ids, const cli_buffer *router_weights, cli_buffer *output) {
+                const cli_buffer *ids, const cli_buffer *router_weights, cli_buffer *output)
+{
     moeint4_forward_args args = tk_forward_args(
         session->options->dtype, num_tokens, session->options->preset->topk, hidden->memory,
         ids->memory, router_weights->memory, output->memory, &session->activation);
@@ -144,7 +153,8 @@ int cli_forward(cli_session *session, int64_t num_tokens, const cli_buffer *hidd
 }
 
 double cli_check_rows(const cli_session *session, int64_t num_tokens, const void *hidden,
-                      const int32_t *ids, const float *router_weights, const void *output) {
+                      const int32_t *ids, const float *router_weights, const void *output)
+{
     const cli_options *options = session->options;
     const int64_t hidden_size = options->preset->hidden_size;
     const size_t element = tk_dtype_size(options->dtype);
@@ -174,25 +184,29 @@ double cli_check_rows(const cli_session *session, int64_t num_tokens, const void
     return error;
 }
 
-static double cli_matrix_bytes(moeint4_format format, double in, double out, int group_size) {
+static double cli_matrix_bytes(moeint4_format format, double in, double out, int group_size)
+{
     double groups = group_size > 0 ? in / group_size : 1.0;
     double bytes = in * out / 2.0 + groups * out * 2.0; /* nibbles + fp16 scales */
-    if (format != MOEINT4_FORMAT_GPTQ_SYM) bytes += groups * out / 2.0; /* packed zeros */
+    if (format != MOEINT4_FORMAT_GPTQ_SYM)
+        bytes += groups * out / 2.0; /* packed zeros */
     return bytes;
 }
 
-double cli_expert_bytes(const cli_options *options) {
+double cli_expert_bytes(const cli_options *options)
+{
     const cli_preset *p = options->preset;
     return cli_matrix_bytes(options->format, p->hidden_size, 2.0 * p->intermediate_size,
                             p->group_size) +
-           cli_matrix_bytes(options->format, p->intermediate_size, p->hidden_size,
-                            p->group_size);
+           cli_matrix_bytes(options->format, p->intermediate_size, p->hidden_size, p->group_size);
 }
 
-int cli_distinct_experts(const cli_options *options, int64_t num_tokens, const int32_t *ids) {
+int cli_distinct_experts(const cli_options *options, int64_t num_tokens, const int32_t *ids)
+{
     const int experts = options->preset->num_experts;
     unsigned char *seen = calloc((size_t)experts, 1);
-    if (seen == NULL) return 0;
+    if (seen == NULL)
+        return 0;
     int distinct = 0;
     for (int64_t i = 0; i < num_tokens * options->preset->topk; i++) {
         if (ids[i] >= 0 && ids[i] < experts && !seen[ids[i]]) {

@@ -15,9 +15,9 @@ typedef struct cli_session {
     tk_activation activation;
     moeint4_context *ctx;
     moeint4_weights *weights;
-    moeint4_backend_info backend;  /* the backend serving the weights */
-    double build_seconds;          /* random checkpoint + packing (tools/synth) */
-    double prepare_seconds;        /* moeint4_weights_prepare */
+    moeint4_backend_info backend; /* the backend serving the weights */
+    double build_seconds;         /* random checkpoint + packing (tools/synth) */
+    double prepare_seconds;       /* moeint4_weights_prepare */
 } cli_session;
 
 /* Builds the layer, asks the oracle for a backend (honouring --backend and

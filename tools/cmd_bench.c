@@ -26,18 +26,20 @@ typedef struct cli_bench {
     cli_floor floor;
     cli_baseline baseline;
     cli_flusher flusher;
-    int host;                 /* CPU-side backend: floors, baseline, cache flush */
-    double expert_bytes;      /* bytes a forward streams per expert hit */
+    int host;            /* CPU-side backend: floors, baseline, cache flush */
+    double expert_bytes; /* bytes a forward streams per expert hit */
     int failed_checks;
-    int below_floor;          /* ratios below 1: measurement errors, flagged */
+    int below_floor; /* ratios below 1: measurement errors, flagged */
     cli_bench_record records[CLI_MAX_TOKEN_LIST];
 } cli_bench;
 
 /* One progress line on stderr, rewritten in place on a terminal. */
-static void cli_progress(int transient, const char *fmt, ...) {
+static void cli_progress(int transient, const char *fmt, ...)
+{
     static const char prefix[] = "moeint4 bench: ";
     int tty = isatty(fileno(stderr));
-    if (transient && !tty) return;
+    if (transient && !tty)
+        return;
     va_list list;
     va_start(list, fmt);
     fprintf(stderr, "%s%s", tty ? "\r\033[K" : "", prefix);
@@ -58,7 +60,8 @@ typedef struct cli_bench_inputs {
     cli_buffer *ids_memory, *weights_memory;
 } cli_bench_inputs;
 
-static void cli_inputs_free(cli_bench *bench, cli_bench_inputs *in) {
+static void cli_inputs_free(cli_bench *bench, cli_bench_inputs *in)
+{
     cli_buffer_destroy(&bench->session, &in->hidden_memory);
     cli_buffer_destroy(&bench->session, &in->output_memory);
     for (int i = 0; i < in->count && in->ids_memory && in->weights_memory; i++) {
@@ -75,7 +78,8 @@ static void cli_inputs_free(cli_bench *bench, cli_bench_inputs *in) {
     memset(in, 0, sizeof *in);
 }
 
-static int cli_inputs_create(cli_bench *bench, int64_t m, cli_bench_inputs *in) {
+static int cli_inputs_create(cli_bench *bench, int64_t m, cli_bench_inputs *in)
+{
     const cli_options *o = &bench->options;
     const size_t slots = (size_t)m * (size_t)o->preset->topk;
     const size_t values = (size_t)m * (size_t)o->preset->hidden_size;
@@ -113,8 +117,8 @@ static int cli_inputs_create(cli_bench *bench, int64_t m, cli_bench_inputs *in) 
     return CLI_EXIT_OK;
 }
 
-static void cli_summarise(const double *seconds, int count, double *median, double *lo,
-                          double *hi) {
+static void cli_summarise(const double *seconds, int count, double *median, double *lo, double *hi)
+{
     double sorted[4096];
     int n = count < 4096 ? count : 4096;
     memcpy(sorted, seconds, (size_t)n * sizeof *sorted);
@@ -126,7 +130,8 @@ static void cli_summarise(const double *seconds, int count, double *median, doub
 /* Times the library (which = 0) or the baseline (which = 1) over every
  * routing; the first CLI_BENCH_WARMUP are not counted. */
 static int cli_time_forwards(cli_bench *bench, int which, int64_t m, cli_bench_inputs *in,
-                             double *seconds) {
+                             double *seconds)
+{
     const size_t slots = (size_t)m * (size_t)bench->options.preset->topk;
     cli_progress(0, "M=%lld: timing %s (%d warm-up + %d forwards)", (long long)m,
                  which ? "the baseline" : "moeint4", CLI_BENCH_WARMUP, bench->options.iters);
@@ -135,38 +140,44 @@ static int cli_time_forwards(cli_bench *bench, int which, int64_t m, cli_bench_i
                      i < CLI_BENCH_WARMUP ? "warm-up" : "forward",
                      i < CLI_BENCH_WARMUP ? i + 1 : i - CLI_BENCH_WARMUP + 1,
                      i < CLI_BENCH_WARMUP ? CLI_BENCH_WARMUP : bench->options.iters);
-        if (bench->host) cli_flusher_run(&bench->flusher);
+        if (bench->host)
+            cli_flusher_run(&bench->flusher);
         double start = cli_now();
         int status;
         if (which == 0)
             status = cli_forward(&bench->session, m, &in->hidden_memory, &in->ids_memory[i],
                                  &in->weights_memory[i], &in->output_memory);
         else
-            status = cli_baseline_forward(&bench->baseline, m, in->hidden,
-                                          in->ids + (size_t)i * slots,
-                                          in->router_weights + (size_t)i * slots,
-                                          in->baseline_output);
+            status =
+                cli_baseline_forward(&bench->baseline, m, in->hidden, in->ids + (size_t)i * slots,
+                                     in->router_weights + (size_t)i * slots, in->baseline_output);
         double elapsed = cli_now() - start;
-        if (status != CLI_EXIT_OK) return status;
-        if (i >= CLI_BENCH_WARMUP) seconds[i - CLI_BENCH_WARMUP] = elapsed;
+        if (status != CLI_EXIT_OK)
+            return status;
+        if (i >= CLI_BENCH_WARMUP)
+            seconds[i - CLI_BENCH_WARMUP] = elapsed;
     }
     return CLI_EXIT_OK;
 }
 
 /* Baseline vs library, every value of the last forward. */
 static double cli_baseline_agreement(const cli_bench *bench, int64_t m, const void *library,
-                                     const void *baseline) {
+                                     const void *baseline)
+{
     const moeint4_dtype dtype = bench->options.dtype;
     const size_t values = (size_t)m * (size_t)bench->options.preset->hidden_size;
     double *want = malloc(values * sizeof *want);
-    if (want == NULL) return NAN;
-    for (size_t i = 0; i < values; i++) want[i] = tk_load(dtype, library, i);
+    if (want == NULL)
+        return NAN;
+    for (size_t i = 0; i < values; i++)
+        want[i] = tk_load(dtype, library, i);
     double error = tk_relative_l2(dtype, baseline, want, values);
     free(want);
     return error;
 }
 
-static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_bench_inputs *in) {
+static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_bench_inputs *in)
+{
     const cli_options *o = &bench->options;
     const cli_preset *p = o->preset;
     const size_t slots = (size_t)r->tokens * (size_t)p->topk;
@@ -175,16 +186,18 @@ static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_benc
         hit += cli_distinct_experts(o, r->tokens, in->ids + (size_t)i * slots);
     r->experts_hit = hit / o->iters;
     r->weight_bytes = r->experts_hit * bench->expert_bytes;
-    double flops = 2.0 * (double)r->tokens * p->topk * 3.0 * p->intermediate_size *
-                   (double)p->hidden_size;
+    double flops =
+        2.0 * (double)r->tokens * p->topk * 3.0 * p->intermediate_size * (double)p->hidden_size;
     r->gbps = r->weight_bytes / (r->median_ms * 1e-3) / 1e9;
     r->gflops = flops / (r->median_ms * 1e-3) / 1e9;
     r->floor_ms = r->ratio_to_floor = NAN;
     if (bench->host) {
         /* activations in and out count too (negligible next to the weights) */
-        double activation_bytes = 2.0 * (double)r->tokens * p->hidden_size *
-                                  (double)tk_dtype_size(o->dtype) + (double)slots * 8.0;
-        double memory_s = (r->weight_bytes + activation_bytes) / (bench->floor.bandwidth_gbps * 1e9);
+        double activation_bytes =
+            2.0 * (double)r->tokens * p->hidden_size * (double)tk_dtype_size(o->dtype) +
+            (double)slots * 8.0;
+        double memory_s =
+            (r->weight_bytes + activation_bytes) / (bench->floor.bandwidth_gbps * 1e9);
         double compute_s =
             isfinite(bench->floor.peak_gflops) ? flops / (bench->floor.peak_gflops * 1e9) : 0.0;
         r->floor_ms = 1e3 * (memory_s > compute_s ? memory_s : compute_s);
@@ -195,7 +208,8 @@ static void cli_fill_rates(cli_bench *bench, cli_bench_record *r, const cli_benc
     }
 }
 
-static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
+static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r)
+{
     cli_bench_inputs in;
     double seconds[4096];
     memset(r, 0, sizeof *r);
@@ -204,7 +218,8 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
     r->baseline_ratio_to_floor = r->speedup_vs_baseline = r->baseline_rel_err = NAN;
     r->baseline_ref_err = NAN;
     int status = cli_inputs_create(bench, m, &in);
-    if (status == CLI_EXIT_OK) status = cli_time_forwards(bench, 0, m, &in, seconds);
+    if (status == CLI_EXIT_OK)
+        status = cli_time_forwards(bench, 0, m, &in, seconds);
     if (status == CLI_EXIT_OK)
         status = cli_buffer_fetch(&bench->session, &in.output_memory, in.output);
     if (status != CLI_EXIT_OK) {
@@ -218,12 +233,13 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
     cli_progress(1, "M=%lld checking sampled rows against the reference", (long long)m);
     r->rel_err = cli_check_rows(&bench->session, m, in.hidden, in.ids + last,
                                 in.router_weights + last, in.output);
-    if (!(r->rel_err >= 0.0 && r->rel_err <= CLI_MAX_REL_ERROR)) bench->failed_checks++;
+    if (!(r->rel_err >= 0.0 && r->rel_err <= CLI_MAX_REL_ERROR))
+        bench->failed_checks++;
 
     if (bench->host) {
         /* The library's idle workers may spin for a while after a forward
          * (MOEINT4_CPU_IDLE_MS): let them go to sleep before the baseline runs. */
-        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 400000000L}, NULL);
+        nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = 400000000L }, NULL);
         status = cli_time_forwards(bench, 1, m, &in, seconds);
         if (status == CLI_EXIT_OK) {
             cli_summarise(seconds, bench->options.iters, &r->baseline_ms, &r->baseline_min_ms,
@@ -234,22 +250,23 @@ static int cli_bench_one(cli_bench *bench, int64_t m, cli_bench_record *r) {
             r->baseline_rel_err = cli_baseline_agreement(bench, m, in.output, in.baseline_output);
             r->baseline_ref_err = cli_check_rows(&bench->session, m, in.hidden, in.ids + last,
                                                  in.router_weights + last, in.baseline_output);
-            if (!(r->baseline_rel_err <= CLI_MAX_REL_ERROR)) bench->failed_checks++;
+            if (!(r->baseline_rel_err <= CLI_MAX_REL_ERROR))
+                bench->failed_checks++;
         }
     }
     cli_inputs_free(bench, &in);
     return status;
 }
 
-static void cli_print_header(const cli_bench *bench) {
+static void cli_print_header(const cli_bench *bench)
+{
     const cli_options *o = &bench->options;
     const cli_preset *p = o->preset;
     printf("moeint4 bench: %s (E=%d topk=%d K=%d N=%d group %d), %s, %s, %s, backend %s, "
            "%d threads, commit %s, %s\n",
-           p->name, p->num_experts, p->topk, p->hidden_size, p->intermediate_size,
-           p->group_size, cli_format_name(o->format), cli_dtype_name(o->dtype),
-           cli_activation_name(o->activation), bench->run.backend, bench->run.threads,
-           cli_commit(), bench->run.date);
+           p->name, p->num_experts, p->topk, p->hidden_size, p->intermediate_size, p->group_size,
+           cli_format_name(o->format), cli_dtype_name(o->dtype), cli_activation_name(o->activation),
+           bench->run.backend, bench->run.threads, cli_commit(), bench->run.date);
     printf("load average when the run began: %.2f (other work on the machine skews every "
            "figure below)\n",
            bench->run.load_average);
@@ -263,8 +280,8 @@ static void cli_print_header(const cli_bench *bench) {
         const cli_floor *f = &bench->floor;
         printf("floor memory term: read bandwidth %.2f GB/s (%d threads x %d streams, prefetch "
                "%d bytes ahead, best pass; one thread %.2f GB/s; %.0f MiB array)\n",
-               f->bandwidth_gbps, f->bandwidth_threads, f->bandwidth_streams,
-               f->bandwidth_prefetch, f->core_bandwidth_gbps, f->bandwidth_bytes / 1048576.0);
+               f->bandwidth_gbps, f->bandwidth_threads, f->bandwidth_streams, f->bandwidth_prefetch,
+               f->core_bandwidth_gbps, f->bandwidth_bytes / 1048576.0);
         printf("compute ceilings (register-only loops, GFLOP/s per core / all %d cores):",
                f->bandwidth_threads);
         for (int i = 0; i < CLI_CEILING_COUNT; i++) {
@@ -275,21 +292,24 @@ static void cli_print_header(const cli_bench *bench) {
                 printf(" %s not on this CPU;", f->ceilings[i].name);
         }
         printf("\nfloor compute term: kernel table %s, bounded by %s (%.1f GFLOP/s all cores)\n",
-               f->kernel_table, f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none",
+               f->kernel_table,
+               f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none",
                f->peak_gflops);
     }
     printf("caches: %s\n", bench->run.cache_policy);
-    printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s %9s\n", "M", "median_ms", "min_ms",
-           "max_ms", "floor_ms", "xfloor", "GB/s", "GFLOP/s", "baseline_ms", "xfloor",
+    printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s %9s\n", "M", "median_ms",
+           "min_ms", "max_ms", "floor_ms", "xfloor", "GB/s", "GFLOP/s", "baseline_ms", "xfloor",
            "speedup", "err_ref", "err_base", "base_ref");
     fflush(stdout);
 }
 
-static void cli_print_record(const cli_bench_record *r) {
-    printf("%6lld %10.3f %9.3f %9.3f %9.3f %7.2f %8.2f %8.1f %11.3f %7.2f %7.2f %9.2e %9.2e %9.2e\n",
-           (long long)r->tokens, r->median_ms, r->min_ms, r->max_ms, r->floor_ms,
-           r->ratio_to_floor, r->gbps, r->gflops, r->baseline_ms, r->baseline_ratio_to_floor,
-           r->speedup_vs_baseline, r->rel_err, r->baseline_rel_err, r->baseline_ref_err);
+static void cli_print_record(const cli_bench_record *r)
+{
+    printf(
+        "%6lld %10.3f %9.3f %9.3f %9.3f %7.2f %8.2f %8.1f %11.3f %7.2f %7.2f %9.2e %9.2e %9.2e\n",
+        (long long)r->tokens, r->median_ms, r->min_ms, r->max_ms, r->floor_ms, r->ratio_to_floor,
+        r->gbps, r->gflops, r->baseline_ms, r->baseline_ratio_to_floor, r->speedup_vs_baseline,
+        r->rel_err, r->baseline_rel_err, r->baseline_ref_err);
     if (r->below_floor)
         printf("       ^ MEASUREMENT ERROR: a time below its floor (x floor < 1) means the floor "
                "was measured too low (other work on the machine?); do not read this row\n");
@@ -297,7 +317,8 @@ static void cli_print_record(const cli_bench_record *r) {
 }
 
 /* Floors, baseline and flush buffer: host backends only. */
-static int cli_bench_prepare_host(cli_bench *bench) {
+static int cli_bench_prepare_host(cli_bench *bench)
+{
     const int cores = cli_online_cores();
     cli_progress(0, "measuring the floor: read bandwidth and compute ceilings on %d cores", cores);
     if (cli_floor_measure(&bench->floor, cores, bench->options.dtype) != 0) {
@@ -323,14 +344,16 @@ static int cli_bench_prepare_host(cli_bench *bench) {
     return CLI_EXIT_OK;
 }
 
-static void cli_utc_date(char *buffer, size_t capacity) {
+static void cli_utc_date(char *buffer, size_t capacity)
+{
     time_t now = time(NULL);
     struct tm utc;
     gmtime_r(&now, &utc);
     strftime(buffer, capacity, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
-static int cli_bench_execute(cli_bench *bench) {
+static int cli_bench_execute(cli_bench *bench)
+{
     cli_options *o = &bench->options;
     bench->run.options = o;
     bench->run.threads = o->threads > 0 ? o->threads : cli_online_cores();
@@ -339,11 +362,13 @@ static int cli_bench_execute(cli_bench *bench) {
     bench->run.bandwidth_gbps = bench->run.peak_gflops = NAN;
     cli_utc_date(bench->run.date, sizeof bench->run.date);
     /* other work on the machine skews the floor and the times: record it */
-    if (getloadavg(&bench->run.load_average, 1) != 1) bench->run.load_average = NAN;
+    if (getloadavg(&bench->run.load_average, 1) != 1)
+        bench->run.load_average = NAN;
     cli_progress(0, "building and preparing the synthetic %s layer (%s)", o->preset->name,
                  cli_format_name(o->format));
     int status = cli_session_open(&bench->session, o, bench->run.threads);
-    if (status != CLI_EXIT_OK) return status;
+    if (status != CLI_EXIT_OK)
+        return status;
     bench->run.backend = bench->session.backend.name;
     bench->run.device_pointers = bench->session.backend.device_pointers;
     bench->run.prepare_ms = 1e3 * bench->session.prepare_seconds;
@@ -358,7 +383,8 @@ static int cli_bench_execute(cli_bench *bench) {
         bench->expert_bytes = (double)device_bytes / o->preset->num_experts;
     if (bench->host) {
         status = cli_bench_prepare_host(bench);
-        if (status != CLI_EXIT_OK) return status;
+        if (status != CLI_EXIT_OK)
+            return status;
     } else {
         snprintf(bench->run.cache_policy, sizeof bench->run.cache_policy,
                  "routing re-drawn every forward; device backend: wall clock around forward, "
@@ -367,9 +393,11 @@ static int cli_bench_execute(cli_bench *bench) {
     cli_print_header(bench);
     for (int i = 0; i < o->num_token_counts; i++) {
         status = cli_bench_one(bench, o->tokens[i], &bench->records[i]);
-        if (status != CLI_EXIT_OK) return status;
+        if (status != CLI_EXIT_OK)
+            return status;
         cli_progress(1, "M=%lld done", (long long)o->tokens[i]);
-        if (isatty(fileno(stderr))) fprintf(stderr, "\r\033[K");
+        if (isatty(fileno(stderr)))
+            fprintf(stderr, "\r\033[K");
         cli_print_record(&bench->records[i]);
         bench->below_floor += bench->records[i].below_floor;
     }
@@ -378,21 +406,23 @@ static int cli_bench_execute(cli_bench *bench) {
                "below_floor in the JSON), not speed\n",
                bench->below_floor);
     int count = o->num_token_counts;
-    if (o->json_path != NULL) status = cli_bench_write_json(o->json_path, &bench->run,
-                                                            bench->records, count);
-    if (o->plot_path != NULL && cli_bench_plot(o->plot_path, &bench->run, bench->records,
-                                               count) != CLI_EXIT_OK)
+    if (o->json_path != NULL)
+        status = cli_bench_write_json(o->json_path, &bench->run, bench->records, count);
+    if (o->plot_path != NULL &&
+        cli_bench_plot(o->plot_path, &bench->run, bench->records, count) != CLI_EXIT_OK)
         status = CLI_EXIT_FAILURE;
     if (bench->failed_checks > 0) {
-        fprintf(stderr, "moeint4 bench: %d accuracy check(s) above %.0e (err_ref: library vs "
-                        "reference, err_base: baseline vs library)\n",
+        fprintf(stderr,
+                "moeint4 bench: %d accuracy check(s) above %.0e (err_ref: library vs "
+                "reference, err_base: baseline vs library)\n",
                 bench->failed_checks, CLI_MAX_REL_ERROR);
         status = CLI_EXIT_FAILURE;
     }
     return status;
 }
 
-int cli_bench_main(int argc, char **argv) {
+int cli_bench_main(int argc, char **argv)
+{
     cli_bench *bench = calloc(1, sizeof *bench);
     if (bench == NULL) {
         fprintf(stderr, "moeint4 bench: out of memory\n");
@@ -410,12 +440,15 @@ int cli_bench_main(int argc, char **argv) {
         return status;
     }
     if (status == CLI_EXIT_OK && bench->options.iters < 7)
-        fprintf(stderr, "moeint4 bench: note: %d timed forwards per M; a median and spread want at "
-                        "least 7\n",
+        fprintf(stderr,
+                "moeint4 bench: note: %d timed forwards per M; a median and spread want at "
+                "least 7\n",
                 bench->options.iters);
-    if (status == CLI_EXIT_OK) status = cli_bench_execute(bench);
+    if (status == CLI_EXIT_OK)
+        status = cli_bench_execute(bench);
     cli_flusher_destroy(&bench->flusher);
-    if (bench->baseline.session != NULL) cli_baseline_destroy(&bench->baseline);
+    if (bench->baseline.session != NULL)
+        cli_baseline_destroy(&bench->baseline);
     cli_session_close(&bench->session);
     free(bench);
     return status;

@@ -14,7 +14,7 @@
 
 static const char *zeros_name(moeint4_zero_convention z)
 {
-    return z == MOEINT4_ZEROS_GPTQ_V1 ? "gptq v1 (stored zero - 1)"
+    return z == MOEINT4_ZEROS_GPTQ_V1   ? "gptq v1 (stored zero - 1)"
            : z == MOEINT4_ZEROS_GPTQ_V2 ? "gptq_v2 (stored as is)"
                                         : "awq (stored as is)";
 }
@@ -58,7 +58,7 @@ static int unquantized_modules(const moeint4_checkpoint *ck, size_t tensors, nam
 {
     int n = 0;
     for (size_t i = 0; i < tensors; i++) {
-        moeint4_tensor_view v = {.struct_size = sizeof v};
+        moeint4_tensor_view v = { .struct_size = sizeof v };
         if (moeint4_checkpoint_tensor_at(ck, i, &v) != MOEINT4_SUCCESS)
             continue;
         size_t len = strlen(v.name);
@@ -97,8 +97,8 @@ static void json_string(const char *s)
 
 static void print_layer_text(const moeint4_checkpoint_layer_info *li)
 {
-    size_t bf16 = (size_t)li->num_experts * 3 * (size_t)li->hidden_size *
-                  (size_t)li->intermediate_size * 2;
+    size_t bf16 =
+        (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size * 2;
     printf("  layer %d: %d experts, top-k %d, K=%d N=%d, %s, zeros %s, group %d%s%s, scales %s\n",
            li->layer, li->num_experts, li->top_k, li->hidden_size, li->intermediate_size,
            cli_format_name(li->format), zeros_name(li->zeros), li->group_size,
@@ -122,13 +122,17 @@ static void print_layer_json(const moeint4_checkpoint_layer_info *li, int first)
            "\"router\": ",
            first ? "" : ",", li->layer, li->num_experts, li->top_k, li->hidden_size,
            li->intermediate_size, cli_format_name(li->format),
-           li->zeros == MOEINT4_ZEROS_GPTQ_V1 ? "gptq" : li->zeros == MOEINT4_ZEROS_GPTQ_V2 ? "gptq_v2" : "awq",
+           li->zeros == MOEINT4_ZEROS_GPTQ_V1   ? "gptq"
+           : li->zeros == MOEINT4_ZEROS_GPTQ_V2 ? "gptq_v2"
+                                                : "awq",
            li->zero_offset, li->group_size, li->act_order ? "true" : "false",
            li->fused_experts ? "true" : "false", li->expert_bytes,
-           (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size * 2);
+           (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size *
+               2);
     json_string(li->router_name);
     printf(", \"shared_experts\": %d, \"shared_N\": %d, \"shared_quantized\": %s}",
-           li->shared_experts, li->shared_intermediate_size, li->shared_quantized ? "true" : "false");
+           li->shared_experts, li->shared_intermediate_size,
+           li->shared_quantized ? "true" : "false");
 }
 
 int cli_inspect_main(int argc, char **argv)
@@ -163,11 +167,11 @@ int cli_inspect_main(int argc, char **argv)
         return CLI_EXIT_FAILURE;
     }
     moeint4_checkpoint_layers(ck, layers, count, &count);
-    moeint4_checkpoint_info info = {.struct_size = sizeof info};
+    moeint4_checkpoint_info info = { .struct_size = sizeof info };
     moeint4_checkpoint_query(ck, &info);
     /* building every layer's arrays checks symmetric zeros against the label */
     for (int i = 0; i < count && status == CLI_EXIT_OK; i++) {
-        moeint4_weights_desc d = {.struct_size = sizeof d};
+        moeint4_weights_desc d = { .struct_size = sizeof d };
         moeint4_status s = moeint4_checkpoint_layer_desc(ck, layers[i], &d);
         if (s != MOEINT4_SUCCESS) {
             fprintf(stderr, "moeint4: layer %d: %s: %s\n", layers[i], moeint4_status_string(s),
@@ -193,7 +197,7 @@ int cli_inspect_main(int argc, char **argv)
                "  \"moe_layers\": [",
                info.num_files, info.num_tensors, info.file_bytes, info.num_hidden_layers);
         for (int i = 0; i < count; i++) {
-            moeint4_checkpoint_layer_info li = {.struct_size = sizeof li};
+            moeint4_checkpoint_layer_info li = { .struct_size = sizeof li };
             moeint4_checkpoint_layer_query(ck, layers[i], &li);
             print_layer_json(&li, i == 0);
         }
@@ -214,14 +218,14 @@ int cli_inspect_main(int argc, char **argv)
         printf("]\n}\n");
     } else {
         printf("checkpoint: %s\n", path);
-        printf("architecture: %s (model_type %s), %d layers\n", info.architecture,
-               info.model_type, info.num_hidden_layers);
+        printf("architecture: %s (model_type %s), %d layers\n", info.architecture, info.model_type,
+               info.num_hidden_layers);
         printf("quantization: %s, from %s\n", info.quant_method, info.quant_source);
         printf("files: %d (%.2f MB), %zu tensors\n", info.num_files, info.file_bytes / 1e6,
                info.num_tensors);
         printf("MoE layers: %d\n", count);
         for (int i = 0; i < count; i++) {
-            moeint4_checkpoint_layer_info li = {.struct_size = sizeof li};
+            moeint4_checkpoint_layer_info li = { .struct_size = sizeof li };
             moeint4_checkpoint_layer_query(ck, layers[i], &li);
             print_layer_text(&li);
         }
@@ -265,8 +269,9 @@ static int layer_run_open(ckpt_layer_run *r, const cli_options *o)
     moeint4_status s = moeint4_checkpoint_layer_query(r->ck, o->layer, &r->info);
     if (s == MOEINT4_SUCCESS)
         s = moeint4_checkpoint_layer_desc(r->ck, o->layer, &r->desc);
-    moeint4_context_options co = {.struct_size = sizeof co, .backend = o->backend,
-                                  .num_threads = o->threads};
+    moeint4_context_options co = { .struct_size = sizeof co,
+                                   .backend = o->backend,
+                                   .num_threads = o->threads };
     if (s == MOEINT4_SUCCESS)
         s = moeint4_context_create(&co, &r->ctx);
     if (s == MOEINT4_SUCCESS)
@@ -413,13 +418,21 @@ static moeint4_status forward_once(const ckpt_layer_run *r, const cli_options *o
             (s = moeint4_memory_alloc(r->ctx, slots * 4, &dids)) ||
             (s = moeint4_memory_alloc(r->ctx, slots * 4, &dw)) ||
             (s = moeint4_memory_copy(r->ctx, dh, b->hidden, act, MOEINT4_COPY_HOST_TO_DEVICE)) ||
-            (s = moeint4_memory_copy(r->ctx, dids, b->ids, slots * 4, MOEINT4_COPY_HOST_TO_DEVICE)) ||
-            (s = moeint4_memory_copy(r->ctx, dw, b->weights, slots * 4, MOEINT4_COPY_HOST_TO_DEVICE)))
+            (s = moeint4_memory_copy(r->ctx, dids, b->ids, slots * 4,
+                                     MOEINT4_COPY_HOST_TO_DEVICE)) ||
+            (s = moeint4_memory_copy(r->ctx, dw, b->weights, slots * 4,
+                                     MOEINT4_COPY_HOST_TO_DEVICE)))
             goto done;
     }
-    moeint4_forward_args a = {.struct_size = sizeof a, .dtype = o->dtype, .num_tokens = tokens,
-        .topk = r->info.top_k, .hidden_states = dh, .topk_ids = dids, .topk_weights = dw,
-        .output = dout, .activation = MOEINT4_ACTIVATION_SILU};
+    moeint4_forward_args a = { .struct_size = sizeof a,
+                               .dtype = o->dtype,
+                               .num_tokens = tokens,
+                               .topk = r->info.top_k,
+                               .hidden_states = dh,
+                               .topk_ids = dids,
+                               .topk_weights = dw,
+                               .output = dout,
+                               .activation = MOEINT4_ACTIVATION_SILU };
     s = moeint4_forward(r->ctx, r->weights, &a);
     if (s == MOEINT4_SUCCESS && r->backend.device_pointers)
         s = moeint4_memory_copy(r->ctx, b->output, dout, act, MOEINT4_COPY_DEVICE_TO_HOST);
@@ -439,7 +452,7 @@ int cli_checkpoint_run_main(const cli_options *o)
     if (layer_run_open(&r, o) != CLI_EXIT_OK)
         return CLI_EXIT_FAILURE;
     int64_t tokens = o->tokens[0];
-    batch b = {0};
+    batch b = { 0 };
     int status = batch_make(&b, &r, o, tokens);
     printf("checkpoint: %s, layer %d: %d experts, top-k %d, K=%d N=%d, %s, group %d%s\n",
            o->checkpoint_path, o->layer, r.info.num_experts, r.info.top_k, r.info.hidden_size,
@@ -447,17 +460,19 @@ int cli_checkpoint_run_main(const cli_options *o)
            r.info.act_order ? ", act-order" : "");
     printf("backend: %s, M=%lld, %s, silu, random routing (seed %llu)\n", r.backend.name,
            (long long)tokens, cli_dtype_name(o->dtype), (unsigned long long)o->seed);
-    moeint4_status s = status == CLI_EXIT_OK ? forward_once(&r, o, tokens, &b) : MOEINT4_OUT_OF_MEMORY;
+    moeint4_status s =
+        status == CLI_EXIT_OK ? forward_once(&r, o, tokens, &b) : MOEINT4_OUT_OF_MEMORY;
     if (s != MOEINT4_SUCCESS) {
         cli_print_failure("forward", s);
         status = CLI_EXIT_FAILURE;
     } else {
-        double error = check_rows(&r, o->dtype, tokens, r.info.top_k, b.hidden, b.ids, b.weights,
-                                  b.output);
+        double error =
+            check_rows(&r, o->dtype, tokens, r.info.top_k, b.hidden, b.ids, b.weights, b.output);
         int rows = tokens < CLI_SAMPLE_ROWS ? (int)tokens : CLI_SAMPLE_ROWS;
         int ok = error >= 0.0 && error <= CLI_MAX_REL_ERROR;
         printf("check: rel-L2 error %.3e over %d sampled rows against the double reference: %s "
-               "(limit %.0e)\n", error, rows, ok ? "ok" : "FAILED", CLI_MAX_REL_ERROR);
+               "(limit %.0e)\n",
+               error, rows, ok ? "ok" : "FAILED", CLI_MAX_REL_ERROR);
         status = ok ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
     batch_free(&b);
@@ -480,7 +495,7 @@ int cli_checkpoint_bench_main(const cli_options *o)
     int status = CLI_EXIT_OK;
     double *times = malloc(sizeof(double) * (size_t)o->iters);
     for (int t = 0; t < o->num_token_counts && status == CLI_EXIT_OK && times; t++) {
-        batch b = {0};
+        batch b = { 0 };
         if (batch_make(&b, &r, o, o->tokens[t]) != CLI_EXIT_OK) {
             status = CLI_EXIT_FAILURE;
         } else {

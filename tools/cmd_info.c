@@ -9,7 +9,8 @@
 
 #define CLI_MAX_BACKENDS 64
 
-static int cli_print_backends(void) {
+static int cli_print_backends(void)
+{
     moeint4_backend ids[CLI_MAX_BACKENDS];
     int count = 0;
     moeint4_status status = moeint4_backend_list(ids, CLI_MAX_BACKENDS, &count);
@@ -17,7 +18,8 @@ static int cli_print_backends(void) {
         cli_print_failure("moeint4_backend_list", status);
         return CLI_EXIT_FAILURE;
     }
-    if (count > CLI_MAX_BACKENDS) count = CLI_MAX_BACKENDS;
+    if (count > CLI_MAX_BACKENDS)
+        count = CLI_MAX_BACKENDS;
     printf("backends (oracle priority order on this machine):\n");
     printf("  %-3s %-10s %-9s %-10s %-8s %s\n", "id", "name", "compiled", "available", "memory",
            "reason");
@@ -33,29 +35,36 @@ static int cli_print_backends(void) {
         }
         printf("  %-3d %-10s %-9s %-10s %-8s %s\n", (int)info.id, info.name,
                info.compiled ? "yes" : "no", info.available ? "yes" : "no",
-               !info.compiled ? "-" : info.device_pointers ? "device" : "host",
+               !info.compiled         ? "-"
+               : info.device_pointers ? "device"
+                                      : "host",
                info.reason[0] ? info.reason : "-");
     }
     return CLI_EXIT_OK;
 }
 
-static const char *cli_dtype_word(moeint4_dtype dtype) {
+static const char *cli_dtype_word(moeint4_dtype dtype)
+{
     return dtype == MOEINT4_DTYPE_F32 ? "f32" : dtype == MOEINT4_DTYPE_F16 ? "f16" : "bf16";
 }
 
 /* moeint4_backend_precision for every backend and dtype. */
-static void cli_print_precision(void) {
+static void cli_print_precision(void)
+{
     moeint4_backend ids[CLI_MAX_BACKENDS];
     int count = 0;
-    if (moeint4_backend_list(ids, CLI_MAX_BACKENDS, &count) != MOEINT4_SUCCESS) return;
-    if (count > CLI_MAX_BACKENDS) count = CLI_MAX_BACKENDS;
+    if (moeint4_backend_list(ids, CLI_MAX_BACKENDS, &count) != MOEINT4_SUCCESS)
+        return;
+    if (count > CLI_MAX_BACKENDS)
+        count = CLI_MAX_BACKENDS;
     printf("\nprecision per activation dtype (inputs/weights/intermediate/accumulation; the output "
            "is rounded once):\n");
     for (int i = 0; i < count; i++) {
         moeint4_backend_info info;
         memset(&info, 0, sizeof info);
         info.struct_size = sizeof info;
-        if (moeint4_backend_query(ids[i], &info) != MOEINT4_SUCCESS) continue;
+        if (moeint4_backend_query(ids[i], &info) != MOEINT4_SUCCESS)
+            continue;
         printf("  %-10s", info.name);
         for (int d = MOEINT4_DTYPE_F32; d <= MOEINT4_DTYPE_BF16; d++) {
             moeint4_precision p;
@@ -76,12 +85,13 @@ static void cli_print_precision(void) {
     }
 }
 
-static int cli_print_oracle(const cli_options *options) {
+static int cli_print_oracle(const cli_options *options)
+{
     moeint4_problem problem = cli_problem(options);
     const cli_preset *p = options->preset;
-    printf("\nproblem: %s, %s, group %d (E=%d topk=%d K=%d N=%d), requested backend: %s\n",
-           p->name, cli_format_name(options->format), p->group_size, p->num_experts, p->topk,
-           p->hidden_size, p->intermediate_size, options->backend_name);
+    printf("\nproblem: %s, %s, group %d (E=%d topk=%d K=%d N=%d), requested backend: %s\n", p->name,
+           cli_format_name(options->format), p->group_size, p->num_experts, p->topk, p->hidden_size,
+           p->intermediate_size, options->backend_name);
     /* One call usually suffices; a longer table gets a second, exact one. */
     size_t capacity = 8192, length = 0;
     char *table = NULL;
@@ -99,7 +109,8 @@ static int cli_print_oracle(const cli_options *options) {
             cli_print_failure("moeint4_oracle_explain", status);
             return CLI_EXIT_FAILURE;
         }
-        if (length < capacity) break;
+        if (length < capacity)
+            break;
         capacity = length + 1;
     }
     length = strlen(table);
@@ -124,11 +135,13 @@ static int cli_print_oracle(const cli_options *options) {
     return CLI_EXIT_OK;
 }
 
-int cli_info_main(int argc, char **argv) {
+int cli_info_main(int argc, char **argv)
+{
     cli_options options;
-    int status = cli_parse_options(
-        "info", CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_BACKEND, argc, argv, &options);
-    if (status != CLI_EXIT_OK) return status;
+    int status = cli_parse_options("info", CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_BACKEND,
+                                   argc, argv, &options);
+    if (status != CLI_EXIT_OK)
+        return status;
 
     unsigned runtime = moeint4_version();
     printf("libmoeint4 %s (library %u, header %d), moeint4 command built from commit %s\n",
@@ -143,7 +156,8 @@ int cli_info_main(int argc, char **argv) {
         printf(" (pre-AVX2 fallback on this CPU: suggested OPENBLAS_CORETYPE=%s)", suggestion);
     printf("\n");
     status = cli_print_backends();
-    if (status != CLI_EXIT_OK) return status;
+    if (status != CLI_EXIT_OK)
+        return status;
     cli_print_precision();
     return cli_print_oracle(&options);
 }

@@ -17,7 +17,8 @@ typedef struct cli_run_data {
     cli_buffer hidden_memory, ids_memory, weights_memory, output_memory;
 } cli_run_data;
 
-static void cli_run_data_free(cli_session *session, cli_run_data *data) {
+static void cli_run_data_free(cli_session *session, cli_run_data *data)
+{
     cli_buffer_destroy(session, &data->hidden_memory);
     cli_buffer_destroy(session, &data->ids_memory);
     cli_buffer_destroy(session, &data->weights_memory);
@@ -30,7 +31,8 @@ static void cli_run_data_free(cli_session *session, cli_run_data *data) {
 
 /* Random activations and routing on the host, copied to forward memory; the
  * output is poisoned with NaN bit patterns so an unwritten element fails. */
-static int cli_run_data_create(cli_session *session, int64_t num_tokens, cli_run_data *data) {
+static int cli_run_data_create(cli_session *session, int64_t num_tokens, cli_run_data *data)
+{
     const cli_options *options = session->options;
     const size_t slots = (size_t)num_tokens * (size_t)options->preset->topk;
     const size_t values = (size_t)num_tokens * (size_t)options->preset->hidden_size;
@@ -59,16 +61,16 @@ static int cli_run_data_create(cli_session *session, int64_t num_tokens, cli_run
     return CLI_EXIT_OK;
 }
 
-static void cli_run_print_header(const cli_session *session, int64_t num_tokens) {
+static void cli_run_print_header(const cli_session *session, int64_t num_tokens)
+{
     const cli_options *o = session->options;
     const cli_preset *p = o->preset;
     size_t host_bytes = 0, device_bytes = 0;
     moeint4_weights_memory(session->weights, &host_bytes, &device_bytes);
     printf("problem: %s (E=%d topk=%d K=%d N=%d group %d), %s, M=%lld, %s, %s, seed %llu\n",
-           p->name, p->num_experts, p->topk, p->hidden_size, p->intermediate_size,
-           p->group_size, cli_format_name(o->format), (long long)num_tokens,
-           cli_dtype_name(o->dtype), cli_activation_name(o->activation),
-           (unsigned long long)o->seed);
+           p->name, p->num_experts, p->topk, p->hidden_size, p->intermediate_size, p->group_size,
+           cli_format_name(o->format), (long long)num_tokens, cli_dtype_name(o->dtype),
+           cli_activation_name(o->activation), (unsigned long long)o->seed);
     printf("backend: %s (%s pointers)\n", session->backend.name,
            session->backend.device_pointers ? "device" : "host");
     printf("synthetic checkpoint: %.2f s to generate and pack\n", session->build_seconds);
@@ -76,23 +78,27 @@ static void cli_run_print_header(const cli_session *session, int64_t num_tokens)
            1e3 * session->prepare_seconds, host_bytes / 1e6, device_bytes / 1e6);
 }
 
-int cli_run_main(int argc, char **argv) {
+int cli_run_main(int argc, char **argv)
+{
     cli_options options;
-    int status = cli_parse_options("run",
-                                   CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKENS |
-                                       CLI_FLAG_BACKEND | CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE |
-                                       CLI_FLAG_SEED | CLI_FLAG_THREADS | CLI_FLAG_CHECKPOINT |
-                                       CLI_FLAG_LAYER,
-                                   argc, argv, &options);
-    if (status != CLI_EXIT_OK) return status;
-    if (options.checkpoint_path) return cli_checkpoint_run_main(&options);
+    int status =
+        cli_parse_options("run",
+                          CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKENS | CLI_FLAG_BACKEND |
+                              CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE | CLI_FLAG_SEED |
+                              CLI_FLAG_THREADS | CLI_FLAG_CHECKPOINT | CLI_FLAG_LAYER,
+                          argc, argv, &options);
+    if (status != CLI_EXIT_OK)
+        return status;
+    if (options.checkpoint_path)
+        return cli_checkpoint_run_main(&options);
     const int64_t num_tokens = options.tokens[0];
 
     cli_session session;
     cli_run_data data;
     memset(&data, 0, sizeof data);
     status = cli_session_open(&session, &options, options.threads);
-    if (status == CLI_EXIT_OK) status = cli_run_data_create(&session, num_tokens, &data);
+    if (status == CLI_EXIT_OK)
+        status = cli_run_data_create(&session, num_tokens, &data);
     if (status != CLI_EXIT_OK) {
         cli_run_data_free(&session, &data);
         cli_session_close(&session);
@@ -111,13 +117,14 @@ int cli_run_main(int argc, char **argv) {
         else
             timed[i - 1] = seconds;
     }
-    if (status == CLI_EXIT_OK) status = cli_buffer_fetch(&session, &data.output_memory, data.output);
+    if (status == CLI_EXIT_OK)
+        status = cli_buffer_fetch(&session, &data.output_memory, data.output);
     if (status == CLI_EXIT_OK) {
         double best = timed[0];
-        for (int i = 1; i < CLI_RUN_TIMED_FORWARDS; i++) best = timed[i] < best ? timed[i] : best;
-        printf("forward: first %.3f ms, then median %.3f ms, min %.3f ms (%d calls)\n",
-               1e3 * first, 1e3 * cli_median(timed, CLI_RUN_TIMED_FORWARDS), 1e3 * best,
-               CLI_RUN_TIMED_FORWARDS);
+        for (int i = 1; i < CLI_RUN_TIMED_FORWARDS; i++)
+            best = timed[i] < best ? timed[i] : best;
+        printf("forward: first %.3f ms, then median %.3f ms, min %.3f ms (%d calls)\n", 1e3 * first,
+               1e3 * cli_median(timed, CLI_RUN_TIMED_FORWARDS), 1e3 * best, CLI_RUN_TIMED_FORWARDS);
         double error = cli_check_rows(&session, num_tokens, data.hidden, data.ids,
                                       data.router_weights, data.output);
         int rows = num_tokens < CLI_SAMPLE_ROWS ? (int)num_tokens : CLI_SAMPLE_ROWS;
@@ -129,8 +136,8 @@ int cli_run_main(int argc, char **argv) {
                    rows, CLI_MAX_REL_ERROR);
             status = CLI_EXIT_FAILURE;
         } else {
-            printf("check: rel-L2 error %.3e over %d sampled rows: ok (limit %.0e)\n", error,
-                   rows, CLI_MAX_REL_ERROR);
+            printf("check: rel-L2 error %.3e over %d sampled rows: ok (limit %.0e)\n", error, rows,
+                   CLI_MAX_REL_ERROR);
         }
     }
     cli_run_data_free(&session, &data);

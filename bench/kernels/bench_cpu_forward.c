@@ -35,9 +35,15 @@ int main(int argc, char **argv)
     const char *preset = argc > 1 ? argv[1] : "qwen";
     int e = 128, topk = 8, k = 2048, n = 768;
     if (strcmp(preset, "mixtral") == 0) {
-        e = 8; topk = 2; k = 4096; n = 14336;
+        e = 8;
+        topk = 2;
+        k = 4096;
+        n = 14336;
     } else if (strcmp(preset, "tiny") == 0) {
-        e = 8; topk = 2; k = 256; n = 128;
+        e = 8;
+        topk = 2;
+        k = 256;
+        n = 128;
     }
     int token_list[16], num_m = 0;
     char *list = strdup(argc > 2 ? argv[2] : "1,8,64,512");
@@ -47,8 +53,10 @@ int main(int argc, char **argv)
     int iters = argc > 4 ? atoi(argv[4]) : 9;
     moeint4_format format = MOEINT4_FORMAT_GPTQ_SYM;
     const char *env_format = getenv("BENCH_FORMAT");
-    if (env_format && strcmp(env_format, "asym") == 0) format = MOEINT4_FORMAT_GPTQ_ASYM;
-    if (env_format && strcmp(env_format, "awq") == 0) format = MOEINT4_FORMAT_AWQ;
+    if (env_format && strcmp(env_format, "asym") == 0)
+        format = MOEINT4_FORMAT_GPTQ_ASYM;
+    if (env_format && strcmp(env_format, "awq") == 0)
+        format = MOEINT4_FORMAT_AWQ;
 
     tk_rng rng;
     tk_rng_seed(&rng, 7);
@@ -61,17 +69,20 @@ int main(int argc, char **argv)
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     size_t flush_words = (size_t)(l3 > 0 ? l3 : 32 << 20) * 2 / sizeof(uint64_t);
     uint64_t *flush = malloc(flush_words * sizeof *flush);
-    for (size_t i = 0; i < flush_words; i++) flush[i] = i;
+    for (size_t i = 0; i < flush_words; i++)
+        flush[i] = i;
     volatile uint64_t sink = 0;
 
-    const mi4_cpu_kernels *tables[2] = {mi4_cpu_kernels_select(), NULL};
+    const mi4_cpu_kernels *tables[2] = { mi4_cpu_kernels_select(), NULL };
     for (int ti = 0; ti < 1; ti++) {
         mi4_cpu_context *ctx;
-        if (mi4_cpu_context_create_with(threads, tables[ti], &ctx) != MOEINT4_SUCCESS) return 1;
+        if (mi4_cpu_context_create_with(threads, tables[ti], &ctx) != MOEINT4_SUCCESS)
+            return 1;
         mi4_cpu_weights *w;
         char err[256];
         double t0 = now_s(CLOCK_MONOTONIC);
-        if (mi4_cpu_weights_prepare(ctx, &desc, &w, err, sizeof err) != MOEINT4_SUCCESS) return 1;
+        if (mi4_cpu_weights_prepare(ctx, &desc, &w, err, sizeof err) != MOEINT4_SUCCESS)
+            return 1;
         printf("%s: %s format %d, prepare %.2f s, %d threads\n", tables[ti]->name, preset, format,
                now_s(CLOCK_MONOTONIC) - t0, ctx->num_threads);
         size_t tile_bytes_per_expert = w->w13_expert_bytes + w->w2_expert_bytes;
@@ -88,12 +99,16 @@ int main(int argc, char **argv)
             long faults = 0;
             for (int it = -1; it < iters && it < 64; it++) {
                 tk_route_random(&rng, m, e, topk, ids, wts);
-                char hit[1024] = {0};
+                char hit[1024] = { 0 };
                 int distinct = 0;
                 for (int s = 0; s < m * topk; s++)
-                    if (!hit[ids[s]]) { hit[ids[s]] = 1; distinct++; }
+                    if (!hit[ids[s]]) {
+                        hit[ids[s]] = 1;
+                        distinct++;
+                    }
                 uint64_t acc = 0;
-                for (size_t i = 0; i < flush_words; i += 8) acc += flush[i];
+                for (size_t i = 0; i < flush_words; i += 8)
+                    acc += flush[i];
                 sink += acc;
                 struct rusage u0, u1;
                 getrusage(RUSAGE_SELF, &u0);
@@ -101,7 +116,7 @@ int main(int argc, char **argv)
                 mi4_cpu_forward_with(ctx, tables[ti], w, &a, err, sizeof err);
                 double w1 = now_s(CLOCK_MONOTONIC), c1 = now_s(CLOCK_PROCESS_CPUTIME_ID);
                 getrusage(RUSAGE_SELF, &u1);
-                nanosleep(&(struct timespec){0, 2000000}, NULL);
+                nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
                 double c2 = now_s(CLOCK_PROCESS_CPUTIME_ID);
                 if (it >= 0) {
                     faults += u1.ru_minflt - u0.ru_minflt;
@@ -119,7 +134,10 @@ int main(int argc, char **argv)
                    m, med * 1e3, times[0] * 1e3, times[iters - 1] * 1e3, cpu[iters / 2] * 1e3,
                    (double)faults / iters, gap_cpu / iters * 1e3, bytes / med * 1e-9,
                    2.0 * m * topk * 3.0 * n * k / med * 1e-9);
-            free(x); free(out); free(ids); free(wts);
+            free(x);
+            free(out);
+            free(ids);
+            free(wts);
         }
         mi4_cpu_weights_release(w);
         mi4_cpu_context_destroy(ctx);

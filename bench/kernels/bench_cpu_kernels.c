@@ -23,8 +23,8 @@
 typedef struct bench_setup {
     mi4_cpu_pack_geometry geo;
     uint8_t *tiles;
-    int num_tiles;       /* tiles in the buffer */
-    float *x;            /* [tokens][x_stride] */
+    int num_tiles; /* tiles in the buffer */
+    float *x;      /* [tokens][x_stride] */
     size_t x_stride;
     float *xsum;
     int tokens;
@@ -93,8 +93,9 @@ static void *run_tiles(void *opaque)
         rows[t] = s->x + (size_t)t * s->x_stride;
         rows[s->tokens + t] = s->xsum + (size_t)t * s->geo.num_groups;
     }
-    mi4_cpu_tile_job job = {.geo = &s->geo, .x = rows, .xsum = rows + s->tokens,
-                            .tokens = s->tokens, .y = y};
+    mi4_cpu_tile_job job = {
+        .geo = &s->geo, .x = rows, .xsum = rows + s->tokens, .tokens = s->tokens, .y = y
+    };
     mi4_cpu_tile_job next = job;
     next.y = y + MI4_CPU_TILE_ROWS * (size_t)s->tokens;
     for (int r = 0; r < a->repeats; r++) { /* in pairs, as the forward pass runs them */
@@ -123,8 +124,8 @@ static double time_tiles(const bench_setup *s, int threads, int repeats)
     for (int trial = 0; trial < 5; trial++) {
         double t0 = now_s(clock_kind);
         for (int i = 0; i < threads; i++) {
-            args[i] = (thread_arg){s, s->num_tiles * i / threads, s->num_tiles * (i + 1) / threads,
-                                   repeats};
+            args[i] = (thread_arg){ s, s->num_tiles * i / threads, s->num_tiles * (i + 1) / threads,
+                                    repeats };
             pthread_create(&ids[i], NULL, run_tiles, &args[i]);
         }
         for (int i = 0; i < threads; i++)
@@ -157,7 +158,7 @@ static void bench_gemv(const mi4_cpu_kernels *kernels)
 static void bench_blocks(const mi4_cpu_kernels *kernels)
 {
     const int in = 2048;
-    const int token_counts[] = {2, 4, 8, 12, 16, 32, 64};
+    const int token_counts[] = { 2, 4, 8, 12, 16, 32, 64 };
     for (int i = 0; i < 7; i++) {
         bench_setup s;
         make_setup(&s, kernels, in, 96, token_counts[i]);
@@ -165,8 +166,8 @@ static void bench_blocks(const mi4_cpu_kernels *kernels)
         for (int threads = 1; threads <= 2; threads += 1) {
             double t = time_tiles(&s, threads, repeats);
             double flops = 2.0 * MI4_CPU_TILE_ROWS * in * (double)s.tokens * s.num_tiles * repeats;
-            printf("block %-6s T=%2d threads %d: %7.1f GFLOP/s\n", kernels->name, s.tokens,
-                   threads, flops / t * 1e-9);
+            printf("block %-6s T=%2d threads %d: %7.1f GFLOP/s\n", kernels->name, s.tokens, threads,
+                   flops / t * 1e-9);
         }
         free(s.tiles);
         free(s.x);
@@ -180,7 +181,7 @@ static void bench_sgemm(void)
     printf("sgemm: built without OpenBLAS\n");
 #else
     const int k = 2048, n = 1536;
-    const int ms[] = {8, 16, 32, 64, 256};
+    const int ms[] = { 8, 16, 32, 64, 256 };
     float *w = malloc(sizeof(float) * (size_t)k * n);
     float *x = malloc(sizeof(float) * (size_t)k * 256);
     float *y = malloc(sizeof(float) * (size_t)n * 256);
@@ -193,8 +194,8 @@ static void bench_sgemm(void)
         double best = 1e30;
         for (int trial = 0; trial < 5; trial++) {
             double t0 = now_s(clock_kind);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 0.0f,
-                        y, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 0.0f, y,
+                        n);
             double dt = now_s(clock_kind) - t0;
             if (clock_kind == CLOCK_PROCESS_CPUTIME_ID) /* per thread, as time_tiles */
                 dt /= openblas_get_num_threads();

@@ -42,15 +42,9 @@ void mi4_alloc_fail_after(long n)
     atomic_store(&fail_countdown, n < 0 ? -1 : n);
 }
 
-long mi4_alloc_count(void)
-{
-    return atomic_load(&attempted);
-}
+long mi4_alloc_count(void) { return atomic_load(&attempted); }
 
-long mi4_alloc_live(void)
-{
-    return atomic_load(&live_blocks);
-}
+long mi4_alloc_live(void) { return atomic_load(&live_blocks); }
 
 /* 1 when this allocation is the one to fail. */
 static int injected_failure(void)
@@ -64,16 +58,10 @@ static int injected_failure(void)
     return 0;
 }
 #else
-static int injected_failure(void)
-{
-    return 0;
-}
+static int injected_failure(void) { return 0; }
 #endif
 
-void *mi4_malloc(size_t bytes)
-{
-    return injected_failure() ? NULL : counted(malloc(bytes));
-}
+void *mi4_malloc(size_t bytes) { return injected_failure() ? NULL : counted(malloc(bytes)); }
 
 void *mi4_calloc(size_t count, size_t size)
 {

@@ -23,9 +23,8 @@ static moeint4_status check_size(size_t size, size_t min_size, const char *name,
                     name, size, type, min_size, type);
 }
 
-moeint4_status mi4_struct_read(void *local, size_t local_size, const void *caller,
-                               size_t min_size, const char *name, const char *type,
-                               moeint4_status too_small)
+moeint4_status mi4_struct_read(void *local, size_t local_size, const void *caller, size_t min_size,
+                               const char *name, const char *type, moeint4_status too_small)
 {
     memset(local, 0, local_size);
     size_t size = caller_size(caller);

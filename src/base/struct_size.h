@@ -16,9 +16,8 @@
  * published size of <type> (112)"); `local` is then left zeroed. A field
  * appended later whose default is not 0 gets it from the entry point right
  * after this call. */
-moeint4_status mi4_struct_read(void *local, size_t local_size, const void *caller,
-                               size_t min_size, const char *name, const char *type,
-                               moeint4_status too_small);
+moeint4_status mi4_struct_read(void *local, size_t local_size, const void *caller, size_t min_size,
+                               const char *name, const char *type, moeint4_status too_small);
 
 /* For structs the library fills: checks the caller's struct_size like
  * mi4_struct_read (INVALID_ARGUMENT), nothing written. */
@@ -32,8 +31,8 @@ void mi4_struct_write(void *caller, const void *local, size_t local_size);
 
 /* The usual call: `local` a struct variable, `caller` a pointer to the same
  * type, MIN its MOEINT4_*_MIN_SIZE. */
-#define MI4_STRUCT_READ(local, caller, min_size, name, type)                                    \
-    mi4_struct_read(&(local), sizeof(local), (caller), (min_size), (name), (type),             \
+#define MI4_STRUCT_READ(local, caller, min_size, name, type)                                       \
+    mi4_struct_read(&(local), sizeof(local), (caller), (min_size), (name), (type),                 \
                     MOEINT4_INVALID_ARGUMENT)
 
 #endif

@@ -27,7 +27,7 @@ typedef struct mi4_ckpt_proj {
 /* The arrays of one weights description. */
 typedef struct mi4_ckpt_stack {
     int ready;
-    int32_t *owned[8];           /* what this stack allocated (freed on release) */
+    int32_t *owned[8]; /* what this stack allocated (freed on release) */
     int num_owned;
     const int32_t *w13_qweight, *w13_qzeros, *w13_g_idx, *w2_qweight, *w2_qzeros, *w2_g_idx;
     const void *w13_scales, *w2_scales;
@@ -35,41 +35,41 @@ typedef struct mi4_ckpt_stack {
 
 /* An MLP made of experts (the routed ones, or a shared MLP as one expert). */
 typedef struct mi4_ckpt_experts {
-    char prefix[128];            /* "model.layers.3.mlp.experts" / ".shared_expert" */
+    char prefix[128]; /* "model.layers.3.mlp.experts" / ".shared_expert" */
     int num_experts, hidden_size, intermediate_size, group_size;
-    int fused;                   /* proj = {w13, w2} over [E, ...] */
+    int fused; /* proj = {w13, w2} over [E, ...] */
     int act_order;
     mi4_st_dtype scales_dtype;
-    mi4_ckpt_proj *proj;         /* [E][3] gate, up, down; or [2] when fused */
+    mi4_ckpt_proj *proj; /* [E][3] gate, up, down; or [2] when fused */
     size_t stored_bytes;
     mi4_ckpt_stack stack;
 } mi4_ckpt_experts;
 
 typedef struct mi4_ckpt_layer {
     int layer;
-    char block[96];              /* "model.layers.3.mlp" */
+    char block[96]; /* "model.layers.3.mlp" */
     mi4_ckpt_experts routed;
     int has_shared, shared_quantized;
     mi4_ckpt_experts shared;
     char shared_prefix[128];
     const mi4_ckpt_ref *router, *shared_gate;
-    int desc_given;              /* a layer desc was handed out: keep the stack */
+    int desc_given; /* a layer desc was handed out: keep the stack */
 } mi4_ckpt_layer;
 
 struct moeint4_checkpoint {
     mi4_st_file *files;
     int num_files;
     size_t file_bytes;
-    mi4_ckpt_ref *refs;          /* sorted by name */
+    mi4_ckpt_ref *refs; /* sorted by name */
     size_t num_refs;
     mi4_model_config model;
     mi4_quant_config quant;
     moeint4_format format;
     moeint4_zero_convention zeros;
     int zero_offset;
-    mi4_ckpt_layer *layers;      /* ascending layer numbers */
+    mi4_ckpt_layer *layers; /* ascending layer numbers */
     int num_layers;
-    pthread_mutex_t lock;        /* stacks */
+    pthread_mutex_t lock;          /* stacks */
     pthread_mutex_t warnings_lock; /* warnings (added while `lock` may be held) */
     char *warnings;
     size_t warnings_length;

@@ -13,14 +13,14 @@
 
 #define NAME_CAP 256
 
-static const char *const part_names[4] = {"qweight", "scales", "qzeros", "g_idx"};
+static const char *const part_names[4] = { "qweight", "scales", "qzeros", "g_idx" };
 
 static void shape_text(const mi4_st_tensor *t, char *buf, size_t cap)
 {
     size_t used = (size_t)snprintf(buf, cap, "[");
     for (int d = 0; d < t->ndim && used < cap; d++)
-        used += (size_t)snprintf(buf + used, cap - used, d ? ", %lld" : "%lld",
-                                 (long long)t->shape[d]);
+        used +=
+            (size_t)snprintf(buf + used, cap - used, d ? ", %lld" : "%lld", (long long)t->shape[d]);
     if (used < cap)
         snprintf(buf + used, cap - used, "]");
 }
@@ -33,9 +33,8 @@ static moeint4_status expect_tensor(const mi4_ckpt_ref *r, mi4_st_dtype d1, mi4_
     const mi4_st_tensor *t = r->tensor;
     if (t->dtype != d1 && t->dtype != d2)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: tensor \"%s\" has dtype %s, expected %s%s%s",
-                        r->file->label, t->name, mi4_st_dtype_name(t->dtype),
-                        mi4_st_dtype_name(d1), d1 != d2 ? " or " : "",
-                        d1 != d2 ? mi4_st_dtype_name(d2) : "");
+                        r->file->label, t->name, mi4_st_dtype_name(t->dtype), mi4_st_dtype_name(d1),
+                        d1 != d2 ? " or " : "", d1 != d2 ? mi4_st_dtype_name(d2) : "");
     int64_t want[3];
     int n = 0;
     if (lead > 0)
@@ -50,7 +49,7 @@ static moeint4_status expect_tensor(const mi4_ckpt_ref *r, mi4_st_dtype d1, mi4_
         return MOEINT4_SUCCESS;
     char got[96], exp[96];
     shape_text(t, got, sizeof got);
-    mi4_st_tensor fake = {.ndim = n};
+    mi4_st_tensor fake = { .ndim = n };
     memcpy(fake.shape, want, sizeof(int64_t) * (size_t)n);
     shape_text(&fake, exp, sizeof exp);
     return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: tensor \"%s\" has shape %s, expected %s (%s)",
@@ -75,7 +74,7 @@ static int g_idx_nontrivial(const uint8_t *data, int64_t count, int in, int grou
 
 typedef struct proj_geometry {
     int in, out, groups;
-    const char *role;   /* "gate_proj (IN = K = 2048, OUT = N = 768)" */
+    const char *role; /* "gate_proj (IN = K = 2048, OUT = N = 768)" */
 } proj_geometry;
 
 /* Checks the four parts of one projection (lead = E for fused tensors). */
@@ -98,7 +97,8 @@ static moeint4_status check_proj(const moeint4_checkpoint *ck, const mi4_ckpt_pr
     if (s == MOEINT4_SUCCESS && p->g_idx)
         s = expect_tensor(p->g_idx, MI4_ST_I32, MI4_ST_I32, lead, g->in, -1, why);
     if (s == MOEINT4_SUCCESS && !p->qzeros && ck->format != MOEINT4_FORMAT_GPTQ_SYM)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: tensor \"%s\" has no qzeros next to it (%s is asymmetric)",
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s: tensor \"%s\" has no qzeros next to it (%s is asymmetric)",
                         p->qweight->file->label, p->qweight->tensor->name,
                         awq ? "AWQ" : "GPTQ sym = false");
     return s;
@@ -108,7 +108,7 @@ static moeint4_status check_proj(const moeint4_checkpoint *ck, const mi4_ckpt_pr
  * decides what that means (*proj->qweight NULL). */
 static moeint4_status find_proj(const moeint4_checkpoint *ck, const char *base, mi4_ckpt_proj *p)
 {
-    const mi4_ckpt_ref **parts[4] = {&p->qweight, &p->scales, &p->qzeros, &p->g_idx};
+    const mi4_ckpt_ref **parts[4] = { &p->qweight, &p->scales, &p->qzeros, &p->g_idx };
     char name[NAME_CAP + 64];
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s.%s", base, part_names[i]);
@@ -121,8 +121,7 @@ static moeint4_status find_proj(const moeint4_checkpoint *ck, const char *base, 
 }
 
 /* A projection without qweight: unquantized (a float .weight) or missing. */
-static moeint4_status missing_proj(const moeint4_checkpoint *ck, const char *base,
-                                   const char *what)
+static moeint4_status missing_proj(const moeint4_checkpoint *ck, const char *base, const char *what)
 {
     char name[NAME_CAP + 64];
     snprintf(name, sizeof name, "%s.weight", base);
@@ -148,7 +147,8 @@ static moeint4_status group_size_of(moeint4_checkpoint *ck, const mi4_ckpt_ref *
     int from_tensors = groups == 1 && ck->quant.group_size != in ? -1 : in / (int)groups;
     int from_config = ck->quant.group_size;
     if (from_config != 0 && from_config != from_tensors && !(from_config == -1 && groups == 1))
-        mi4_ckpt_warn(ck, "%s: group_size %d from the config, but \"%s\" has %lld groups over "
+        mi4_ckpt_warn(ck,
+                      "%s: group_size %d from the config, but \"%s\" has %lld groups over "
                       "%d inputs: using %d (the tensors)",
                       ck->quant.source, from_config, t->name, (long long)groups, in, from_tensors);
     *group_size = from_tensors;
@@ -187,10 +187,12 @@ static moeint4_status read_act_order(moeint4_checkpoint *ck, mi4_ckpt_experts *x
                 x->act_order = 1;
         }
         if (!x->fused && (p[0].g_idx != NULL) != (p[1].g_idx != NULL))
-            return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s.%d: gate and up projections disagree on having a g_idx",
-                            x->prefix, e);
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                            "%s.%d: gate and up projections disagree on having a g_idx", x->prefix,
+                            e);
         if (!x->fused && p[0].g_idx &&
-            memcmp(p[0].g_idx->tensor->data, p[1].g_idx->tensor->data, p[0].g_idx->tensor->bytes) != 0)
+            memcmp(p[0].g_idx->tensor->data, p[1].g_idx->tensor->data, p[0].g_idx->tensor->bytes) !=
+                0)
             return mi4_fail(MOEINT4_UNSUPPORTED,
                             "%s: tensors \"%s\" and \"%s\" differ: gate and up of one expert must "
                             "share their act-order (they have the same input)",
@@ -198,8 +200,10 @@ static moeint4_status read_act_order(moeint4_checkpoint *ck, mi4_ckpt_experts *x
                             p[1].g_idx->tensor->name);
     }
     if (x->act_order && ck->quant.desc_act == 0)
-        mi4_ckpt_warn(ck, "%s: desc_act = false in %s, but the g_idx tensors are act-order: "
-                      "going by the tensors", x->prefix, ck->quant.source);
+        mi4_ckpt_warn(ck,
+                      "%s: desc_act = false in %s, but the g_idx tensors are act-order: "
+                      "going by the tensors",
+                      x->prefix, ck->quant.source);
     return MOEINT4_SUCCESS;
 }
 
@@ -257,13 +261,15 @@ static moeint4_status open_experts(moeint4_checkpoint *ck, const mi4_ckpt_layer 
     s = group_size_of(ck, x->proj[0].scales, lead, K, &x->group_size);
     x->scales_dtype = x->proj[0].scales->tensor->dtype;
     if (s == MOEINT4_SUCCESS && x->scales_dtype != MI4_ST_F16 && x->scales_dtype != MI4_ST_BF16)
-        return mi4_fail(MOEINT4_UNSUPPORTED, "%s: tensor \"%s\": scales of dtype %s (F16 or BF16 are served)",
+        return mi4_fail(MOEINT4_UNSUPPORTED,
+                        "%s: tensor \"%s\": scales of dtype %s (F16 or BF16 are served)",
                         x->proj[0].scales->file->label, x->proj[0].scales->tensor->name,
                         mi4_st_dtype_name(x->scales_dtype));
     char roles[3][96];
     proj_geometry g[3];
     if (x->fused) {
-        geometry(&g[0], roles[0], sizeof roles[0], f->fused_w13, K, 2 * N, x->group_size, "K", "2N");
+        geometry(&g[0], roles[0], sizeof roles[0], f->fused_w13, K, 2 * N, x->group_size, "K",
+                 "2N");
         geometry(&g[1], roles[1], sizeof roles[1], f->fused_w2, N, K, x->group_size, "N", "K");
     } else {
         geometry(&g[0], roles[0], sizeof roles[0], f->proj[0], K, N, x->group_size, "K", "N");
@@ -332,16 +338,20 @@ static moeint4_status open_layer(moeint4_checkpoint *ck, mi4_ckpt_layer *l)
     const mi4_model_config *m = &ck->model;
     snprintf(l->block, sizeof l->block, "model.layers.%d.%s", l->layer, f->block);
     if (l->layer < m->first_dense)
-        mi4_ckpt_warn(ck, "layer %d has routed experts, but first_k_dense_replace = %d says it "
-                      "is dense", l->layer, m->first_dense);
+        mi4_ckpt_warn(ck,
+                      "layer %d has routed experts, but first_k_dense_replace = %d says it "
+                      "is dense",
+                      l->layer, m->first_dense);
     char name[NAME_CAP + 64];
     snprintf(name, sizeof name, "%s.%s.weight", l->block, f->router);
     l->router = mi4_ckpt_find(ck, name);
     if (!l->router)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "layer %d: router tensor \"%s\" is missing", l->layer, name);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "layer %d: router tensor \"%s\" is missing",
+                        l->layer, name);
     if (l->router->tensor->dtype != MI4_ST_F32 && l->router->tensor->dtype != MI4_ST_F16 &&
         l->router->tensor->dtype != MI4_ST_BF16)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: router tensor \"%s\" has dtype %s (a float dtype expected)",
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s: router tensor \"%s\" has dtype %s (a float dtype expected)",
                         l->router->file->label, name, mi4_st_dtype_name(l->router->tensor->dtype));
     mi4_ckpt_experts *x = &l->routed;
     snprintf(x->prefix, sizeof x->prefix, "%s.experts", l->block);
@@ -407,15 +417,17 @@ static moeint4_status not_described(const moeint4_checkpoint *ck, int first_laye
 {
     const mi4_family *f = ck->model.family;
     char base[NAME_CAP];
-    snprintf(base, sizeof base, "model.layers.%d.%s.experts.0.%s", first_layer, f->block, f->proj[0]);
+    snprintf(base, sizeof base, "model.layers.%d.%s.experts.0.%s", first_layer, f->block,
+             f->proj[0]);
     char name[NAME_CAP + 64];
     snprintf(name, sizeof name, "%s.qweight", base);
     if (mi4_ckpt_find(ck, name))
-        return mi4_fail(MOEINT4_UNSUPPORTED,
-                        "the checkpoint has int4 tensors (\"%s\") but no quantization description "
-                        "(config.json quantization_config, quantize_config.json, quant_config.json): "
-                        "pass one in options.quantization_json",
-                        name);
+        return mi4_fail(
+            MOEINT4_UNSUPPORTED,
+            "the checkpoint has int4 tensors (\"%s\") but no quantization description "
+            "(config.json quantization_config, quantize_config.json, quant_config.json): "
+            "pass one in options.quantization_json",
+            name);
     return missing_proj(ck, base, "and it has no quantization description");
 }
 
@@ -431,7 +443,8 @@ static void check_skipped_modules(moeint4_checkpoint *ck)
         for (int j = 0; j < 3 && !hit; j++)
             hit = strcmp(name, f->proj[j]) == 0;
         if (hit)
-            mi4_ckpt_warn(ck, "%s: modules_to_not_convert lists \"%s\", but \"%s\" is stored as "
+            mi4_ckpt_warn(ck,
+                          "%s: modules_to_not_convert lists \"%s\", but \"%s\" is stored as "
                           "int4 (%s): going by the tensors",
                           ck->quant.source, name, l->routed.proj[0].qweight->tensor->name,
                           l->routed.proj[0].qweight->file->label);

@@ -181,8 +181,8 @@ static moeint4_status open_all(moeint4_checkpoint *ck, const char *dir)
         if (!ends_with(e->d_name, ".safetensors") || e->d_name[0] == '.')
             continue;
         if (count == 256)
-            status = mi4_fail(MOEINT4_UNSUPPORTED,
-                              "%s: more than 256 .safetensors files and no %s", dir, INDEX_NAME);
+            status = mi4_fail(MOEINT4_UNSUPPORTED, "%s: more than 256 .safetensors files and no %s",
+                              dir, INDEX_NAME);
         else if (!(names[count] = join_path(dir, e->d_name)))
             status = mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory");
         else
@@ -225,7 +225,7 @@ static moeint4_status read_configs(moeint4_checkpoint *ck, const char *dir,
         mi4_free(text);
         mi4_free(path);
     }
-    static const char *const side_files[] = {"quantize_config.json", "quant_config.json"};
+    static const char *const side_files[] = { "quantize_config.json", "quant_config.json" };
     for (int i = 0; i < 2 && status == MOEINT4_SUCCESS && !ck->quant.present; i++) {
         char *path = join_path(dir, side_files[i]);
         if (!path)

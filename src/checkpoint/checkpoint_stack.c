@@ -123,13 +123,16 @@ static moeint4_status check_sym_zeros(moeint4_checkpoint *ck, const mi4_ckpt_exp
                                     "(gptq_v2) everywhere%s%s",
                                     z->file->label, z->tensor->name, value, w, nib,
                                     seen >= 0 ? "; earlier zeros were " : "",
-                                    seen == 7 ? "7" : seen == 8 ? "8" : "");
+                                    seen == 7   ? "7"
+                                    : seen == 8 ? "8"
+                                                : "");
             }
         }
     }
     int expected = ck->quant.gptq_v2 ? 8 : 7;
     if (seen >= 0 && seen != expected)
-        mi4_ckpt_warn(ck, "%s: tensor \"%s\": the stored zeros are %d, the %s convention, but %s "
+        mi4_ckpt_warn(ck,
+                      "%s: tensor \"%s\": the stored zeros are %d, the %s convention, but %s "
                       "says checkpoint_format %s: mislabeled; served as symmetric (q - 8), "
                       "which both conventions mean",
                       seen_in->file->label, seen_in->tensor->name, seen,
@@ -143,7 +146,7 @@ static moeint4_status check_sym_zeros(moeint4_checkpoint *ck, const mi4_ckpt_exp
  * are sized from expert 0's gate. */
 static moeint4_status check_same_parts(const mi4_ckpt_experts *x, int which, const char *what)
 {
-    static const char *const names[3] = {"gate", "up", "down"};
+    static const char *const names[3] = { "gate", "up", "down" };
     if (x->fused)
         return MOEINT4_SUCCESS;
     for (int j = 0; j < 3; j++) {
@@ -154,8 +157,8 @@ static moeint4_status check_same_parts(const mi4_ckpt_experts *x, int which, con
                 break; /* w13 takes gate's g_idx */
             if (!r != !first)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                                "%s: expert %d's %s %s is %s, but expert 0's gate has %s", x->prefix,
-                                e, names[j], what, r ? "present" : "missing",
+                                "%s: expert %d's %s %s is %s, but expert 0's gate has %s",
+                                x->prefix, e, names[j], what, r ? "present" : "missing",
                                 first ? "one" : "none");
             if (r && r->tensor->bytes != first->tensor->bytes)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
@@ -174,8 +177,8 @@ static moeint4_status build_stack(moeint4_checkpoint *ck, mi4_ckpt_experts *x)
         if (s != MOEINT4_SUCCESS)
             return s;
     }
-    int parts[4] = {PART_QWEIGHT, PART_SCALES, PART_QZEROS, PART_G_IDX};
-    const char *part_names[4] = {"qweight", "scales", "qzeros", "g_idx"};
+    int parts[4] = { PART_QWEIGHT, PART_SCALES, PART_QZEROS, PART_G_IDX };
+    const char *part_names[4] = { "qweight", "scales", "qzeros", "g_idx" };
     for (int i = 0; i < 4; i++) {
         if ((parts[i] == PART_QZEROS && ck->format == MOEINT4_FORMAT_GPTQ_SYM) ||
             (parts[i] == PART_G_IDX && !x->act_order))

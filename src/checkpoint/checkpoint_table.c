@@ -40,8 +40,8 @@ static int by_ref_name(const void *a, const void *b)
 
 const mi4_ckpt_ref *mi4_ckpt_find(const moeint4_checkpoint *ck, const char *name)
 {
-    mi4_st_tensor key_tensor = {.name = name};
-    mi4_ckpt_ref key = {.tensor = &key_tensor};
+    mi4_st_tensor key_tensor = { .name = name };
+    mi4_ckpt_ref key = { .tensor = &key_tensor };
     return ck->num_refs ? bsearch(&key, ck->refs, ck->num_refs, sizeof key, by_ref_name) : NULL;
 }
 
@@ -55,7 +55,7 @@ moeint4_status mi4_ckpt_build_refs(moeint4_checkpoint *ck)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "no memory for a table of %zu tensors", total);
     for (int i = 0; i < ck->num_files; i++)
         for (size_t t = 0; t < ck->files[i].count; t++)
-            ck->refs[ck->num_refs++] = (mi4_ckpt_ref){&ck->files[i].tensors[t], &ck->files[i]};
+            ck->refs[ck->num_refs++] = (mi4_ckpt_ref){ &ck->files[i].tensors[t], &ck->files[i] };
     qsort(ck->refs, ck->num_refs, sizeof *ck->refs, by_ref_name);
     for (size_t i = 1; i < ck->num_refs; i++)
         if (strcmp(ck->refs[i - 1].tensor->name, ck->refs[i].tensor->name) == 0)

@@ -78,8 +78,8 @@ static moeint4_status parse_quant_object(const char *label, const cJSON *q, cons
 {
     memset(quant, 0, sizeof *quant);
     if (!cJSON_IsObject(q))
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: the quantization description is not an object",
-                        label);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s: the quantization description is not an object", label);
     quant->present = 1;
     quant->desc_act = -1;
     quant->sym = 1;
@@ -122,9 +122,8 @@ static moeint4_status parse_quant_object(const char *label, const cJSON *q, cons
         const char *version = get_string(q, "version");
         copy_string(quant->awq_version, sizeof quant->awq_version, version ? version : "gemm");
         if (strcasecmp(quant->awq_version, "gemm") != 0)
-            return mi4_fail(MOEINT4_UNSUPPORTED,
-                            "%s: AWQ version \"%s\" is not served (GEMM only)", label,
-                            quant->awq_version);
+            return mi4_fail(MOEINT4_UNSUPPORTED, "%s: AWQ version \"%s\" is not served (GEMM only)",
+                            label, quant->awq_version);
         if (!quant->zero_point)
             return mi4_fail(MOEINT4_UNSUPPORTED,
                             "%s: AWQ without zero points (zero_point = false) is not served",

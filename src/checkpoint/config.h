@@ -13,16 +13,16 @@
 
 typedef struct mi4_quant_config {
     int present;
-    char method[16];        /* "gptq" | "awq" */
-    char source[48];        /* where it came from */
+    char method[16]; /* "gptq" | "awq" */
+    char source[48]; /* where it came from */
     int bits;
-    int group_size;         /* 0: not given */
-    int sym;                /* GPTQ: 1 symmetric (the default), 0 asymmetric */
-    int desc_act;           /* -1: not given */
-    int gptq_v2;            /* checkpoint_format "gptq_v2" */
-    int zero_point;         /* AWQ */
-    char awq_version[16];   /* AWQ: "gemm" */
-    int num_skipped;        /* modules_to_not_convert */
+    int group_size;       /* 0: not given */
+    int sym;              /* GPTQ: 1 symmetric (the default), 0 asymmetric */
+    int desc_act;         /* -1: not given */
+    int gptq_v2;          /* checkpoint_format "gptq_v2" */
+    int zero_point;       /* AWQ */
+    char awq_version[16]; /* AWQ: "gemm" */
+    int num_skipped;      /* modules_to_not_convert */
     char skipped[MI4_CONFIG_MAX_SKIPPED][64];
 } mi4_quant_config;
 
@@ -33,12 +33,12 @@ typedef struct mi4_model_config {
     int num_hidden_layers;
     int hidden_size;
     int num_experts;
-    char experts_key[32];        /* the config key num_experts came from */
+    char experts_key[32]; /* the config key num_experts came from */
     int top_k;
-    int intermediate_size;       /* one routed expert */
+    int intermediate_size;        /* one routed expert */
     int shared_intermediate_size; /* 0: no shared MLP in the config */
     int shared_count;
-    int first_dense;             /* first_k_dense_replace */
+    int first_dense; /* first_k_dense_replace */
 } mi4_model_config;
 
 /* Parses config.json text (`label` names it). The family must be known

@@ -4,16 +4,16 @@
 #define MOEINT4_CHECKPOINT_FAMILIES_H
 
 typedef struct mi4_family {
-    const char *model_type;       /* config.json model_type */
-    const char *architecture;     /* config.json architectures[0] */
-    const char *block;            /* model.layers.L.<block>.experts.E.<proj> */
-    const char *proj[3];          /* gate, up, down projection names */
-    const char *fused_w13;        /* <block>.experts.<fused_w13>: [E, ...] gate then up */
+    const char *model_type;   /* config.json model_type */
+    const char *architecture; /* config.json architectures[0] */
+    const char *block;        /* model.layers.L.<block>.experts.E.<proj> */
+    const char *proj[3];      /* gate, up, down projection names */
+    const char *fused_w13;    /* <block>.experts.<fused_w13>: [E, ...] gate then up */
     const char *fused_w2;
-    const char *router;           /* <block>.<router>.weight */
-    const char *shared_block;     /* <block>.<shared_block>.<proj>, or NULL */
-    const char *shared_gate;      /* <block>.<shared_gate>.weight, or NULL */
-    const char *key_experts;      /* config keys ("a|b": a, else b) */
+    const char *router;       /* <block>.<router>.weight */
+    const char *shared_block; /* <block>.<shared_block>.<proj>, or NULL */
+    const char *shared_gate;  /* <block>.<shared_gate>.weight, or NULL */
+    const char *key_experts;  /* config keys ("a|b": a, else b) */
     const char *key_top_k;
     const char *key_intermediate;
     const char *key_shared_intermediate; /* the shared MLP's own size, or NULL */

@@ -19,12 +19,14 @@ static const struct {
     const char *name;
     size_t size;
 } dtype_table[MI4_ST_DTYPE_COUNT] = {
-    [MI4_ST_BOOL] = {"BOOL", 1}, [MI4_ST_U8] = {"U8", 1},     [MI4_ST_I8] = {"I8", 1},
-    [MI4_ST_I16] = {"I16", 2},   [MI4_ST_U16] = {"U16", 2},   [MI4_ST_F16] = {"F16", 2},
-    [MI4_ST_BF16] = {"BF16", 2}, [MI4_ST_I32] = {"I32", 4},   [MI4_ST_U32] = {"U32", 4},
-    [MI4_ST_F32] = {"F32", 4},   [MI4_ST_I64] = {"I64", 8},   [MI4_ST_U64] = {"U64", 8},
-    [MI4_ST_F64] = {"F64", 8},   [MI4_ST_F8_E4M3] = {"F8_E4M3", 1},
-    [MI4_ST_F8_E5M2] = {"F8_E5M2", 1},
+    [MI4_ST_BOOL] = { "BOOL", 1 },       [MI4_ST_U8] = { "U8", 1 },
+    [MI4_ST_I8] = { "I8", 1 },           [MI4_ST_I16] = { "I16", 2 },
+    [MI4_ST_U16] = { "U16", 2 },         [MI4_ST_F16] = { "F16", 2 },
+    [MI4_ST_BF16] = { "BF16", 2 },       [MI4_ST_I32] = { "I32", 4 },
+    [MI4_ST_U32] = { "U32", 4 },         [MI4_ST_F32] = { "F32", 4 },
+    [MI4_ST_I64] = { "I64", 8 },         [MI4_ST_U64] = { "U64", 8 },
+    [MI4_ST_F64] = { "F64", 8 },         [MI4_ST_F8_E4M3] = { "F8_E4M3", 1 },
+    [MI4_ST_F8_E5M2] = { "F8_E5M2", 1 },
 };
 
 const char *mi4_st_dtype_name(mi4_st_dtype dtype)
@@ -64,20 +66,21 @@ static moeint4_status parse_tensor(const char *label, const cJSON *entry, size_t
 {
     const char *name = entry->string;
     if (!cJSON_IsObject(entry))
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: tensor \"%s\": header entry is not an object",
-                        label, name);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "%s: tensor \"%s\": header entry is not an object", label, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(entry, "shape");
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(entry, "data_offsets");
     if (!cJSON_IsString(dtype) || !dtype_from_name(dtype->valuestring, &t->dtype))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "%s: tensor \"%s\": dtype %s%s%s is not a safetensors dtype", label, name,
-                        cJSON_IsString(dtype) ? "\"" : "", cJSON_IsString(dtype) ? dtype->valuestring : "(missing)",
+                        cJSON_IsString(dtype) ? "\"" : "",
+                        cJSON_IsString(dtype) ? dtype->valuestring : "(missing)",
                         cJSON_IsString(dtype) ? "\"" : "");
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > MI4_ST_MAX_DIMS)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "%s: tensor \"%s\": shape is not an array of at most %d sizes", label,
-                        name, MI4_ST_MAX_DIMS);
+                        "%s: tensor \"%s\": shape is not an array of at most %d sizes", label, name,
+                        MI4_ST_MAX_DIMS);
     uint64_t bytes = mi4_st_dtype_size(t->dtype);
     int overflow = 0;
     t->ndim = 0;
@@ -127,7 +130,8 @@ static int by_name(const void *a, const void *b)
 
 static int by_offset(const void *a, const void *b)
 {
-    const mi4_st_tensor *x = *(const mi4_st_tensor *const *)a, *y = *(const mi4_st_tensor *const *)b;
+    const mi4_st_tensor *x = *(const mi4_st_tensor *const *)a,
+                        *y = *(const mi4_st_tensor *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
 
@@ -137,13 +141,15 @@ static moeint4_status check_layout(const char *label, mi4_st_file *f)
     qsort(f->tensors, f->count, sizeof *f->tensors, by_name);
     for (size_t i = 1; i < f->count; i++)
         if (strcmp(f->tensors[i - 1].name, f->tensors[i].name) == 0)
-            return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: tensor \"%s\" appears twice in the header",
-                            label, f->tensors[i].name);
+            return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                            "%s: tensor \"%s\" appears twice in the header", label,
+                            f->tensors[i].name);
     if (f->count < 2)
         return MOEINT4_SUCCESS;
     const mi4_st_tensor **order = mi4_malloc(sizeof *order * f->count);
     if (!order)
-        return mi4_fail(MOEINT4_OUT_OF_MEMORY, "%s: no memory to check %zu tensors", label, f->count);
+        return mi4_fail(MOEINT4_OUT_OF_MEMORY, "%s: no memory to check %zu tensors", label,
+                        f->count);
     for (size_t i = 0; i < f->count; i++)
         order[i] = &f->tensors[i];
     qsort(order, f->count, sizeof *order, by_offset);
@@ -186,7 +192,8 @@ static moeint4_status parse_header(const char *label, const cJSON *root, size_t 
     f->tensors = mi4_calloc(count ? count : 1, sizeof *f->tensors);
     f->names = mi4_malloc(name_bytes ? name_bytes : 1);
     if (!f->tensors || !f->names)
-        return mi4_fail(MOEINT4_OUT_OF_MEMORY, "%s: no memory for %zu tensor entries", label, count);
+        return mi4_fail(MOEINT4_OUT_OF_MEMORY, "%s: no memory for %zu tensor entries", label,
+                        count);
     char *next_name = f->names;
     cJSON_ArrayForEach(entry, root)
     {
@@ -205,8 +212,7 @@ static moeint4_status parse_header(const char *label, const cJSON *root, size_t 
     return check_layout(label, f);
 }
 
-moeint4_status mi4_st_parse(const char *label, const uint8_t *bytes, size_t size,
-                            mi4_st_file *out)
+moeint4_status mi4_st_parse(const char *label, const uint8_t *bytes, size_t size, mi4_st_file *out)
 {
     if (size < 8)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
@@ -232,11 +238,11 @@ moeint4_status mi4_st_parse(const char *label, const uint8_t *bytes, size_t size
                         "%s: the header (%llu bytes) is not valid JSON (error near byte %zu)",
                         label, (unsigned long long)header_bytes, at);
     }
-    mi4_st_file f = {0};
+    mi4_st_file f = { 0 };
     moeint4_status status = MOEINT4_SUCCESS;
     if (!cJSON_IsObject(root))
-        status = mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: the header is JSON but not an object",
-                          label);
+        status =
+            mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s: the header is JSON but not an object", label);
     size_t data_bytes = size - 8 - (size_t)header_bytes;
     if (status == MOEINT4_SUCCESS)
         status = parse_header(label, root, data_bytes, &f);
@@ -289,8 +295,8 @@ moeint4_status mi4_st_open(const char *path, mi4_st_file *out)
         return mi4_fail(MOEINT4_OUT_OF_MEMORY, "%s: no memory", path);
     }
     strcpy(path_copy, path);
-    static const uint8_t empty[1] = {0};
-    mi4_st_file f = {0};
+    static const uint8_t empty[1] = { 0 };
+    mi4_st_file f = { 0 };
     moeint4_status status =
         mi4_st_parse(base_name(path_copy), map ? (const uint8_t *)map : empty, size, &f);
     if (status != MOEINT4_SUCCESS) {
@@ -321,6 +327,6 @@ void mi4_st_close(mi4_st_file *file)
 
 const mi4_st_tensor *mi4_st_find(const mi4_st_file *file, const char *name)
 {
-    mi4_st_tensor key = {.name = name};
+    mi4_st_tensor key = { .name = name };
     return file->count ? bsearch(&key, file->tensors, file->count, sizeof key, by_name) : NULL;
 }

@@ -14,32 +14,44 @@
 #define MI4_ST_MAX_DIMS 8
 
 typedef enum mi4_st_dtype {
-    MI4_ST_BOOL, MI4_ST_U8, MI4_ST_I8, MI4_ST_I16, MI4_ST_U16, MI4_ST_F16, MI4_ST_BF16,
-    MI4_ST_I32, MI4_ST_U32, MI4_ST_F32, MI4_ST_I64, MI4_ST_U64, MI4_ST_F64,
-    MI4_ST_F8_E4M3, MI4_ST_F8_E5M2,
+    MI4_ST_BOOL,
+    MI4_ST_U8,
+    MI4_ST_I8,
+    MI4_ST_I16,
+    MI4_ST_U16,
+    MI4_ST_F16,
+    MI4_ST_BF16,
+    MI4_ST_I32,
+    MI4_ST_U32,
+    MI4_ST_F32,
+    MI4_ST_I64,
+    MI4_ST_U64,
+    MI4_ST_F64,
+    MI4_ST_F8_E4M3,
+    MI4_ST_F8_E5M2,
     MI4_ST_DTYPE_COUNT
 } mi4_st_dtype;
 
 typedef struct mi4_st_tensor {
-    const char *name;        /* owned by the file's name storage */
+    const char *name; /* owned by the file's name storage */
     mi4_st_dtype dtype;
     int ndim;
     int64_t shape[MI4_ST_MAX_DIMS];
-    size_t offset;           /* into the data section */
+    size_t offset; /* into the data section */
     size_t bytes;
-    const uint8_t *data;     /* into the map */
+    const uint8_t *data; /* into the map */
 } mi4_st_tensor;
 
 typedef struct mi4_st_file {
-    char *path;              /* as opened (messages name it) */
-    const char *label;       /* its base name */
+    char *path;        /* as opened (messages name it) */
+    const char *label; /* its base name */
     void *map;
     size_t map_bytes;
-    const uint8_t *data;     /* the data section */
+    const uint8_t *data; /* the data section */
     size_t data_bytes;
-    mi4_st_tensor *tensors;  /* sorted by name */
+    mi4_st_tensor *tensors; /* sorted by name */
     size_t count;
-    char *names;             /* every tensor name, NUL-separated */
+    char *names; /* every tensor name, NUL-separated */
 } mi4_st_file;
 
 /* "F16", "I32", ... */
@@ -51,8 +63,7 @@ size_t mi4_st_dtype_size(mi4_st_dtype dtype);
  * unique names). `label` names the file in messages. On success `out`
  * points into `bytes` (which must outlive it); on failure nothing is
  * allocated and the thread's error names the file and the tensor. */
-moeint4_status mi4_st_parse(const char *label, const uint8_t *bytes, size_t size,
-                            mi4_st_file *out);
+moeint4_status mi4_st_parse(const char *label, const uint8_t *bytes, size_t size, mi4_st_file *out);
 /* Maps `path` and parses it. */
 moeint4_status mi4_st_open(const char *path, mi4_st_file *out);
 /* Unmaps and frees; a zeroed struct is fine. */

@@ -16,7 +16,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_open(const char *path,
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "path is NULL");
     if (!checkpoint)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "checkpoint is NULL");
-    moeint4_checkpoint_options normalized = {0};
+    moeint4_checkpoint_options normalized = { 0 };
     if (options) {
         moeint4_status s = MI4_STRUCT_READ(normalized, options, MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE,
                                            "options", "moeint4_checkpoint_options");
@@ -67,7 +67,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layers(const moeint4_checkpoint *c
 {
     mi4_clear_error();
     if (!checkpoint || !count)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "count" : "checkpoint");
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL",
+                        checkpoint ? "count" : "checkpoint");
     if (capacity < 0 || (capacity > 0 && !layers))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "layers is NULL or capacity = %d is negative",
                         capacity);
@@ -88,21 +89,23 @@ static moeint4_status find_layer(const moeint4_checkpoint *ck, int layer,
     for (int i = 0; i < ck->num_layers && used + 16 < sizeof list; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, i ? ", %d" : "%d",
                                  ck->layers[i].layer);
-    return mi4_fail(MOEINT4_INVALID_ARGUMENT, "layer %d is not a MoE layer of this checkpoint "
-                    "(MoE layers: %s)", layer, list);
+    return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                    "layer %d is not a MoE layer of this checkpoint "
+                    "(MoE layers: %s)",
+                    layer, list);
 }
 
 static const char *dtype_text(mi4_st_dtype d) { return mi4_st_dtype_name(d); }
 
 MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoint *checkpoint,
-                                                         int layer,
-                                                         moeint4_checkpoint_layer_info *info)
+                                                          int layer,
+                                                          moeint4_checkpoint_layer_info *info)
 {
     mi4_clear_error();
     if (!checkpoint || !info)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "info" : "checkpoint");
-    moeint4_status s = mi4_struct_check_output(info, MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE,
-                                               "info", "moeint4_checkpoint_layer_info");
+    moeint4_status s = mi4_struct_check_output(info, MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE, "info",
+                                               "moeint4_checkpoint_layer_info");
     const mi4_ckpt_layer *l = NULL;
     if (s == MOEINT4_SUCCESS)
         s = find_layer(checkpoint, layer, &l);
@@ -122,7 +125,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
     out.group_size = l->routed.group_size;
     out.act_order = l->routed.act_order;
     out.fused_experts = l->routed.fused;
-    out.scales_dtype = l->routed.scales_dtype == MI4_ST_BF16 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16;
+    out.scales_dtype =
+        l->routed.scales_dtype == MI4_ST_BF16 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16;
     if (l->has_shared) {
         out.shared_experts = ck->model.shared_count > 0 ? ck->model.shared_count : 1;
         out.shared_intermediate_size = l->shared.intermediate_size;
@@ -130,7 +134,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
         snprintf(out.shared_prefix, sizeof out.shared_prefix, "%s", l->shared_prefix);
     }
     if (l->shared_gate)
-        snprintf(out.shared_gate_name, sizeof out.shared_gate_name, "%s", l->shared_gate->tensor->name);
+        snprintf(out.shared_gate_name, sizeof out.shared_gate_name, "%s",
+                 l->shared_gate->tensor->name);
     snprintf(out.router_name, sizeof out.router_name, "%s", l->router->tensor->name);
     snprintf(out.router_dtype, sizeof out.router_dtype, "%s", dtype_text(l->router->tensor->dtype));
     out.expert_bytes = l->routed.stored_bytes;
@@ -153,8 +158,8 @@ static moeint4_status desc_common(moeint4_checkpoint *checkpoint, moeint4_weight
     return s;
 }
 
-MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *checkpoint,
-                                                         int layer, moeint4_weights_desc *desc)
+MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *checkpoint, int layer,
+                                                         moeint4_weights_desc *desc)
 {
     mi4_clear_error();
     mi4_ckpt_layer *l = NULL;
@@ -166,8 +171,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *che
     return s;
 }
 
-MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *checkpoint,
-                                                          int layer, moeint4_weights_desc *desc)
+MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *checkpoint, int layer,
+                                                          moeint4_weights_desc *desc)
 {
     mi4_clear_error();
     mi4_ckpt_layer *l = NULL;
@@ -210,7 +215,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_prepare(moeint4_context *ctx,
     mi4_clear_error();
     if (!ctx || !weights)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", ctx ? "weights" : "ctx");
-    moeint4_weights_desc desc = {.struct_size = sizeof desc};
+    moeint4_weights_desc desc = { .struct_size = sizeof desc };
     mi4_ckpt_layer *l = NULL;
     moeint4_status s = desc_common(checkpoint, &desc, layer, &l);
     if (s != MOEINT4_SUCCESS)
@@ -247,9 +252,11 @@ MOEINT4_API moeint4_status moeint4_checkpoint_tensor(const moeint4_checkpoint *c
     mi4_clear_error();
     if (!checkpoint || !name || !view)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL",
-                        !checkpoint ? "checkpoint" : !name ? "name" : "view");
-    moeint4_status s = mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view",
-                                               "moeint4_tensor_view");
+                        !checkpoint ? "checkpoint"
+                        : !name     ? "name"
+                                    : "view");
+    moeint4_status s =
+        mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view", "moeint4_tensor_view");
     if (s != MOEINT4_SUCCESS)
         return s;
     const mi4_ckpt_ref *r = mi4_ckpt_find(checkpoint, name);
@@ -265,8 +272,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_tensor_at(const moeint4_checkpoint
     mi4_clear_error();
     if (!checkpoint || !view)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "%s is NULL", checkpoint ? "view" : "checkpoint");
-    moeint4_status s = mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view",
-                                               "moeint4_tensor_view");
+    moeint4_status s =
+        mi4_struct_check_output(view, MOEINT4_TENSOR_VIEW_MIN_SIZE, "view", "moeint4_tensor_view");
     if (s != MOEINT4_SUCCESS)
         return s;
     if (index >= checkpoint->num_refs)

@@ -85,7 +85,7 @@ MOEINT4_API moeint4_status moeint4_context_create(const moeint4_context_options 
     mi4_clear_error();
     if (!ctx)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "ctx is NULL");
-    moeint4_context_options resolved = {0};
+    moeint4_context_options resolved = { 0 };
     resolved.struct_size = sizeof resolved;
     if (options) {
         moeint4_status status = MI4_STRUCT_READ(resolved, options, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE,

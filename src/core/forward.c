@@ -29,13 +29,14 @@ static int is_activation(moeint4_activation activation)
 static int array_bytes(int64_t rows, int64_t columns, size_t element, size_t *bytes)
 {
     size_t elements;
-    if ((uint64_t)rows > SIZE_MAX || __builtin_mul_overflow((size_t)rows, (size_t)columns,
-                                                            &elements))
+    if ((uint64_t)rows > SIZE_MAX ||
+        __builtin_mul_overflow((size_t)rows, (size_t)columns, &elements))
         return 0;
     return !__builtin_mul_overflow(elements, element, bytes);
 }
 
-static moeint4_status check_scalars(const moeint4_weights *weights, const moeint4_forward_args *args)
+static moeint4_status check_scalars(const moeint4_weights *weights,
+                                    const moeint4_forward_args *args)
 {
     if ((args->flags & ~MOEINT4_FORWARD_ASYNC) != 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->flags = 0x%x has unknown bits",
@@ -48,14 +49,15 @@ static moeint4_status check_scalars(const moeint4_weights *weights, const moeint
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->dtype = %d is not F32, F16 or BF16",
                         (int)args->dtype);
     if (!is_activation(args->activation))
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->activation = %d is not a moeint4_activation",
-                        (int)args->activation);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "args->activation = %d is not a moeint4_activation", (int)args->activation);
     if (args->num_tokens < 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->num_tokens = %lld is negative",
                         (long long)args->num_tokens);
     if (args->topk < 1 || args->topk > weights->num_experts)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "args->topk = %d is outside [1, %d] (num_experts)",
-                        args->topk, weights->num_experts);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "args->topk = %d is outside [1, %d] (num_experts)", args->topk,
+                        weights->num_experts);
     if (args->apply_router_weight_on_input != 0 && args->apply_router_weight_on_input != 1)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "args->apply_router_weight_on_input = %d must be 0 or 1",
@@ -92,8 +94,8 @@ static moeint4_status check_host_data(const moeint4_weights *weights,
             int32_t id = args->topk_ids[m * topk + j];
             if (id < 0 || id >= num_experts)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                                "args->topk_ids[%lld][%d] = %d is outside [0, %d)", (long long)m,
-                                j, (int)id, num_experts);
+                                "args->topk_ids[%lld][%d] = %d is outside [0, %d)", (long long)m, j,
+                                (int)id, num_experts);
             float w = args->topk_weights[m * topk + j];
             if (!isfinite(w))
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
@@ -178,15 +180,14 @@ MOEINT4_API moeint4_status moeint4_forward_workspace_size(const moeint4_weights 
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "topk = %d is outside [1, %d] (num_experts)",
                         topk, weights->num_experts);
     if (dtype_bytes(dtype) == 0)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "dtype = %d is not F32, F16 or BF16",
-                        (int)dtype);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "dtype = %d is not F32, F16 or BF16", (int)dtype);
     const mi4_backend_entry *entry = weights->backend;
     size_t needed = 0;
     if (entry->iface.forward_workspace_size) {
         char err[MI4_ERROR_CAPACITY] = "";
-        moeint4_status status = entry->iface.forward_workspace_size(
-            weights->backend_context, weights->backend_weights, max_tokens, topk, dtype, &needed,
-            err, sizeof err);
+        moeint4_status status =
+            entry->iface.forward_workspace_size(weights->backend_context, weights->backend_weights,
+                                                max_tokens, topk, dtype, &needed, err, sizeof err);
         err[sizeof err - 1] = '\0';
         if (status != MOEINT4_SUCCESS)
             return mi4_fail_from_backend(entry, status, err);
@@ -210,9 +211,8 @@ MOEINT4_API moeint4_status moeint4_forward_check(moeint4_context *ctx,
     if (!entry->iface.forward_check)
         return MOEINT4_SUCCESS;
     char err[MI4_ERROR_CAPACITY] = "";
-    moeint4_status status =
-        entry->iface.forward_check(weights->backend_context, weights->backend_weights, stream,
-                                   err, sizeof err);
+    moeint4_status status = entry->iface.forward_check(
+        weights->backend_context, weights->backend_weights, stream, err, sizeof err);
     err[sizeof err - 1] = '\0';
     return status == MOEINT4_SUCCESS ? status : mi4_fail_from_backend(entry, status, err);
 }

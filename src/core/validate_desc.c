@@ -43,7 +43,8 @@ static moeint4_status check_enums(const moeint4_weights_desc *desc)
                         (int)format);
     if (!mi4_layout_is_group_size(desc->group_size))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "desc->group_size = %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT " (per-channel)",
+                        "desc->group_size = %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT
+                        " (per-channel)",
                         desc->group_size);
     if (desc->zero_offset != 0 && desc->zero_offset != 1)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "desc->zero_offset = %d must be 0 or 1",
@@ -131,7 +132,7 @@ moeint4_status mi4_validate_weights_desc(const moeint4_weights_desc *caller,
 
 moeint4_problem mi4_problem_from_desc(const moeint4_weights_desc *desc)
 {
-    moeint4_problem problem = {0};
+    moeint4_problem problem = { 0 };
     problem.struct_size = sizeof problem;
     problem.format = desc->format;
     problem.group_size = desc->group_size;

@@ -26,8 +26,7 @@ int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc)
     return mi4_layout_has_act_order(&w13) || mi4_layout_has_act_order(&w2);
 }
 
-void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size,
-                               int32_t *perm)
+void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size, int32_t *perm)
 {
     int group = moeint4_effective_group_size(in_features, group_size);
     int groups = in_features / group;
@@ -77,17 +76,17 @@ static void w13_out_map(const int32_t *perm2, int n, int32_t *out_map)
     }
 }
 
-static void sort_expert(const moeint4_weights_desc *d, int e, mi4_layout_sorted *s,
-                        uint8_t *codes, int32_t *perm2, int32_t *out_map, int32_t *identity)
+static void sort_expert(const moeint4_weights_desc *d, int e, mi4_layout_sorted *s, uint8_t *codes,
+                        int32_t *perm2, int32_t *out_map, int32_t *identity)
 {
     int k = d->hidden_size, n = d->intermediate_size;
     moeint4_quant_matrix w13 = moeint4_desc_w13(d), w2 = moeint4_desc_w2(d);
     int g13 = mi4_layout_num_groups(&w13);
     int32_t *perm1 = s->input_perm + (size_t)e * (size_t)k;
-    mi4_layout_act_order_perm(d->w13_g_idx ? d->w13_g_idx + (size_t)e * k : NULL, k,
-                              d->group_size, perm1);
-    mi4_layout_act_order_perm(d->w2_g_idx ? d->w2_g_idx + (size_t)e * n : NULL, n,
-                              d->group_size, perm2);
+    mi4_layout_act_order_perm(d->w13_g_idx ? d->w13_g_idx + (size_t)e * k : NULL, k, d->group_size,
+                              perm1);
+    mi4_layout_act_order_perm(d->w2_g_idx ? d->w2_g_idx + (size_t)e * n : NULL, n, d->group_size,
+                              perm2);
     w13_out_map(perm2, n, out_map);
     mi4_layout_decode_codes(&w13, e, 0, 2 * n, 0, k, codes, (size_t)k);
     pack_gptq(codes, k, 2 * n, perm1, out_map, s->w13_qweight + (size_t)e * (k / 8) * 2 * n);

@@ -32,8 +32,8 @@ void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_
                                int32_t *perm);
 
 typedef struct mi4_layout_sorted {
-    moeint4_weights_desc desc;   /* no g_idx; points at the arrays below */
-    int32_t *input_perm;         /* [E_l][K]: row i of w13 takes x[input_perm[i]] */
+    moeint4_weights_desc desc; /* no g_idx; points at the arrays below */
+    int32_t *input_perm;       /* [E_l][K]: row i of w13 takes x[input_perm[i]] */
     int32_t *w13_qweight, *w13_qzeros, *w2_qweight;
     uint16_t *w13_scales;
 } mi4_layout_sorted;

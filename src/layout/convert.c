@@ -105,7 +105,7 @@ static void dequantize_expert(const moeint4_quant_matrix *m, int expert, float *
             for (int first = word0, end; first < word0 + count; first = end) {
                 int group = first / group_words;
                 end = (group + 1) * group_words < word0 + count ? (group + 1) * group_words
-                                                                 : word0 + count;
+                                                                : word0 + count;
                 fill_tables(m, expert, group, row0, rows, out_bf16 != NULL, &tables);
                 for (int r = 0; r < rows; r++) {
                     const uint32_t *src = block + (size_t)r * (size_t)max_words + (first - word0);

@@ -26,8 +26,8 @@ mi4_cpu_pack_geometry mi4_cpu_pack_geometry_make(int in_features, int rows, int 
     geo.tiles = (rows + MI4_CPU_TILE_ROWS - 1) / MI4_CPU_TILE_ROWS;
     geo.scales_offset = (size_t)geo.in_blocks * MI4_CPU_BLOCK_BYTES;
     geo.zeros_offset = geo.scales_offset + (size_t)geo.num_groups * MI4_CPU_TILE_ROWS * 2;
-    geo.tile_bytes = round_up(geo.zeros_offset + (size_t)geo.num_groups * MI4_CPU_TILE_ROWS,
-                              MI4_CPU_TILE_ALIGN);
+    geo.tile_bytes =
+        round_up(geo.zeros_offset + (size_t)geo.num_groups * MI4_CPU_TILE_ROWS, MI4_CPU_TILE_ALIGN);
     return geo;
 }
 
@@ -64,10 +64,9 @@ static void repack_tile(const mi4_cpu_pack_geometry *geo, int row0, const uint8_
         for (int g = 0; g < geo->num_groups; g++) {
             size_t at = (size_t)g * group_stride + (size_t)(row0 + r);
             float scale = scales[at];
-            uint16_t bits = scales_dtype == MOEINT4_DTYPE_BF16 ? mi4_f32_to_bf16(scale)
-                                                                : mi4_f32_to_f16(scale);
-            store_u16_le(tile + geo->scales_offset + ((size_t)g * MI4_CPU_TILE_ROWS + r) * 2,
-                         bits);
+            uint16_t bits =
+                scales_dtype == MOEINT4_DTYPE_BF16 ? mi4_f32_to_bf16(scale) : mi4_f32_to_f16(scale);
+            store_u16_le(tile + geo->scales_offset + ((size_t)g * MI4_CPU_TILE_ROWS + r) * 2, bits);
             tile[geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS + r] = zeros[at];
         }
     }

@@ -25,15 +25,15 @@
 #define MI4_CPU_TILE_ALIGN 64
 
 typedef struct mi4_cpu_pack_geometry {
-    int in_features;       /* IN */
-    int in_blocks;         /* ceil(IN / 8) */
-    int group_blocks;      /* blocks per quantization group (in_blocks when per-channel) */
+    int in_features;  /* IN */
+    int in_blocks;    /* ceil(IN / 8) */
+    int group_blocks; /* blocks per quantization group (in_blocks when per-channel) */
     int num_groups;
-    int rows;              /* OUT */
-    int tiles;             /* ceil(OUT / 8) */
-    size_t scales_offset;  /* byte offsets inside a tile */
+    int rows;             /* OUT */
+    int tiles;            /* ceil(OUT / 8) */
+    size_t scales_offset; /* byte offsets inside a tile */
     size_t zeros_offset;
-    size_t tile_bytes;     /* multiple of MI4_CPU_TILE_ALIGN */
+    size_t tile_bytes; /* multiple of MI4_CPU_TILE_ALIGN */
 } mi4_cpu_pack_geometry;
 
 /* Geometry of a projection with `in_features` columns, `rows` rows and

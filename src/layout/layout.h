@@ -76,8 +76,8 @@ float mi4_layout_scale(const moeint4_quant_matrix *m, int expert, int group, int
  * nibble = lowest column (GPTQ's packing, transposed to row-major; as bytes in
  * little-endian order it is the XPU layout). The block must lie inside
  * [OUT] x [IN/8]. */
-void mi4_layout_row_words(const moeint4_quant_matrix *m, int expert, int row0, int rows,
-                          int word0, int words, uint32_t *dst, size_t ld);
+void mi4_layout_row_words(const moeint4_quant_matrix *m, int expert, int row0, int rows, int word0,
+                          int words, uint32_t *dst, size_t ld);
 
 /* A block shape (rows x words, rows * words == MI4_LAYOUT_BLOCK_WORDS) that
  * reads this format's qweight efficiently through mi4_layout_row_words. */

@@ -26,8 +26,8 @@ int mi4_layout_zero(const moeint4_quant_matrix *m, int expert, int group, int ro
         return 8;
     size_t words_per_row = (size_t)m->out_features / 8;
     size_t groups = (size_t)mi4_layout_num_groups(m);
-    int32_t word = m->qzeros[((size_t)expert * groups + (size_t)group) * words_per_row +
-                             (size_t)row / 8];
+    int32_t word =
+        m->qzeros[((size_t)expert * groups + (size_t)group) * words_per_row + (size_t)row / 8];
     if (m->format == MOEINT4_FORMAT_AWQ)
         return (int)nibble(word, awq_nibble_of_column[row % 8]);
     return (int)nibble(word, (unsigned)(row % 8)) + m->zero_offset;
@@ -36,9 +36,10 @@ int mi4_layout_zero(const moeint4_quant_matrix *m, int expert, int group, int ro
 float mi4_layout_scale(const moeint4_quant_matrix *m, int expert, int group, int row)
 {
     size_t groups = (size_t)mi4_layout_num_groups(m);
-    uint16_t bits = ((const uint16_t *)m->scales)[((size_t)expert * groups + (size_t)group) *
-                                                      (size_t)m->out_features +
-                                                  (size_t)row];
+    uint16_t bits =
+        ((const uint16_t *)
+             m->scales)[((size_t)expert * groups + (size_t)group) * (size_t)m->out_features +
+                        (size_t)row];
     return mi4_layout_scales_dtype(m) == MOEINT4_DTYPE_BF16 ? mi4_bf16_to_f32(bits)
                                                             : mi4_f16_to_f32(bits);
 }
@@ -46,8 +47,8 @@ float mi4_layout_scale(const moeint4_quant_matrix *m, int expert, int group, int
 /* GPTQ: qweight [E][IN/8][OUT]; word (w, o) already holds columns 8w..8w+7
  * of row o, lowest nibble first: a transpose of 32-bit words. Reading along
  * rows keeps the loads sequential. */
-static void row_words_gptq(const moeint4_quant_matrix *m, int expert, int row0, int rows,
-                           int word0, int words, uint32_t *dst, size_t ld)
+static void row_words_gptq(const moeint4_quant_matrix *m, int expert, int row0, int rows, int word0,
+                           int words, uint32_t *dst, size_t ld)
 {
     size_t out = (size_t)m->out_features;
     const int32_t *base = m->qweight + (size_t)expert * ((size_t)m->in_features / 8) * out;
@@ -67,7 +68,7 @@ static inline void transpose_nibbles(uint32_t a[8])
         a[t] = (x & 0x0000ffffu) | (y << 16);
         a[t + 4] = (x >> 16) | (y & 0xffff0000u);
     }
-    static const int pair_first[4] = {0, 1, 4, 5};
+    static const int pair_first[4] = { 0, 1, 4, 5 };
     for (int p = 0; p < 4; p++) {
         int t = pair_first[p];
         uint32_t x = a[t], y = a[t + 2];
@@ -86,8 +87,8 @@ static inline void transpose_nibbles(uint32_t a[8])
  * 8j..8j+7 form an 8 x 8 nibble block [column][nibble]; transposed, nibble
  * row i is the row word of row 8w + awq_column_of_nibble[i]. */
 
-static void row_words_awq(const moeint4_quant_matrix *m, int expert, int row0, int rows,
-                          int word0, int words, uint32_t *dst, size_t ld)
+static void row_words_awq(const moeint4_quant_matrix *m, int expert, int row0, int rows, int word0,
+                          int words, uint32_t *dst, size_t ld)
 {
     size_t words_per_col = (size_t)m->out_features / 8;
     const int32_t *base = m->qweight + (size_t)expert * (size_t)m->in_features * words_per_col;
@@ -108,8 +109,8 @@ static void row_words_awq(const moeint4_quant_matrix *m, int expert, int row0, i
     }
 }
 
-void mi4_layout_row_words(const moeint4_quant_matrix *m, int expert, int row0, int rows,
-                          int word0, int words, uint32_t *dst, size_t ld)
+void mi4_layout_row_words(const moeint4_quant_matrix *m, int expert, int row0, int rows, int word0,
+                          int words, uint32_t *dst, size_t ld)
 {
     if (m->format == MOEINT4_FORMAT_AWQ)
         row_words_awq(m, expert, row0, rows, word0, words, dst, ld);
@@ -129,8 +130,8 @@ static inline void expand_word(uint32_t word, uint8_t *dst)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* even nibbles to even bytes, odd nibbles to odd bytes, in one store */
-    uint64_t bytes = spread_bytes(word & 0x0f0f0f0fu) |
-                     (spread_bytes((word >> 4) & 0x0f0f0f0fu) << 8);
+    uint64_t bytes =
+        spread_bytes(word & 0x0f0f0f0fu) | (spread_bytes((word >> 4) & 0x0f0f0f0fu) << 8);
     memcpy(dst, &bytes, sizeof bytes);
 #else
     for (unsigned i = 0; i < 8; i++)
@@ -175,8 +176,7 @@ void mi4_layout_unpack_expert(const moeint4_quant_matrix *m, int expert, uint8_t
 {
     int groups = mi4_layout_num_groups(m);
     int out = m->out_features;
-    mi4_layout_decode_codes(m, expert, 0, out, 0, m->in_features, codes,
-                            (size_t)m->in_features);
+    mi4_layout_decode_codes(m, expert, 0, out, 0, m->in_features, codes, (size_t)m->in_features);
     for (int g = 0; g < groups; g++) {
         for (int o = 0; o < out; o++) {
             size_t at = (size_t)g * (size_t)out + (size_t)o;

@@ -11,7 +11,7 @@
 
 int mi4_layout_checked_product(size_t a, size_t b, size_t c, size_t d, size_t *product)
 {
-    size_t factors[4] = {a, b, c, d};
+    size_t factors[4] = { a, b, c, d };
     size_t result = 1;
     for (int i = 0; i < 4; i++) {
         if (factors[i] != 0 && result > SIZE_MAX / factors[i])
@@ -62,8 +62,8 @@ static moeint4_status check_enums(const moeint4_quant_matrix *m, const char *nam
     if (m->format == MOEINT4_FORMAT_GPTQ_ASYM) {
         if (m->zero_offset != 0 && m->zero_offset != 1)
             return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                            "%s.zero_offset = %d must be 0, or 1 for AutoGPTQ v1 checkpoints",
-                            name, m->zero_offset);
+                            "%s.zero_offset = %d must be 0, or 1 for AutoGPTQ v1 checkpoints", name,
+                            m->zero_offset);
     } else if (m->zero_offset != 0) {
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "%s.zero_offset = %d must be 0 for %s (only GPTQ_ASYM has the AutoGPTQ "
@@ -191,8 +191,8 @@ static moeint4_status check_g_idx(const moeint4_quant_matrix *m, const char *nam
         for (int k = 0; k < m->in_features; k++) {
             if (row[k] < 0 || row[k] >= groups)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                                "%s_g_idx[%d][%d] = %d is outside [0, %d)", name, e, k,
-                                (int)row[k], groups);
+                                "%s_g_idx[%d][%d] = %d is outside [0, %d)", name, e, k, (int)row[k],
+                                groups);
             if (row[k] != k / group_size && !act_order) {
                 if (m->format == MOEINT4_FORMAT_AWQ)
                     return mi4_fail(MOEINT4_UNSUPPORTED,

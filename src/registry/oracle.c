@@ -153,7 +153,7 @@ moeint4_status mi4_oracle_choose(const moeint4_problem *problem, moeint4_backend
     const mi4_backend_entry *entries[MI4_MAX_BACKENDS];
     int count = mi4_registry_list(entries, MI4_MAX_BACKENDS);
     char reasons[MI4_ERROR_CAPACITY] = "";
-    mi4_text text = {reasons, sizeof reasons, 0};
+    mi4_text text = { reasons, sizeof reasons, 0 };
     int any_available = 0;
     for (int i = 0; i < count; i++) {
         judge(entries[i], problem, device_index, &verdict);
@@ -178,8 +178,8 @@ static moeint4_status problem_read(const moeint4_problem *caller, int device_ind
 {
     if (!caller)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "problem is NULL");
-    moeint4_status status = MI4_STRUCT_READ(*problem, caller, MOEINT4_PROBLEM_MIN_SIZE, "problem",
-                                            "moeint4_problem");
+    moeint4_status status =
+        MI4_STRUCT_READ(*problem, caller, MOEINT4_PROBLEM_MIN_SIZE, "problem", "moeint4_problem");
     if (status != MOEINT4_SUCCESS)
         return status;
     if (!mi4_layout_is_format(problem->format))
@@ -236,7 +236,9 @@ static void explain_row(mi4_text *text, const mi4_verdict *verdict, int is_chose
     const mi4_backend_entry *entry = verdict->entry;
     text_append(text, "  %-8s compiled: %-3s probe: %-6s supports: %-3s", entry->name,
                 entry->compiled ? "yes" : "no", verdict_probe_words(verdict),
-                verdict->supports < 0 ? "-" : verdict->supports ? "yes" : "no");
+                verdict->supports < 0 ? "-"
+                : verdict->supports   ? "yes"
+                                      : "no");
     if (!verdict->available)
         text_append(text, "  (%s)", verdict->available_reason);
     else if (verdict->supports == 0)
@@ -278,11 +280,11 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *caller_
     if (status != MOEINT4_SUCCESS)
         return status;
 
-    mi4_text text = {buffer, capacity, 0};
+    mi4_text text = { buffer, capacity, 0 };
     if (capacity > 0)
         buffer[0] = '\0';
-    const mi4_backend_entry *forced = resolved == MOEINT4_BACKEND_AUTO ? NULL
-                                                                       : mi4_registry_find(resolved);
+    const mi4_backend_entry *forced =
+        resolved == MOEINT4_BACKEND_AUTO ? NULL : mi4_registry_find(resolved);
     if (!forced)
         text_append(&text, "requested: auto (first fit in priority order), device %d\n",
                     device_index);

@@ -27,8 +27,11 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
 {
     ElfW(Ehdr) header;
     if (size < sizeof header || !read_at(fd, &header, sizeof header, 0))
-        return mi4_fail_into(reason, reason_cap, 0, "file of %llu bytes is too short for an ELF "
-                             "header", (unsigned long long)size), 0;
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "file of %llu bytes is too short for an ELF "
+                             "header",
+                             (unsigned long long)size),
+               0;
     if (header.e_ident[EI_MAG0] != ELFMAG0 || header.e_ident[EI_MAG1] != ELFMAG1 ||
         header.e_ident[EI_MAG2] != ELFMAG2 || header.e_ident[EI_MAG3] != ELFMAG3)
         return mi4_fail_into(reason, reason_cap, 0, "not an ELF file"), 0;
@@ -36,26 +39,30 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
     if (header.e_ident[EI_CLASS] != native_class || header.e_type != ET_DYN)
         return mi4_fail_into(reason, reason_cap, 0,
                              "not a shared object for this machine (ELF class %d, type %d)",
-                             header.e_ident[EI_CLASS], header.e_type), 0;
+                             header.e_ident[EI_CLASS], header.e_type),
+               0;
     if (header.e_phentsize != sizeof(ElfW(Phdr)) ||
         !inside(header.e_phoff, (uint64_t)header.e_phnum * sizeof(ElfW(Phdr)), size))
         return mi4_fail_into(reason, reason_cap, 0,
                              "truncated or corrupt: program headers outside the file's %llu bytes",
-                             (unsigned long long)size), 0;
+                             (unsigned long long)size),
+               0;
     if (header.e_shoff != 0 &&
         !inside(header.e_shoff, (uint64_t)header.e_shnum * header.e_shentsize, size))
         return mi4_fail_into(reason, reason_cap, 0,
                              "truncated: section headers end past the file's %llu bytes",
-                             (unsigned long long)size), 0;
+                             (unsigned long long)size),
+               0;
     for (unsigned i = 0; i < header.e_phnum; i++) {
         ElfW(Phdr) segment;
         if (!read_at(fd, &segment, sizeof segment, header.e_phoff + (uint64_t)i * sizeof segment))
             return mi4_fail_into(reason, reason_cap, 0, "cannot read program header %u", i), 0;
         if (segment.p_type == PT_LOAD && !inside(segment.p_offset, segment.p_filesz, size))
             return mi4_fail_into(reason, reason_cap, 0,
-                                 "truncated: segment %u ends at byte %llu, past the file's %llu",
-                                 i, (unsigned long long)(segment.p_offset + segment.p_filesz),
-                                 (unsigned long long)size), 0;
+                                 "truncated: segment %u ends at byte %llu, past the file's %llu", i,
+                                 (unsigned long long)(segment.p_offset + segment.p_filesz),
+                                 (unsigned long long)size),
+                   0;
     }
     return 1;
 }

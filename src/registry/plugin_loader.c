@@ -157,7 +157,7 @@ const moeint4_backend_iface *mi4_plugin_load(const char *file_name, moeint4_back
         if (try_directory(own_dir, file_name, expected_id, &iface, reason, reason_cap))
             return iface;
     }
-    mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE, "%s not found in %s",
-                  file_name, searched[0] ? searched : "(no directory to search)");
+    mi4_fail_into(reason, reason_cap, MOEINT4_BACKEND_UNAVAILABLE, "%s not found in %s", file_name,
+                  searched[0] ? searched : "(no directory to search)");
     return NULL;
 }

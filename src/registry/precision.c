@@ -23,22 +23,22 @@ static const precision_row precision_rows[] = {
     /* CPU: inputs used as given, int4 * scale exact in f32, f32
      * accumulation; the intermediate f32, except for BF16 activations on
      * the AVX512-BF16 kernels (vdpbf16ps), which round it to bf16. */
-    {MOEINT4_BACKEND_CPU, F32, F32, F32, F32, F32},
-    {MOEINT4_BACKEND_CPU, F16, F16, F32, F32, F32},
-    {MOEINT4_BACKEND_CPU, BF16, BF16, F32, BF16, F32},
+    { MOEINT4_BACKEND_CPU, F32, F32, F32, F32, F32 },
+    { MOEINT4_BACKEND_CPU, F16, F16, F32, F32, F32 },
+    { MOEINT4_BACKEND_CPU, BF16, BF16, F32, BF16, F32 },
     /* XPU: the int4 kernels keep everything in f32; the oneDNN path on an
      * Intel GPU (experts with many tokens) runs its matmuls on operands in
      * the activations' dtype: weights and intermediate rounded to it. */
-    {MOEINT4_BACKEND_XPU, F32, F32, F32, F32, F32},
-    {MOEINT4_BACKEND_XPU, F16, F16, F16, F16, F32},
-    {MOEINT4_BACKEND_XPU, BF16, BF16, BF16, BF16, F32},
+    { MOEINT4_BACKEND_XPU, F32, F32, F32, F32, F32 },
+    { MOEINT4_BACKEND_XPU, F16, F16, F16, F16, F32 },
+    { MOEINT4_BACKEND_XPU, BF16, BF16, BF16, BF16, F32 },
     /* HIP: weights BF16 (the BF16 mode dequantizes at load; the int4 mode's
      * GEMVs use them exactly, but its large-batch path expands them to BF16:
      * the coarsest is stated); activations and the intermediate are BF16
      * operands whatever the caller's dtype; f32 accumulation. */
-    {MOEINT4_BACKEND_HIP, F32, BF16, BF16, BF16, F32},
-    {MOEINT4_BACKEND_HIP, F16, BF16, BF16, BF16, F32},
-    {MOEINT4_BACKEND_HIP, BF16, BF16, BF16, BF16, F32},
+    { MOEINT4_BACKEND_HIP, F32, BF16, BF16, BF16, F32 },
+    { MOEINT4_BACKEND_HIP, F16, BF16, BF16, BF16, F32 },
+    { MOEINT4_BACKEND_HIP, BF16, BF16, BF16, BF16, F32 },
 };
 
 MOEINT4_API moeint4_status moeint4_backend_precision(moeint4_backend id, moeint4_dtype dtype,
@@ -54,8 +54,7 @@ MOEINT4_API moeint4_status moeint4_backend_precision(moeint4_backend id, moeint4
     if (!mi4_registry_find(id))
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "id = %d is not a known backend id", (int)id);
     if (dtype != F32 && dtype != F16 && dtype != BF16)
-        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "dtype = %d is not F32, F16 or BF16",
-                        (int)dtype);
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT, "dtype = %d is not F32, F16 or BF16", (int)dtype);
     moeint4_precision filled;
     memset(&filled, 0, sizeof filled);
     filled.struct_size = sizeof filled;

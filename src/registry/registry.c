@@ -29,7 +29,7 @@ typedef struct mi4_probe_result {
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static mi4_backend_entry registry_entries[MI4_MAX_BACKENDS];
-static int registry_count;          /* guarded by registry_lock */
+static int registry_count; /* guarded by registry_lock */
 static int registry_next_custom_id = MOEINT4_BACKEND_FIRST_CUSTOM;
 static mi4_probe_result probe_cache[MI4_MAX_BACKENDS][MI4_PROBE_CACHE_DEVICES];
 

@@ -18,10 +18,10 @@
 typedef struct mi4_backend_entry {
     moeint4_backend id;
     char name[MI4_NAME_CAPACITY];
-    int compiled;                   /* iface is usable */
+    int compiled;                          /* iface is usable */
     char load_reason[MI4_REASON_CAPACITY]; /* why not compiled (plugin missing, ...) */
-    moeint4_backend_iface iface;    /* copy; valid when compiled; iface.name == name */
-    int priority;                   /* effective platform priority */
+    moeint4_backend_iface iface;           /* copy; valid when compiled; iface.name == name */
+    int priority;                          /* effective platform priority */
 } mi4_backend_entry;
 
 /* Entry for `id`, or NULL when unknown. Loads plugins on first use. */

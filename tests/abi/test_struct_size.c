@@ -35,8 +35,8 @@ typedef struct guarded {
 static void *guarded_copy(guarded *g, const void *source, size_t bytes)
 {
     g->page = (size_t)sysconf(_SC_PAGESIZE);
-    g->mapping = mmap(NULL, 2 * g->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+    g->mapping =
+        mmap(NULL, 2 * g->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(g->mapping != MAP_FAILED);
     assert_int_equal(mprotect(g->mapping + g->page, g->page, PROT_NONE), 0);
     g->at = g->mapping + g->page - bytes;
@@ -99,8 +99,7 @@ static void test_context_options(void **state)
     moeint4_context_options options = cpu_options();
     moeint4_context *ctx = NULL;
     guarded g;
-    moeint4_context_options *older =
-        guarded_copy(&g, &options, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
+    moeint4_context_options *older = guarded_copy(&g, &options, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
     assert_int_equal(moeint4_context_create(older, &ctx), MOEINT4_SUCCESS);
     moeint4_backend backend;
     assert_int_equal(moeint4_context_backend(ctx, &backend), MOEINT4_SUCCESS);
@@ -273,9 +272,9 @@ static void test_problem(void **state)
     assert_int_equal(moeint4_oracle_select(older, MOEINT4_BACKEND_CPU, 0, &got), MOEINT4_SUCCESS);
     assert_int_equal(got, want);
     char table[4096];
-    assert_int_equal(moeint4_oracle_explain(older, MOEINT4_BACKEND_CPU, 0, table, sizeof table,
-                                            NULL),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_oracle_explain(older, MOEINT4_BACKEND_CPU, 0, table, sizeof table, NULL),
+        MOEINT4_SUCCESS);
     guarded_free(&g);
     for (int fill = 0; fill <= 0x5a; fill += 0x5a) {
         moeint4_problem *newer = newer_copy(&problem, sizeof problem, fill);
@@ -327,8 +326,8 @@ static void test_backend_info(void **state)
 static void test_backend_iface(void **state)
 {
     (void)state;
-    static fake_control older_control = {.name = "older-table", .priority = 5000, .probe_ok = 1};
-    static fake_control newer_control = {.name = "newer-table", .priority = 5001, .probe_ok = 1};
+    static fake_control older_control = { .name = "older-table", .priority = 5000, .probe_ok = 1 };
+    static fake_control newer_control = { .name = "newer-table", .priority = 5001, .probe_ok = 1 };
     moeint4_backend_iface iface = fake_backend_iface(&older_control);
     moeint4_backend id = MOEINT4_BACKEND_AUTO;
     guarded g;

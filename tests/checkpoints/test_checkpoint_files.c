@@ -51,11 +51,11 @@ static void test_bad_files(void **state)
         }
         if (s != MOEINT4_SUCCESS)
             fail_msg("%s: open failed: %s", name, moeint4_last_error());
-        moeint4_weights_desc d = {.struct_size = sizeof d};
+        moeint4_weights_desc d = { .struct_size = sizeof d };
         s = moeint4_checkpoint_layer_desc(ck, 0, &d);
         if (strcmp(moeint4_status_string(s), status) != 0)
-            fail_msg("%s: layer_desc gave %s \"%s\", expected %s", name,
-                     moeint4_status_string(s), moeint4_last_error(), status);
+            fail_msg("%s: layer_desc gave %s \"%s\", expected %s", name, moeint4_status_string(s),
+                     moeint4_last_error(), status);
         if (strcmp(stage->valuestring, "desc") == 0) {
             expect_words(moeint4_last_error(), words, name);
         } else {
@@ -63,7 +63,7 @@ static void test_bad_files(void **state)
             assert_int_equal(moeint4_checkpoint_warnings(ck, text, sizeof text, NULL),
                              MOEINT4_SUCCESS);
             expect_words(text, words, name);
-            moeint4_checkpoint_info info = {.struct_size = sizeof info};
+            moeint4_checkpoint_info info = { .struct_size = sizeof info };
             assert_int_equal(moeint4_checkpoint_query(ck, &info), MOEINT4_SUCCESS);
             assert_int_equal(info.num_warnings, 1);
         }
@@ -96,12 +96,13 @@ static void test_arguments(void **state)
 {
     (void)state;
     moeint4_checkpoint *ck = NULL;
-    expect_error(moeint4_checkpoint_open(NULL, NULL, &ck), MOEINT4_INVALID_ARGUMENT, "path is NULL");
+    expect_error(moeint4_checkpoint_open(NULL, NULL, &ck), MOEINT4_INVALID_ARGUMENT,
+                 "path is NULL");
     expect_error(moeint4_checkpoint_open(".", NULL, NULL), MOEINT4_INVALID_ARGUMENT,
                  "checkpoint is NULL");
     expect_error(moeint4_checkpoint_open(ck_path("no_such_dir", NULL), NULL, &ck),
                  MOEINT4_INVALID_ARGUMENT, "no_such_dir");
-    moeint4_checkpoint_options small = {.struct_size = 4};
+    moeint4_checkpoint_options small = { .struct_size = 4 };
     expect_error(moeint4_checkpoint_open(ck_path("deepseek_v2_gptq_v2", NULL), &small, &ck),
                  MOEINT4_INVALID_ARGUMENT,
                  "options->struct_size = 4 is below the first published size of "
@@ -116,7 +117,7 @@ static void test_arguments(void **state)
     expect_error(moeint4_checkpoint_layers(ck, NULL, 2, &count), MOEINT4_INVALID_ARGUMENT,
                  "layers is NULL");
     /* layer 0 is DeepSeek's dense first layer: not a MoE layer */
-    moeint4_checkpoint_layer_info li = {.struct_size = sizeof li};
+    moeint4_checkpoint_layer_info li = { .struct_size = sizeof li };
     expect_error(moeint4_checkpoint_layer_query(ck, 0, &li), MOEINT4_INVALID_ARGUMENT,
                  "layer 0 is not a MoE layer of this checkpoint (MoE layers: 1, 2)");
     li.struct_size = 8;
@@ -127,7 +128,7 @@ static void test_arguments(void **state)
     assert_string_equal(li.router_name, "model.layers.1.mlp.gate.weight");
     assert_string_equal(li.shared_prefix, "model.layers.1.mlp.shared_experts");
     assert_int_equal(li.shared_experts, 2);
-    moeint4_weights_desc d = {.struct_size = sizeof d};
+    moeint4_weights_desc d = { .struct_size = sizeof d };
     expect_error(moeint4_checkpoint_layer_desc(ck, 7, &d), MOEINT4_INVALID_ARGUMENT,
                  "layer 7 is not a MoE layer");
     expect_error(moeint4_checkpoint_layer_desc(ck, 1, NULL), MOEINT4_INVALID_ARGUMENT,
@@ -136,7 +137,7 @@ static void test_arguments(void **state)
                  "layer 3 is not a MoE layer");
 
     /* tensors, as stored: the dense first layer's MLP is there, quantized */
-    moeint4_tensor_view v = {.struct_size = sizeof v};
+    moeint4_tensor_view v = { .struct_size = sizeof v };
     assert_int_equal(moeint4_checkpoint_tensor(ck, "model.layers.0.mlp.down_proj.qweight", &v),
                      MOEINT4_SUCCESS);
     assert_string_equal(v.dtype, "I32");
@@ -147,7 +148,7 @@ static void test_arguments(void **state)
     assert_non_null(v.data);
     expect_error(moeint4_checkpoint_tensor(ck, "model.layers.9.mlp.gate.weight", &v),
                  MOEINT4_INVALID_ARGUMENT, "\"model.layers.9.mlp.gate.weight\" is not in");
-    moeint4_checkpoint_info info = {.struct_size = sizeof info};
+    moeint4_checkpoint_info info = { .struct_size = sizeof info };
     assert_int_equal(moeint4_checkpoint_query(ck, &info), MOEINT4_SUCCESS);
     assert_string_equal(info.architecture, "DeepseekV2ForCausalLM");
     assert_string_equal(info.quant_method, "gptq");
@@ -156,7 +157,7 @@ static void test_arguments(void **state)
     expect_error(moeint4_checkpoint_tensor_at(ck, info.num_tensors, &v), MOEINT4_INVALID_ARGUMENT,
                  "is outside [0,");
     for (size_t i = 1; i < info.num_tensors; i++) { /* name order */
-        moeint4_tensor_view a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+        moeint4_tensor_view a = { .struct_size = sizeof a }, b = { .struct_size = sizeof b };
         assert_int_equal(moeint4_checkpoint_tensor_at(ck, i - 1, &a), MOEINT4_SUCCESS);
         assert_int_equal(moeint4_checkpoint_tensor_at(ck, i, &b), MOEINT4_SUCCESS);
         assert_true(strcmp(a.name, b.name) < 0);
@@ -170,7 +171,7 @@ static void test_arguments(void **state)
     expect_error(moeint4_checkpoint_prepare(NULL, ck, 1, &w), MOEINT4_INVALID_ARGUMENT,
                  "ctx is NULL");
     moeint4_context *ctx;
-    moeint4_context_options o = {.struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU};
+    moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU };
     assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
     expect_error(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_INVALID_ARGUMENT,
                  "layer 0 is not a MoE layer");
@@ -203,9 +204,11 @@ static void test_single_file(void **state)
     /* dense experts: not quantized, whatever description the caller gives */
     expect_error(moeint4_checkpoint_open(path, NULL, &ck), MOEINT4_UNSUPPORTED,
                  "not a quantized MoE checkpoint");
-    moeint4_checkpoint_options o = {.struct_size = sizeof o,
+    moeint4_checkpoint_options o = {
+        .struct_size = sizeof o,
         .quantization_json = "{\"w_bit\": 4, \"q_group_size\": 64, \"zero_point\": true, "
-                             "\"version\": \"GEMM\"}"};
+                             "\"version\": \"GEMM\"}"
+    };
     expect_error(moeint4_checkpoint_open(path, &o, &ck), MOEINT4_UNSUPPORTED,
                  "experts.0.w1.weight\" is stored unquantized (BF16)");
     o.quantization_json = "{\"w_bit\": 4, \"q_group_size\": 64, \"version\": \"GEMV\"}";
@@ -228,12 +231,12 @@ static void test_act_order_and_the_oracle(void **state)
     /* symmetric, so that act-order is the one thing the XPU backend lacks */
     assert_int_equal(moeint4_checkpoint_open(ck_path("qwen3_moe_gptq_fused", NULL), NULL, &ck),
                      MOEINT4_SUCCESS);
-    moeint4_backend_info xpu = {.struct_size = sizeof xpu};
+    moeint4_backend_info xpu = { .struct_size = sizeof xpu };
     assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &xpu), MOEINT4_SUCCESS);
     moeint4_context *ctx;
     moeint4_weights *w = NULL;
     if (xpu.compiled && xpu.available) {
-        moeint4_context_options o = {.struct_size = sizeof o, .backend = MOEINT4_BACKEND_XPU};
+        moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_XPU };
         assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
         expect_error(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_UNSUPPORTED,
                      "xpu does not serve act-order g_idx");

@@ -24,7 +24,7 @@
 
 static const char *const checkpoints[] = {
     "qwen3_moe_gptq_v1_act_order", "qwen2_moe_gptq_sym_shared", "mixtral_awq_gemm_g64",
-    "deepseek_v2_gptq_v2", "qwen3_moe_gptq_fused",
+    "deepseek_v2_gptq_v2",         "qwen3_moe_gptq_fused",
 };
 
 static int json_int(const cJSON *o, const char *key)
@@ -86,10 +86,18 @@ static void check_dense(const moeint4_weights_desc *d, const char *name, const c
     assert_non_null(want2);
     float *got = malloc(sizeof(float) * (n13 > n2 ? n13 : n2));
     assert_non_null(got);
-    moeint4_quant_matrix m = {.struct_size = sizeof m, .format = d->format,
-        .zero_offset = d->zero_offset, .num_experts = E, .in_features = K, .out_features = 2 * N,
-        .group_size = d->group_size, .scales_dtype = d->scales_dtype, .qweight = d->w13_qweight,
-        .scales = d->w13_scales, .qzeros = d->w13_qzeros, .g_idx = d->w13_g_idx};
+    moeint4_quant_matrix m = { .struct_size = sizeof m,
+                               .format = d->format,
+                               .zero_offset = d->zero_offset,
+                               .num_experts = E,
+                               .in_features = K,
+                               .out_features = 2 * N,
+                               .group_size = d->group_size,
+                               .scales_dtype = d->scales_dtype,
+                               .qweight = d->w13_qweight,
+                               .scales = d->w13_scales,
+                               .qzeros = d->w13_qzeros,
+                               .g_idx = d->w13_g_idx };
     assert_int_equal(moeint4_layout_dequantize_f32(&m, got), MOEINT4_SUCCESS);
     for (size_t i = 0; i < n13; i++)
         if (got[i] != want13[i])
@@ -127,9 +135,15 @@ static void check_forward(moeint4_context *ctx, const moeint4_weights *w, const 
     tk_route_random(&rng, TOKENS, E, topk, ids, weights);
     tk_fill_activations(&rng, MOEINT4_DTYPE_F32, (size_t)TOKENS * K, 1.0, x);
     tk_poison(out, sizeof(float) * TOKENS * K);
-    moeint4_forward_args a = {.struct_size = sizeof a, .dtype = MOEINT4_DTYPE_F32,
-        .num_tokens = TOKENS, .topk = topk, .hidden_states = x, .topk_ids = ids,
-        .topk_weights = weights, .output = out, .activation = MOEINT4_ACTIVATION_SILU};
+    moeint4_forward_args a = { .struct_size = sizeof a,
+                               .dtype = MOEINT4_DTYPE_F32,
+                               .num_tokens = TOKENS,
+                               .topk = topk,
+                               .hidden_states = x,
+                               .topk_ids = ids,
+                               .topk_weights = weights,
+                               .output = out,
+                               .activation = MOEINT4_ACTIVATION_SILU };
     assert_int_equal(moeint4_forward(ctx, w, &a), MOEINT4_SUCCESS);
     float *w13 = ck_read_f32(ck_path(name, file13), (size_t)E * 2 * N * K);
     float *w2 = ck_read_f32(ck_path(name, file2), (size_t)E * K * N);
@@ -180,7 +194,7 @@ static void check_layer_info(const moeint4_checkpoint_layer_info *info, const cJ
 static void test_every_layer(void **state)
 {
     (void)state;
-    moeint4_context_options o = {.struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU};
+    moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU };
     moeint4_context *ctx;
     assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
     for (size_t c = 0; c < sizeof checkpoints / sizeof checkpoints[0]; c++) {
@@ -192,7 +206,7 @@ static void test_every_layer(void **state)
         moeint4_checkpoint *ck;
         if (moeint4_checkpoint_open(ck_path(name, NULL), NULL, &ck) != MOEINT4_SUCCESS)
             fail_msg("%s: %s", name, moeint4_last_error());
-        moeint4_checkpoint_info info = {.struct_size = sizeof info};
+        moeint4_checkpoint_info info = { .struct_size = sizeof info };
         assert_int_equal(moeint4_checkpoint_query(ck, &info), MOEINT4_SUCCESS);
         assert_string_equal(info.model_type, json_str(expect, "family"));
         assert_string_equal(info.quant_source, json_str(expect, "quant_source"));
@@ -205,14 +219,14 @@ static void test_every_layer(void **state)
         for (int i = 0; i < count; i++) {
             int layer = cJSON_GetArrayItem(layers, i)->valueint;
             assert_int_equal(numbers[i], layer);
-            moeint4_checkpoint_layer_info li = {.struct_size = sizeof li};
+            moeint4_checkpoint_layer_info li = { .struct_size = sizeof li };
             assert_int_equal(moeint4_checkpoint_layer_query(ck, layer, &li), MOEINT4_SUCCESS);
             assert_int_equal(li.layer, layer);
             check_layer_info(&li, expect);
             char f13[64], f2[64];
             snprintf(f13, sizeof f13, "L%d.w13.f32", layer);
             snprintf(f2, sizeof f2, "L%d.w2.f32", layer);
-            moeint4_weights_desc d = {.struct_size = sizeof d};
+            moeint4_weights_desc d = { .struct_size = sizeof d };
             assert_int_equal(moeint4_checkpoint_layer_desc(ck, layer, &d), MOEINT4_SUCCESS);
             assert_int_equal(d.w13_g_idx != NULL, li.act_order);
             check_dense(&d, expected_dir, f13, f2);
@@ -229,7 +243,7 @@ static void test_every_layer(void **state)
                           li.intermediate_size, li.top_k, 200 + (uint64_t)layer);
             moeint4_weights_release(w);
             if (li.shared_quantized) {
-                moeint4_weights_desc sd = {.struct_size = sizeof sd};
+                moeint4_weights_desc sd = { .struct_size = sizeof sd };
                 assert_int_equal(moeint4_checkpoint_shared_desc(ck, layer, &sd), MOEINT4_SUCCESS);
                 assert_int_equal(sd.num_experts, 1);
                 assert_int_equal(sd.intermediate_size, li.shared_intermediate_size);

@@ -57,17 +57,18 @@ typedef struct worker {
 
 static moeint4_forward_args case_args(const forward_case *c, void *output)
 {
-    tk_activation act = {c->activation, 7.0, 1.702, 1.0, c->on_input};
+    tk_activation act = { c->activation, 7.0, 1.702, 1.0, c->on_input };
     return tk_forward_args(c->dtype, TOKENS, TOPK, c->hidden, c->ids, c->router, output, &act);
 }
 
 static void make_cases(shared_state *s, tk_rng *rng)
 {
-    static const moeint4_dtype dtypes[NUM_CASES] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16,
-                                                    MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
-    static const moeint4_activation acts[NUM_CASES] = {
-        MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_SWIGLU_CLAMP, MOEINT4_ACTIVATION_GELU,
-        MOEINT4_ACTIVATION_SILU};
+    static const moeint4_dtype dtypes[NUM_CASES] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16,
+                                                     MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
+    static const moeint4_activation acts[NUM_CASES] = { MOEINT4_ACTIVATION_SILU,
+                                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP,
+                                                        MOEINT4_ACTIVATION_GELU,
+                                                        MOEINT4_ACTIVATION_SILU };
     size_t elements = (size_t)TOKENS * (size_t)s->layer->hidden_size;
     for (int i = 0; i < NUM_CASES; i++) {
         forward_case *c = &s->cases[i];
@@ -151,12 +152,15 @@ static void forwards_on_one_handle(int pool_threads)
     tk_rng_seed(&rng, 1234 + (uint64_t)pool_threads);
     tk_layer layer;
     assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_ASYM, 0, 8, 128, 96, 32,
-                                     MOEINT4_DTYPE_F16, 1, &rng), 0);
+                                     MOEINT4_DTYPE_F16, 1, &rng),
+                     0);
     shared_state s;
     memset(&s, 0, sizeof s);
     s.layer = &layer;
-    moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, pool_threads,
-                                       NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
+    moeint4_context_options options = {
+        sizeof options, MOEINT4_BACKEND_CPU,     0, pool_threads, NULL, NULL,
+        NULL,           MOEINT4_GPU_WEIGHTS_AUTO
+    };
     assert_int_equal(moeint4_context_create(&options, &s.ctx), MOEINT4_SUCCESS);
     moeint4_weights_desc desc = tk_layer_desc(&layer);
     assert_int_equal(moeint4_weights_prepare(s.ctx, &desc, &s.weights), MOEINT4_SUCCESS);
@@ -189,17 +193,21 @@ static void *life_cycle_body(void *arg)
     const tk_layer *layer = self->shared->layer;
     pthread_barrier_wait(&self->shared->barrier);
     for (int round = 0; round < ROUNDS; round++) {
-        moeint4_context_options options = {sizeof options,
-                                           (self->index + round) % 2 ? MOEINT4_BACKEND_CPU
-                                                                     : MOEINT4_BACKEND_AUTO,
-                                           0, 1 + round % 2, NULL, NULL, NULL,
-                                           MOEINT4_GPU_WEIGHTS_AUTO};
+        moeint4_context_options options = { sizeof options,
+                                            (self->index + round) % 2 ? MOEINT4_BACKEND_CPU
+                                                                      : MOEINT4_BACKEND_AUTO,
+                                            0,
+                                            1 + round % 2,
+                                            NULL,
+                                            NULL,
+                                            NULL,
+                                            MOEINT4_GPU_WEIGHTS_AUTO };
         moeint4_context *ctx = NULL;
         moeint4_weights *weights = NULL;
         moeint4_weights_desc desc = tk_layer_desc(layer);
         float hidden[4 * 64], out[4 * 64];
-        int32_t ids[4] = {0, 1, 2, 3};
-        float router[4] = {0.5f, 0.25f, 1.0f, 0.75f};
+        int32_t ids[4] = { 0, 1, 2, 3 };
+        float router[4] = { 0.5f, 0.25f, 1.0f, 0.75f };
         for (int i = 0; i < 4 * 64; i++)
             hidden[i] = (float)((i * 37 + self->index) % 17) / 8.0f - 1.0f;
         moeint4_forward_args args;
@@ -232,8 +240,9 @@ static void test_concurrent_context_life_cycles(void **state)
     tk_rng rng;
     tk_rng_seed(&rng, 99);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_AWQ, 0, 4, 64, 32, 32,
-                                     MOEINT4_DTYPE_BF16, 0, &rng), 0);
+    assert_int_equal(
+        tk_layer_random(&layer, MOEINT4_FORMAT_AWQ, 0, 4, 64, 32, 32, MOEINT4_DTYPE_BF16, 0, &rng),
+        0);
     shared_state s;
     memset(&s, 0, sizeof s);
     s.layer = &layer;
@@ -265,25 +274,24 @@ static void *registry_body(void *arg)
                 by_name != ids[i])
                 self->failures++;
         }
-        moeint4_problem problem = {sizeof problem, MOEINT4_FORMAT_GPTQ_SYM, 128, 8, 8, 0,
-                                   256, 128, 0, 0, 0};
+        moeint4_problem problem = {
+            sizeof problem, MOEINT4_FORMAT_GPTQ_SYM, 128, 8, 8, 0, 256, 128, 0, 0, 0
+        };
         moeint4_backend chosen;
         char table[1024];
-        if (moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen) !=
-                MOEINT4_SUCCESS ||
-            moeint4_oracle_explain(&problem, MOEINT4_BACKEND_AUTO, 0, table, sizeof table,
-                                   NULL) != MOEINT4_SUCCESS)
+        if (moeint4_oracle_select(&problem, MOEINT4_BACKEND_AUTO, 0, &chosen) != MOEINT4_SUCCESS ||
+            moeint4_oracle_explain(&problem, MOEINT4_BACKEND_AUTO, 0, table, sizeof table, NULL) !=
+                MOEINT4_SUCCESS)
             self->failures++;
         char reason[MI4_REASON_CAPACITY];
-        const moeint4_backend_iface *plugin = mi4_plugin_load(
-            "libmoeint4-hip.so", MOEINT4_BACKEND_HIP, reason, sizeof reason);
+        const moeint4_backend_iface *plugin =
+            mi4_plugin_load("libmoeint4-hip.so", MOEINT4_BACKEND_HIP, reason, sizeof reason);
         /* the fuzz plugin answers no table until told otherwise: refused, with words */
         if (plugin || reason[0] == '\0')
             self->failures++;
     }
     if (self->failures)
-        snprintf(self->message, sizeof self->message, "registry answers: %s",
-                 moeint4_last_error());
+        snprintf(self->message, sizeof self->message, "registry answers: %s", moeint4_last_error());
     return NULL;
 }
 

@@ -17,34 +17,30 @@ typedef struct format_choice {
 } format_choice;
 
 static const format_choice formats[] = {
-    {"gptq_sym", MOEINT4_FORMAT_GPTQ_SYM, 0},
-    {"gptq_asym", MOEINT4_FORMAT_GPTQ_ASYM, 0},
-    {"gptq_asym_v1", MOEINT4_FORMAT_GPTQ_ASYM, 1},
-    {"awq", MOEINT4_FORMAT_AWQ, 0},
+    { "gptq_sym", MOEINT4_FORMAT_GPTQ_SYM, 0 },
+    { "gptq_asym", MOEINT4_FORMAT_GPTQ_ASYM, 0 },
+    { "gptq_asym_v1", MOEINT4_FORMAT_GPTQ_ASYM, 1 },
+    { "awq", MOEINT4_FORMAT_AWQ, 0 },
 };
-static const int group_sizes[] = {32, 64, 128, -1};
+static const int group_sizes[] = { 32, 64, 128, -1 };
 
 /* K and N per group size: multiples of 8 and of the group, but odd
  * multiples of it (so not of 2 * group), to catch tiling that assumes more. */
-static const int sizes_for_group_32[] = {32, 96, 160, 224};
-static const int sizes_for_group_64[] = {64, 192, 320, 64};
-static const int sizes_for_group_128[] = {128, 384, 128, 640};
-static const int sizes_per_channel[] = {8, 24, 40, 56, 72, 136, 200, 24};
+static const int sizes_for_group_32[] = { 32, 96, 160, 224 };
+static const int sizes_for_group_64[] = { 64, 192, 320, 64 };
+static const int sizes_for_group_128[] = { 128, 384, 128, 640 };
+static const int sizes_per_channel[] = { 8, 24, 40, 56, 72, 136, 200, 24 };
 
-static const int64_t token_counts[] = {1, 2, 3, 7, 33, 100, 300};
-static const int expert_counts[] = {1, 2, 3, 4, 5, 8, 16};
+static const int64_t token_counts[] = { 1, 2, 3, 7, 33, 100, 300 };
+static const int expert_counts[] = { 1, 2, 3, 4, 5, 8, 16 };
 
 static int pick_size(int group_size, int index)
 {
     switch (group_size) {
-    case 32:
-        return sizes_for_group_32[index % 4];
-    case 64:
-        return sizes_for_group_64[index % 4];
-    case 128:
-        return sizes_for_group_128[index % 4];
-    default:
-        return sizes_per_channel[index % 8];
+    case 32: return sizes_for_group_32[index % 4];
+    case 64: return sizes_for_group_64[index % 4];
+    case 128: return sizes_for_group_128[index % 4];
+    default: return sizes_per_channel[index % 8];
     }
 }
 
@@ -55,7 +51,7 @@ const char *conf_dtype_name(moeint4_dtype dtype)
 
 static const char *activation_name(moeint4_activation activation)
 {
-    return activation == MOEINT4_ACTIVATION_SILU ? "silu"
+    return activation == MOEINT4_ACTIVATION_SILU   ? "silu"
            : activation == MOEINT4_ACTIVATION_GELU ? "gelu"
                                                    : "swiglu";
 }
@@ -64,16 +60,16 @@ static void name_case(conf_case *c, const char *format_name)
 {
     const conf_layer_spec *l = &c->layer;
     snprintf(c->name, sizeof c->name, "%s%s_g%d_%s_%s_s%s_E%d_top%d_K%d_N%d_M%lld%s%s%s",
-             c->large ? "large_" : "", format_name, l->group_size,
-             activation_name(c->activation), conf_dtype_name(c->dtype),
-             conf_dtype_name(l->scales_dtype), l->num_experts, c->topk, l->hidden_size,
-             l->intermediate_size, (long long)c->num_tokens, l->expert_map ? "_map" : "",
-             c->apply_router_weight_on_input ? "_rwi" : "", l->with_g_idx ? "_gidx" : "");
+             c->large ? "large_" : "", format_name, l->group_size, activation_name(c->activation),
+             conf_dtype_name(c->dtype), conf_dtype_name(l->scales_dtype), l->num_experts, c->topk,
+             l->hidden_size, l->intermediate_size, (long long)c->num_tokens,
+             l->expert_map ? "_map" : "", c->apply_router_weight_on_input ? "_rwi" : "",
+             l->with_g_idx ? "_gidx" : "");
 }
 
 static void set_activation(conf_case *c, int which, int limit_choice)
 {
-    static const float limits[] = {7.0f, 1.0f, 0.5f}; /* small limits make the clamps bite */
+    static const float limits[] = { 7.0f, 1.0f, 0.5f }; /* small limits make the clamps bite */
     c->activation = (moeint4_activation)which;
     if (c->activation == MOEINT4_ACTIVATION_SWIGLU_CLAMP) {
         c->limit = limits[limit_choice];
@@ -135,9 +131,9 @@ typedef struct large_layer {
 } large_layer;
 
 static const large_layer large_layers[] = {
-    {0, 128, 2048, 768, 128, 8, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16, 4}, /* Qwen3-30B-A3B */
-    {3, 128, 2048, 768, 128, 8, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16, 1},
-    {1, 8, 4096, 14336, 128, 2, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16, 2}, /* Mixtral-8x7B */
+    { 0, 128, 2048, 768, 128, 8, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16, 4 }, /* Qwen3-30B-A3B */
+    { 3, 128, 2048, 768, 128, 8, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16, 1 },
+    { 1, 8, 4096, 14336, 128, 2, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16, 2 }, /* Mixtral-8x7B */
 };
 
 int conf_build_cases(conf_case *cases, int capacity)

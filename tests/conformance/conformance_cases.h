@@ -14,8 +14,8 @@ typedef struct conf_layer_spec {
     int group_size;
     int num_experts, hidden_size, intermediate_size;
     moeint4_dtype scales_dtype;
-    int expert_map;       /* 1: about a third of the experts map to -1 */
-    int with_g_idx;       /* trivial g_idx arrays */
+    int expert_map; /* 1: about a third of the experts map to -1 */
+    int with_g_idx; /* trivial g_idx arrays */
     uint64_t seed;
 } conf_layer_spec;
 
@@ -28,7 +28,7 @@ typedef struct conf_case {
     moeint4_activation activation;
     float limit, alpha, beta;
     int apply_router_weight_on_input;
-    int large;            /* full real-model size (MOEINT4_CONFORMANCE_SKIP_LARGE skips) */
+    int large; /* full real-model size (MOEINT4_CONFORMANCE_SKIP_LARGE skips) */
     uint64_t seed;
 } conf_case;
 

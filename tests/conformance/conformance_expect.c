@@ -12,8 +12,8 @@ enum { GROUP_32 = 1, GROUP_64 = 2, GROUP_128 = 4, GROUP_CHANNEL = 8 };
 enum { FMT_GPTQ_SYM = 1, FMT_GPTQ_ASYM = 2, FMT_GPTQ_ASYM_V1 = 4, FMT_AWQ = 8 };
 #define ALL_FORMATS (FMT_GPTQ_SYM | FMT_GPTQ_ASYM | FMT_GPTQ_ASYM_V1 | FMT_AWQ)
 #define BIT(value) (1u << (unsigned)(value))
-#define ALL_ACTIVATIONS                                                                        \
-    (BIT(MOEINT4_ACTIVATION_SILU) | BIT(MOEINT4_ACTIVATION_GELU) |                             \
+#define ALL_ACTIVATIONS                                                                            \
+    (BIT(MOEINT4_ACTIVATION_SILU) | BIT(MOEINT4_ACTIVATION_GELU) |                                 \
      BIT(MOEINT4_ACTIVATION_SWIGLU_CLAMP))
 #define ALL_DTYPES (BIT(MOEINT4_DTYPE_F32) | BIT(MOEINT4_DTYPE_F16) | BIT(MOEINT4_DTYPE_BF16))
 
@@ -21,27 +21,27 @@ enum { FMT_GPTQ_SYM = 1, FMT_GPTQ_ASYM = 2, FMT_GPTQ_ASYM_V1 = 4, FMT_AWQ = 8 };
  * in the backend's set. */
 typedef struct expected_set {
     const char *backend;
-    unsigned formats;      /* FMT_* */
-    unsigned group_sizes;  /* GROUP_* */
-    unsigned activations;  /* BIT(moeint4_activation) */
-    unsigned dtypes;       /* BIT(moeint4_dtype) of the activations */
-    unsigned scales;       /* BIT(moeint4_dtype) of the scales */
-    int expert_map;        /* 1: must serve expert-parallel (expert_map) layers */
-    int g_idx;             /* 1: must accept trivial g_idx arrays */
-    int router_on_input;   /* 1: must serve apply_router_weight_on_input */
+    unsigned formats;     /* FMT_* */
+    unsigned group_sizes; /* GROUP_* */
+    unsigned activations; /* BIT(moeint4_activation) */
+    unsigned dtypes;      /* BIT(moeint4_dtype) of the activations */
+    unsigned scales;      /* BIT(moeint4_dtype) of the scales */
+    int expert_map;       /* 1: must serve expert-parallel (expert_map) layers */
+    int g_idx;            /* 1: must accept trivial g_idx arrays */
+    int router_on_input;  /* 1: must serve apply_router_weight_on_input */
 } expected_set;
 
 static const expected_set expected_sets[] = {
     /* The CPU serves every format, group size, activation and dtype. */
-    {"cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1},
+    { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* HIP dequantizes every format to bf16 at load. */
-    {"hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1},
+    { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* XPU: GPTQ symmetric only (vLLM's XPU W4A16 path has no zero points). */
-    {"xpu", FMT_GPTQ_SYM, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1},
+    { "xpu", FMT_GPTQ_SYM, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* test_conformance's own check that a refusal inside a set fails: a
      * registered backend that refuses everything, held to GPTQ_SYM g128. */
-    {"conformance-self-check", FMT_GPTQ_SYM, GROUP_128, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES,
-     1, 1, 1},
+    { "conformance-self-check", FMT_GPTQ_SYM, GROUP_128, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1,
+      1, 1 },
 };
 
 static unsigned format_bit(moeint4_format format, int zero_offset)
@@ -56,8 +56,10 @@ static unsigned format_bit(moeint4_format format, int zero_offset)
 
 static unsigned group_bit(int group_size)
 {
-    return group_size == 32 ? GROUP_32 : group_size == 64 ? GROUP_64 : group_size == 128 ? GROUP_128
-                                                                                      : GROUP_CHANNEL;
+    return group_size == 32    ? GROUP_32
+           : group_size == 64  ? GROUP_64
+           : group_size == 128 ? GROUP_128
+                               : GROUP_CHANNEL;
 }
 
 static const expected_set *set_of(const char *backend_name)
@@ -68,9 +70,9 @@ static const expected_set *set_of(const char *backend_name)
     return NULL;
 }
 
-static int in_set(const expected_set *set, moeint4_format format, int zero_offset,
-                  int group_size, moeint4_activation activation, moeint4_dtype dtype,
-                  moeint4_dtype scales_dtype, int expert_map, int g_idx, int router_on_input)
+static int in_set(const expected_set *set, moeint4_format format, int zero_offset, int group_size,
+                  moeint4_activation activation, moeint4_dtype dtype, moeint4_dtype scales_dtype,
+                  int expert_map, int g_idx, int router_on_input)
 {
     return set && (set->formats & format_bit(format, zero_offset)) &&
            (set->group_sizes & group_bit(group_size)) && (set->activations & BIT(activation)) &&
@@ -87,8 +89,8 @@ int conf_expected_supported(const char *backend_name, const conf_case *c)
                   c->apply_router_weight_on_input);
 }
 
-int conf_expected_supported_parts(const char *backend_name, moeint4_format format,
-                                  int zero_offset, int group_size, moeint4_activation activation,
+int conf_expected_supported_parts(const char *backend_name, moeint4_format format, int zero_offset,
+                                  int group_size, moeint4_activation activation,
                                   moeint4_dtype dtype, moeint4_dtype scales_dtype)
 {
     return in_set(set_of(backend_name), format, zero_offset, group_size, activation, dtype,
@@ -142,10 +144,11 @@ double conf_tolerance(moeint4_backend id, moeint4_dtype dtype)
     double input = p.inputs == dtype ? 0.0 : rounding_rms(p.inputs);
     double weights = rounding_rms(p.weights), intermediate = rounding_rms(p.intermediate);
     double output = rounding_rms(dtype);
-    double estimate = sqrt(input * input + 2.0 * weights * weights +
-                           intermediate * intermediate + output * output);
-    double accumulation = p.accumulation == MOEINT4_DTYPE_F32 ? F32_ACCUMULATION_BOUND
-                                                              : SAFETY * rounding_rms(p.accumulation);
+    double estimate = sqrt(input * input + 2.0 * weights * weights + intermediate * intermediate +
+                           output * output);
+    double accumulation = p.accumulation == MOEINT4_DTYPE_F32
+                              ? F32_ACCUMULATION_BOUND
+                              : SAFETY * rounding_rms(p.accumulation);
     return SAFETY * estimate + accumulation;
 }
 

@@ -15,8 +15,8 @@ int conf_expected_supported(const char *backend_name, const conf_case *c);
 
 /* The same for a layer and forward described by their parts (vLLM's
  * vector cases: identity map, no g_idx, router weight on the output). */
-int conf_expected_supported_parts(const char *backend_name, moeint4_format format,
-                                  int zero_offset, int group_size, moeint4_activation activation,
+int conf_expected_supported_parts(const char *backend_name, moeint4_format format, int zero_offset,
+                                  int group_size, moeint4_activation activation,
                                   moeint4_dtype dtype, moeint4_dtype scales_dtype);
 
 /* Relative-L2 bound for backend `id`'s output in `dtype`, from the precision

@@ -97,10 +97,10 @@ static moeint4_status compare_device(moeint4_context *ctx, const void *device, c
 }
 
 moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_weights *weights,
-                                          moeint4_forward_args args, size_t hidden_bytes,
-                                          size_t slot_count, void *got, const char **what)
+                                           moeint4_forward_args args, size_t hidden_bytes,
+                                           size_t slot_count, void *got, const char **what)
 {
-    device_buffers d = {NULL, NULL, NULL, NULL};
+    device_buffers d = { NULL, NULL, NULL, NULL };
     moeint4_status status;
     *what = "moeint4_memory_alloc/copy";
     tk_poison(got, hidden_bytes);
@@ -121,8 +121,7 @@ moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_w
     status = moeint4_forward(ctx, weights, &args);
     if (status == MOEINT4_SUCCESS) {
         *what = "moeint4_memory_copy (device to host)";
-        status = moeint4_memory_copy(ctx, got, d.output, hidden_bytes,
-                                     MOEINT4_COPY_DEVICE_TO_HOST);
+        status = moeint4_memory_copy(ctx, got, d.output, hidden_bytes, MOEINT4_COPY_DEVICE_TO_HOST);
     }
     if (status == MOEINT4_SUCCESS) {
         /* Inputs are never modified (include/moeint4.h). */
@@ -131,8 +130,8 @@ moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_w
         if (status == MOEINT4_SUCCESS && same)
             status = compare_device(ctx, d.ids, host_ids, slot_count * sizeof(int32_t), &same);
         if (status == MOEINT4_SUCCESS && same)
-            status = compare_device(ctx, d.weights, host_weights, slot_count * sizeof(float),
-                                    &same);
+            status =
+                compare_device(ctx, d.weights, host_weights, slot_count * sizeof(float), &same);
         if (status == MOEINT4_SUCCESS && !same) {
             *what = "moeint4_forward changed one of its inputs";
             status = MOEINT4_INTERNAL_ERROR;
@@ -180,8 +179,8 @@ static case_outcome run_case(moeint4_context *ctx, layer_slot *slot, const conf_
     for (size_t i = 0; i < slots; i++)
         router[i] *= (float)tk_rng_range(&rng, 0.5, 1.5);
 
-    tk_activation act = {c->activation, c->limit, c->alpha, c->beta,
-                         c->apply_router_weight_on_input};
+    tk_activation act = { c->activation, c->limit, c->alpha, c->beta,
+                          c->apply_router_weight_on_input };
     tk_reference_moe(&slot->layer, c->dtype, hidden, m, topk, ids, router, &act, NULL, 0, want);
 
     moeint4_forward_args args = tk_forward_args(c->dtype, m, topk, hidden, ids, router, NULL, &act);
@@ -264,9 +263,9 @@ void conf_run_matrix(moeint4_backend id, const char *backend_name, const conf_ca
             summary->unsupported++;
         } else if (outcome == CASE_UNSUPPORTED) {
             printf("FAIL %s: UNSUPPORTED, but %s must serve it (conformance_expect.c): %s\n",
-                   c->name, backend_name, slot.prepare_status == MOEINT4_UNSUPPORTED
-                                              ? slot.prepare_error
-                                              : moeint4_last_error());
+                   c->name, backend_name,
+                   slot.prepare_status == MOEINT4_UNSUPPORTED ? slot.prepare_error
+                                                              : moeint4_last_error());
             summary->unexpectedly_unsupported++;
             summary->failed++;
         } else {
@@ -276,7 +275,7 @@ void conf_run_matrix(moeint4_backend id, const char *backend_name, const conf_ca
             printf("%s %s: %s, relative L2 %.3g, %.1f s (layer generation and prepare "
                    "included when new)\n",
                    backend_name, c->name,
-                   outcome == CASE_PASSED ? "passed"
+                   outcome == CASE_PASSED        ? "passed"
                    : outcome == CASE_UNSUPPORTED ? "unsupported"
                                                  : "FAILED",
                    error, now_seconds() - case_start);

@@ -11,8 +11,8 @@ typedef struct conf_summary {
     int unexpectedly_unsupported; /* UNSUPPORTED inside it (counted in failed too) */
     int failed;
     int filtered_out;
-    int served_beyond_set;        /* passed though outside the expected set */
-    double max_error[4];     /* worst relative L2 per output dtype (index = dtype) */
+    int served_beyond_set; /* passed though outside the expected set */
+    double max_error[4];   /* worst relative L2 per output dtype (index = dtype) */
     double seconds;
 } conf_summary;
 
@@ -21,8 +21,7 @@ typedef struct conf_summary {
  * set (conformance_expect.c), else is counted as unsupported. */
 void conf_run_matrix(moeint4_backend id, const char *backend_name, const conf_case *cases,
                      int num_cases, int skip_large, const char *filter, conf_summary *summary);
-void conf_print_summary(moeint4_backend id, const char *backend_name,
-                        const conf_summary *summary);
+void conf_print_summary(moeint4_backend id, const char *backend_name, const conf_summary *summary);
 
 /* A context forced to backend `id`. */
 moeint4_status conf_create_context(moeint4_backend id, moeint4_context **ctx);
@@ -33,8 +32,8 @@ moeint4_status conf_create_context(moeint4_backend id, moeint4_context **ctx);
  * device inputs are unchanged (else INTERNAL_ERROR). Returns the first
  * failing status; *what names the step that failed. */
 moeint4_status conf_forward_through_device(moeint4_context *ctx, const moeint4_weights *weights,
-                                          moeint4_forward_args args, size_t hidden_bytes,
-                                          size_t slot_count, void *got, const char **what);
+                                           moeint4_forward_args args, size_t hidden_bytes,
+                                           size_t slot_count, void *got, const char **what);
 
 /* vLLM's vector cases on backend `id`; returns the number of failures. */
 int conf_run_vectors(moeint4_backend id, const char *backend_name);

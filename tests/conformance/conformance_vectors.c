@@ -33,16 +33,15 @@ static int run_vector_case(moeint4_context *ctx, const char *backend_name,
                !conf_expected_supported_parts(backend_name, p->format, 0, p->group_size,
                                               MOEINT4_ACTIVATION_SILU, MOEINT4_DTYPE_BF16,
                                               MOEINT4_DTYPE_F16)) {
-        printf("%s %s: unsupported as expected: %s\n", backend_name, p->name,
-               moeint4_last_error());
+        printf("%s %s: unsupported as expected: %s\n", backend_name, p->name, moeint4_last_error());
         failures = 0;
     } else if (status != MOEINT4_SUCCESS) {
         printf("FAIL %s %s: moeint4_weights_prepare: %s: %s\n", backend_name, p->name,
                moeint4_status_string(status), moeint4_last_error());
     } else {
-        moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, p->num_tokens, p->topk,
-                                                    c.hidden, c.topk_ids, c.topk_weights, NULL,
-                                                    NULL);
+        moeint4_forward_args args =
+            tk_forward_args(MOEINT4_DTYPE_BF16, p->num_tokens, p->topk, c.hidden, c.topk_ids,
+                            c.topk_weights, NULL, NULL);
         const char *what = "";
         status = conf_forward_through_device(ctx, weights, args, count * sizeof *got,
                                              (size_t)p->num_tokens * (size_t)p->topk, got, &what);

@@ -106,8 +106,9 @@ static void test_vectors(void **state)
 static void test_matrix_coverage(void **state)
 {
     const suite *s = *state;
-    int activations[3] = {0}, dtypes[4] = {0}, scales[4] = {0}, topk[9] = {0};
-    int maps = 0, on_input = 0, g_idx = 0, large = 0, formats[4][2] = {{0}}, groups[129] = {0};
+    int activations[3] = { 0 }, dtypes[4] = { 0 }, scales[4] = { 0 }, topk[9] = { 0 };
+    int maps = 0, on_input = 0, g_idx = 0, large = 0, formats[4][2] = { { 0 } },
+        groups[129] = { 0 };
     int tokens_1 = 0, tokens_300 = 0, not_multiple_of_16 = 0;
     for (int i = 0; i < s->num_cases; i++) {
         const conf_case *c = &s->cases[i];
@@ -134,7 +135,8 @@ static void test_matrix_coverage(void **state)
     for (int k = 1; k <= 8; k++)
         assert_true(topk[k] > 0);
     assert_true(maps > 0 && on_input > 0 && g_idx > 0 && large > 0);
-    assert_true(formats[MOEINT4_FORMAT_GPTQ_SYM][0] > 0 && formats[MOEINT4_FORMAT_GPTQ_ASYM][0] > 0 &&
+    assert_true(formats[MOEINT4_FORMAT_GPTQ_SYM][0] > 0 &&
+                formats[MOEINT4_FORMAT_GPTQ_ASYM][0] > 0 &&
                 formats[MOEINT4_FORMAT_GPTQ_ASYM][1] > 0 && formats[MOEINT4_FORMAT_AWQ][0] > 0);
     assert_true(groups[0] > 0 && groups[32] > 0 && groups[64] > 0 && groups[128] > 0);
     assert_true(tokens_1 > 0 && tokens_300 > 0 && not_multiple_of_16 > 0);
@@ -146,8 +148,8 @@ static void test_matrix_coverage(void **state)
 static void test_tolerances_follow_the_stated_precision(void **state)
 {
     (void)state;
-    const moeint4_backend built_in[] = {MOEINT4_BACKEND_CPU, MOEINT4_BACKEND_XPU,
-                                        MOEINT4_BACKEND_HIP};
+    const moeint4_backend built_in[] = { MOEINT4_BACKEND_CPU, MOEINT4_BACKEND_XPU,
+                                         MOEINT4_BACKEND_HIP };
     for (size_t b = 0; b < sizeof built_in / sizeof built_in[0]; b++) {
         for (int d = MOEINT4_DTYPE_F32; d <= MOEINT4_DTYPE_BF16; d++) {
             moeint4_precision p;
@@ -189,13 +191,14 @@ static void test_refusals_inside_the_expected_set_fail(void **state)
     conf_summary summary;
     print_message("the FAIL lines below are this self-check's, expected\n");
     /* after the CPU (priority 1000): AUTO never lands on them */
-    static fake_control held_control = {.name = "conformance-self-check", .priority = 5000,
-                                        .probe_ok = 1};
-    static fake_control free_control = {.name = "conformance-refuses-all", .priority = 5001,
-                                        .probe_ok = 1};
+    static fake_control held_control = { .name = "conformance-self-check",
+                                         .priority = 5000,
+                                         .probe_ok = 1 };
+    static fake_control free_control = { .name = "conformance-refuses-all",
+                                         .priority = 5001,
+                                         .probe_ok = 1 };
     moeint4_backend held = register_refuser(&held_control);
-    conf_run_matrix(held, "conformance-self-check", s->cases, s->num_cases, 1, "_g128_",
-                    &summary);
+    conf_run_matrix(held, "conformance-self-check", s->cases, s->num_cases, 1, "_g128_", &summary);
     assert_true(summary.unexpectedly_unsupported > 0);
     assert_int_equal(summary.failed, summary.unexpectedly_unsupported);
     assert_true(summary.unsupported > 0); /* the other formats at g128 */
@@ -218,7 +221,7 @@ int main(int argc, char **argv)
     if (count > MAX_BACKENDS)
         count = MAX_BACKENDS;
 
-    suite s = {NULL, 0};
+    suite s = { NULL, 0 };
     s.num_cases = conf_build_cases(NULL, 0);
     conf_case *cases = calloc((size_t)s.num_cases, sizeof *cases);
     backend_test *backends = calloc((size_t)count, sizeof *backends);
@@ -267,8 +270,8 @@ int main(int argc, char **argv)
     tests[2 * selected + 1].initial_state = &s;
     tests[2 * selected + 2].name = "tolerances follow each backend's stated precision";
     tests[2 * selected + 2].test_func = test_tolerances_follow_the_stated_precision;
-    int status = tk_cmocka_run("conformance", tests, (size_t)selected * 2 + 3, NULL, NULL, argc,
-                               argv);
+    int status =
+        tk_cmocka_run("conformance", tests, (size_t)selected * 2 + 3, NULL, NULL, argc, argv);
     free(names);
     free(tests);
     free(backends);

@@ -82,7 +82,7 @@ static void test_vector_case(void **state)
     size_t count = (size_t)p->num_tokens * p->hidden_size;
     double *ours = malloc(count * sizeof *ours);
     assert_non_null(ours);
-    tk_activation act = {MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0};
+    tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 };
     tk_reference_moe(&c.layer, MOEINT4_DTYPE_BF16, c.hidden, p->num_tokens, p->topk, c.topk_ids,
                      c.topk_weights, &act, NULL, 0, ours);
     double error = tk_relative_l2(MOEINT4_DTYPE_F32, c.ref_out, ours, count);
@@ -95,8 +95,8 @@ static void test_vector_case(void **state)
 int main(void)
 {
     struct CMUnitTest tests[] = {
-        {"case1_gptq_sym_g128", test_vector_case, NULL, NULL, NULL},
-        {"case3_awq_asym_g64", test_vector_case, NULL, NULL, NULL},
+        { "case1_gptq_sym_g128", test_vector_case, NULL, NULL, NULL },
+        { "case3_awq_asym_g64", test_vector_case, NULL, NULL, NULL },
     };
     for (int i = 0; i < 2; i++) {
         tests[i].initial_state = (void *)tk_vector_case_params(i);

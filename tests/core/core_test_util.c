@@ -10,8 +10,8 @@ void util_make_layer(tk_layer *layer, moeint4_format format, int expert_map_mode
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     int zero_offset = 0;
-    if (tk_layer_random(layer, format, zero_offset, UTIL_EXPERTS, UTIL_HIDDEN, 32, 32, MOEINT4_DTYPE_F16,
-                        expert_map_mode, &rng) != 0)
+    if (tk_layer_random(layer, format, zero_offset, UTIL_EXPERTS, UTIL_HIDDEN, 32, 32,
+                        MOEINT4_DTYPE_F16, expert_map_mode, &rng) != 0)
         fail_msg("tk_layer_random failed");
 }
 

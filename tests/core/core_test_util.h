@@ -31,21 +31,21 @@ moeint4_forward_args util_args(moeint4_dtype dtype, int64_t m, int topk, const v
 moeint4_context *util_context(moeint4_backend backend);
 
 /* Asserts `status` == expected and that the last error contains `words`. */
-#define assert_status_says(status, expected, words)                                              \
-    do {                                                                                         \
-        moeint4_status got_ = (status);                                                          \
-        if (got_ != (expected) || !strstr(moeint4_last_error(), (words)))                        \
-            fail_msg("%s:%d: got %s \"%s\", expected %s containing \"%s\"", __FILE__, __LINE__,  \
-                     moeint4_status_string(got_), moeint4_last_error(),                          \
-                     moeint4_status_string(expected), (words));                                  \
+#define assert_status_says(status, expected, words)                                                \
+    do {                                                                                           \
+        moeint4_status got_ = (status);                                                            \
+        if (got_ != (expected) || !strstr(moeint4_last_error(), (words)))                          \
+            fail_msg("%s:%d: got %s \"%s\", expected %s containing \"%s\"", __FILE__, __LINE__,    \
+                     moeint4_status_string(got_), moeint4_last_error(),                            \
+                     moeint4_status_string(expected), (words));                                    \
     } while (0)
 
-#define assert_ok(status)                                                                        \
-    do {                                                                                         \
-        moeint4_status got_ = (status);                                                          \
-        if (got_ != MOEINT4_SUCCESS)                                                             \
-            fail_msg("%s:%d: %s: %s", __FILE__, __LINE__, moeint4_status_string(got_),           \
-                     moeint4_last_error());                                                      \
+#define assert_ok(status)                                                                          \
+    do {                                                                                           \
+        moeint4_status got_ = (status);                                                            \
+        if (got_ != MOEINT4_SUCCESS)                                                               \
+            fail_msg("%s:%d: %s: %s", __FILE__, __LINE__, moeint4_status_string(got_),             \
+                     moeint4_last_error());                                                        \
     } while (0)
 
 #endif

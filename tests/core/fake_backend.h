@@ -14,11 +14,11 @@ typedef struct fake_control {
     int priority;
     int probe_ok;
     int supports_ok;
-    moeint4_format only_format;     /* 0: every format; else supports() says no to others */
-    moeint4_dtype only_dtype;       /* 0: every dtype; else forward() refuses others */
-    moeint4_status prepare_status;  /* what prepare/forward return (SUCCESS = work) */
+    moeint4_format only_format;    /* 0: every format; else supports() says no to others */
+    moeint4_dtype only_dtype;      /* 0: every dtype; else forward() refuses others */
+    moeint4_status prepare_status; /* what prepare/forward return (SUCCESS = work) */
     moeint4_status forward_status;
-    const char *error_message;      /* written into err on a failing status */
+    const char *error_message; /* written into err on a failing status */
     /* counters (atomic: backends are called from many threads) */
     _Atomic int probe_calls, supports_calls, contexts_created, contexts_destroyed;
     _Atomic int weights_prepared, weights_released, forwards;

@@ -113,8 +113,8 @@ static void test_load_and_use(void **state)
 
     /* The same plugin again: its name is taken; the first copy keeps working. */
     moeint4_backend again = SENTINEL_ID;
-    assert_status_says(moeint4_backend_load(plugin_path("good"), &again),
-                       MOEINT4_INVALID_ARGUMENT, "already taken");
+    assert_status_says(moeint4_backend_load(plugin_path("good"), &again), MOEINT4_INVALID_ARGUMENT,
+                       "already taken");
     assert_int_equal(again, SENTINEL_ID);
     assert_non_null(moeint4_backend_get_proc_address(id, "fake_extension_answer"));
 }

@@ -54,15 +54,15 @@ typedef struct row {
 } row;
 
 static moeint4_context *cpu_ctx, *other_ctx, *refuser_ctx, *f32_only_ctx;
-static fake_control refuser = {.name = "fake-refuser", .priority = 2000, .probe_ok = 1};
-static fake_control f32_only = {.name = "fake-f32only",
-                                .priority = 2001,
-                                .probe_ok = 1,
-                                .supports_ok = 1,
-                                .only_dtype = MOEINT4_DTYPE_F32};
+static fake_control refuser = { .name = "fake-refuser", .priority = 2000, .probe_ok = 1 };
+static fake_control f32_only = { .name = "fake-f32only",
+                                 .priority = 2001,
+                                 .probe_ok = 1,
+                                 .supports_ok = 1,
+                                 .only_dtype = MOEINT4_DTYPE_F32 };
 
 /* ---- mutations ---- */
-#define SET(name, statement)                                                                     \
+#define SET(name, statement)                                                                       \
     static void name(fixture *f) { statement; }
 
 SET(prepare_null_ctx, f->call_ctx = NULL)
@@ -108,9 +108,9 @@ SET(w2_scale_negative, f->w2_scales[f->w2_scales_count / 2] |= 0x8000)
 SET(w13_scale_minus_inf, f->w13_scales[0] = 0xfc00)
 SET(act_order_g_idx, f->desc.w13_g_idx = f->g_idx)
 SET(g_idx_out_of_range, (f->g_idx[0] = 99, f->desc.w2_g_idx = f->g_idx))
-SET(sizes_overflow, (f->desc.num_experts = f->desc.num_local_experts = 1 << 30,
-                     f->desc.hidden_size = 1 << 30, f->desc.intermediate_size = 1 << 29,
-                     f->desc.group_size = -1))
+SET(sizes_overflow,
+    (f->desc.num_experts = f->desc.num_local_experts = 1 << 30, f->desc.hidden_size = 1 << 30,
+     f->desc.intermediate_size = 1 << 29, f->desc.group_size = -1))
 SET(forced_refuser, f->call_ctx = refuser_ctx)
 
 SET(create_null_out, f->ctx_out = NULL)
@@ -125,8 +125,7 @@ SET(options_threads_negative, f->options.num_threads = -2)
 SET(options_gpu_weights_3, f->options.gpu_weights = 3)
 SET(options_forced_xpu, f->options.backend = MOEINT4_BACKEND_XPU)
 SET(options_forced_hip, f->options.backend = MOEINT4_BACKEND_HIP)
-SET(env_bogus, (f->options.backend = MOEINT4_BACKEND_AUTO,
-                setenv("MOEINT4_BACKEND", "tpu", 1)))
+SET(env_bogus, (f->options.backend = MOEINT4_BACKEND_AUTO, setenv("MOEINT4_BACKEND", "tpu", 1)))
 
 SET(forward_null_ctx, f->call_ctx = NULL)
 SET(forward_null_weights, f->call_weights = NULL)
@@ -157,9 +156,9 @@ SET(swiglu_limit_nan, (f->args.activation = MOEINT4_ACTIVATION_SWIGLU_CLAMP,
                        f->args.swiglu_limit = NAN, f->args.swiglu_alpha = 1.702f))
 SET(swiglu_alpha_inf, (f->args.activation = MOEINT4_ACTIVATION_SWIGLU_CLAMP,
                        f->args.swiglu_limit = 7.0f, f->args.swiglu_alpha = INFINITY))
-SET(swiglu_beta_nan, (f->args.activation = MOEINT4_ACTIVATION_SWIGLU_CLAMP,
-                      f->args.swiglu_limit = 7.0f, f->args.swiglu_alpha = 1.702f,
-                      f->args.swiglu_beta = NAN))
+SET(swiglu_beta_nan,
+    (f->args.activation = MOEINT4_ACTIVATION_SWIGLU_CLAMP, f->args.swiglu_limit = 7.0f,
+     f->args.swiglu_alpha = 1.702f, f->args.swiglu_beta = NAN))
 SET(router_on_input_2, f->args.apply_router_weight_on_input = 2)
 SET(output_overlaps_hidden, f->args.hidden_states = f->output)
 
@@ -214,7 +213,7 @@ static moeint4_status call_query_unknown(fixture *f)
 static moeint4_status call_register_old_api(fixture *f)
 {
     (void)f;
-    fake_control control = {.name = "old-api"};
+    fake_control control = { .name = "old-api" };
     moeint4_backend_iface iface = fake_backend_iface(&control);
     iface.api_version = 0;
     moeint4_backend id;
@@ -234,176 +233,181 @@ static moeint4_status call_select_null_problem(fixture *f)
 
 static const row rows[] = {
     /* weights_prepare */
-    {"prepare: ctx NULL", CALL_PREPARE, GA, prepare_null_ctx, INVALID, "ctx is NULL", NULL},
-    {"prepare: desc NULL", CALL_CUSTOM, GA, no_change, INVALID, "desc is NULL",
-     call_prepare_null_desc},
-    {"prepare: weights NULL", CALL_PREPARE, GA, prepare_null_out, INVALID, "weights is NULL", NULL},
-    {"desc struct_size 0", CALL_PREPARE, GA, desc_size_zero, INVALID,
-     "desc->struct_size = 0 is below the first published size of moeint4_weights_desc", NULL},
-    {"desc struct_size short", CALL_PREPARE, GA, desc_size_short, INVALID,
-     "desc->struct_size", NULL},
-    {"GPTQ_SYM with w13_qzeros", CALL_PREPARE, GS, sym_w13_qzeros_given, INVALID,
-     "w13_qzeros is not NULL but format is GPTQ_SYM", NULL},
-    {"GPTQ_SYM with w2_qzeros", CALL_PREPARE, GS, sym_w2_qzeros_given, INVALID,
-     "w2_qzeros is not NULL but format is GPTQ_SYM", NULL},
-    {"num_experts 0", CALL_PREPARE, GA, experts_zero, INVALID, "desc->num_experts = 0", NULL},
-    {"num_experts negative", CALL_PREPARE, GA, experts_negative, INVALID,
-     "desc->num_experts = -3", NULL},
-    {"num_local_experts 0", CALL_PREPARE, GA, local_zero, INVALID,
-     "desc->num_local_experts = 0", NULL},
-    {"local > global", CALL_PREPARE, GA, local_above_global, INVALID,
-     "desc->num_local_experts = 9 exceeds desc->num_experts = 8", NULL},
-    {"hidden_size 0", CALL_PREPARE, GA, hidden_zero, INVALID, "desc->hidden_size = 0", NULL},
-    {"intermediate_size negative", CALL_PREPARE, GA, intermediate_negative, INVALID,
-     "desc->intermediate_size = -32", NULL},
-    {"2N overflows int", CALL_PREPARE, GA, intermediate_huge, INVALID,
-     "desc->intermediate_size = 1073741824 is too large", NULL},
-    {"K not a multiple of 8", CALL_PREPARE, GA, hidden_not_8, INVALID,
-     "w13.in_features = 60 is not a multiple of 8", NULL},
-    {"K not a multiple of the group", CALL_PREPARE, GS, hidden_not_group, INVALID,
-     "w13.in_features = 72 is not a multiple of group_size 32", NULL},
-    {"N not a multiple of 8", CALL_PREPARE, AW, intermediate_not_8, INVALID,
-     "w2.in_features = 36 is not a multiple of 8", NULL},
-    {"N not a multiple of the group", CALL_PREPARE, GA, intermediate_not_group, INVALID,
-     "w2.in_features = 40 is not a multiple of group_size 32", NULL},
-    {"group_size 16", CALL_PREPARE, GA, group_16, INVALID, "desc->group_size = 16", NULL},
-    {"group_size 0", CALL_PREPARE, GS, group_0, INVALID, "desc->group_size = 0", NULL},
-    {"group_size 256", CALL_PREPARE, AW, group_256, INVALID, "desc->group_size = 256", NULL},
-    {"format 0", CALL_PREPARE, GA, format_0, INVALID, "desc->format = 0", NULL},
-    {"format 4", CALL_PREPARE, GA, format_4, INVALID, "desc->format = 4", NULL},
-    {"scales_dtype F32", CALL_PREPARE, GA, scales_dtype_f32, INVALID, "desc->scales_dtype = 1",
-     NULL},
-    {"zero_offset 2", CALL_PREPARE, GA, zero_offset_2, INVALID, "desc->zero_offset = 2", NULL},
-    {"zero_offset on GPTQ_SYM", CALL_PREPARE, GS, zero_offset_sym, INVALID,
-     "desc->zero_offset = 1 applies to GPTQ_ASYM only", NULL},
-    {"no expert_map, local < global", CALL_PREPARE, GA, map_missing, INVALID,
-     "desc->expert_map is NULL", NULL},
-    {"expert_map entry = local count", CALL_PREPARE, GA, map_too_high, INVALID,
-     "desc->expert_map[3] = 8 is outside [-1, 8)", NULL},
-    {"expert_map entry -2", CALL_PREPARE, AW, map_below_minus_one, INVALID,
-     "desc->expert_map[5] = -2 is outside [-1, 8)", NULL},
-    {"expert_map local id repeated", CALL_PREPARE, GA, map_repeated, INVALID,
-     "desc->expert_map[4] = 1 repeats desc->expert_map[1]", NULL},
-    {"expert_map leaves a local expert unused", CALL_PREPARE, GS, map_unused_local, INVALID,
-     "maps no global expert to local expert 7", NULL},
-    {"w13_qweight NULL", CALL_PREPARE, GA, w13_qweight_null, INVALID, "w13_qweight is NULL", NULL},
-    {"w13_scales NULL", CALL_PREPARE, GS, w13_scales_null, INVALID, "w13_scales is NULL", NULL},
-    {"w2_qweight NULL", CALL_PREPARE, AW, w2_qweight_null, INVALID, "w2_qweight is NULL", NULL},
-    {"w2_scales NULL", CALL_PREPARE, GA, w2_scales_null, INVALID, "w2_scales is NULL", NULL},
-    {"w13_qzeros NULL (asym)", CALL_PREPARE, GA, w13_qzeros_null, INVALID, "w13_qzeros is NULL",
-     NULL},
-    {"w2_qzeros NULL (AWQ)", CALL_PREPARE, AW, w2_qzeros_null, INVALID, "w2_qzeros is NULL", NULL},
-    {"w13 scale NaN", CALL_PREPARE, GA, w13_scale_nan, INVALID,
-     "w13_scales[7][1][63] = nan is not a finite positive scale", NULL},
-    {"w2 scale +Inf", CALL_PREPARE, GS, w2_scale_inf, INVALID,
-     "w2_scales[0][0][17] = inf is not a finite positive scale", NULL},
-    {"w13 scale zero", CALL_PREPARE, AW, w13_scale_zero, INVALID,
-     "w13_scales[0][0][5] = 0 is not a finite positive scale", NULL},
-    {"w2 scale negative", CALL_PREPARE, GA, w2_scale_negative, INVALID,
-     "w2_scales[4][0][0] = -", NULL},
-    {"w13 scale -Inf", CALL_PREPARE, GS, w13_scale_minus_inf, INVALID,
-     "w13_scales[0][0][0] = -inf", NULL},
-    {"act-order g_idx, unequal groups", CALL_PREPARE, GA, act_order_g_idx, INVALID,
-     "w13_g_idx[0] puts 33 rows in group 0; act-order g_idx gives every group exactly "
-     "group_size = 32 rows", NULL},
-    {"g_idx out of range", CALL_PREPARE, GS, g_idx_out_of_range, INVALID,
-     "w2_g_idx[0][0] = 99 is outside [0, 1)", NULL},
-    {"byte counts overflow size_t", CALL_PREPARE, GS, sizes_overflow, INVALID,
-     "overflow size_t", NULL},
-    {"forced backend cannot serve", CALL_PREPARE, GA, forced_refuser, MOEINT4_UNSUPPORTED,
-     "fake-refuser was requested but cannot serve this problem", NULL},
+    { "prepare: ctx NULL", CALL_PREPARE, GA, prepare_null_ctx, INVALID, "ctx is NULL", NULL },
+    { "prepare: desc NULL", CALL_CUSTOM, GA, no_change, INVALID, "desc is NULL",
+      call_prepare_null_desc },
+    { "prepare: weights NULL", CALL_PREPARE, GA, prepare_null_out, INVALID, "weights is NULL",
+      NULL },
+    { "desc struct_size 0", CALL_PREPARE, GA, desc_size_zero, INVALID,
+      "desc->struct_size = 0 is below the first published size of moeint4_weights_desc", NULL },
+    { "desc struct_size short", CALL_PREPARE, GA, desc_size_short, INVALID, "desc->struct_size",
+      NULL },
+    { "GPTQ_SYM with w13_qzeros", CALL_PREPARE, GS, sym_w13_qzeros_given, INVALID,
+      "w13_qzeros is not NULL but format is GPTQ_SYM", NULL },
+    { "GPTQ_SYM with w2_qzeros", CALL_PREPARE, GS, sym_w2_qzeros_given, INVALID,
+      "w2_qzeros is not NULL but format is GPTQ_SYM", NULL },
+    { "num_experts 0", CALL_PREPARE, GA, experts_zero, INVALID, "desc->num_experts = 0", NULL },
+    { "num_experts negative", CALL_PREPARE, GA, experts_negative, INVALID, "desc->num_experts = -3",
+      NULL },
+    { "num_local_experts 0", CALL_PREPARE, GA, local_zero, INVALID, "desc->num_local_experts = 0",
+      NULL },
+    { "local > global", CALL_PREPARE, GA, local_above_global, INVALID,
+      "desc->num_local_experts = 9 exceeds desc->num_experts = 8", NULL },
+    { "hidden_size 0", CALL_PREPARE, GA, hidden_zero, INVALID, "desc->hidden_size = 0", NULL },
+    { "intermediate_size negative", CALL_PREPARE, GA, intermediate_negative, INVALID,
+      "desc->intermediate_size = -32", NULL },
+    { "2N overflows int", CALL_PREPARE, GA, intermediate_huge, INVALID,
+      "desc->intermediate_size = 1073741824 is too large", NULL },
+    { "K not a multiple of 8", CALL_PREPARE, GA, hidden_not_8, INVALID,
+      "w13.in_features = 60 is not a multiple of 8", NULL },
+    { "K not a multiple of the group", CALL_PREPARE, GS, hidden_not_group, INVALID,
+      "w13.in_features = 72 is not a multiple of group_size 32", NULL },
+    { "N not a multiple of 8", CALL_PREPARE, AW, intermediate_not_8, INVALID,
+      "w2.in_features = 36 is not a multiple of 8", NULL },
+    { "N not a multiple of the group", CALL_PREPARE, GA, intermediate_not_group, INVALID,
+      "w2.in_features = 40 is not a multiple of group_size 32", NULL },
+    { "group_size 16", CALL_PREPARE, GA, group_16, INVALID, "desc->group_size = 16", NULL },
+    { "group_size 0", CALL_PREPARE, GS, group_0, INVALID, "desc->group_size = 0", NULL },
+    { "group_size 256", CALL_PREPARE, AW, group_256, INVALID, "desc->group_size = 256", NULL },
+    { "format 0", CALL_PREPARE, GA, format_0, INVALID, "desc->format = 0", NULL },
+    { "format 4", CALL_PREPARE, GA, format_4, INVALID, "desc->format = 4", NULL },
+    { "scales_dtype F32", CALL_PREPARE, GA, scales_dtype_f32, INVALID, "desc->scales_dtype = 1",
+      NULL },
+    { "zero_offset 2", CALL_PREPARE, GA, zero_offset_2, INVALID, "desc->zero_offset = 2", NULL },
+    { "zero_offset on GPTQ_SYM", CALL_PREPARE, GS, zero_offset_sym, INVALID,
+      "desc->zero_offset = 1 applies to GPTQ_ASYM only", NULL },
+    { "no expert_map, local < global", CALL_PREPARE, GA, map_missing, INVALID,
+      "desc->expert_map is NULL", NULL },
+    { "expert_map entry = local count", CALL_PREPARE, GA, map_too_high, INVALID,
+      "desc->expert_map[3] = 8 is outside [-1, 8)", NULL },
+    { "expert_map entry -2", CALL_PREPARE, AW, map_below_minus_one, INVALID,
+      "desc->expert_map[5] = -2 is outside [-1, 8)", NULL },
+    { "expert_map local id repeated", CALL_PREPARE, GA, map_repeated, INVALID,
+      "desc->expert_map[4] = 1 repeats desc->expert_map[1]", NULL },
+    { "expert_map leaves a local expert unused", CALL_PREPARE, GS, map_unused_local, INVALID,
+      "maps no global expert to local expert 7", NULL },
+    { "w13_qweight NULL", CALL_PREPARE, GA, w13_qweight_null, INVALID, "w13_qweight is NULL",
+      NULL },
+    { "w13_scales NULL", CALL_PREPARE, GS, w13_scales_null, INVALID, "w13_scales is NULL", NULL },
+    { "w2_qweight NULL", CALL_PREPARE, AW, w2_qweight_null, INVALID, "w2_qweight is NULL", NULL },
+    { "w2_scales NULL", CALL_PREPARE, GA, w2_scales_null, INVALID, "w2_scales is NULL", NULL },
+    { "w13_qzeros NULL (asym)", CALL_PREPARE, GA, w13_qzeros_null, INVALID, "w13_qzeros is NULL",
+      NULL },
+    { "w2_qzeros NULL (AWQ)", CALL_PREPARE, AW, w2_qzeros_null, INVALID, "w2_qzeros is NULL",
+      NULL },
+    { "w13 scale NaN", CALL_PREPARE, GA, w13_scale_nan, INVALID,
+      "w13_scales[7][1][63] = nan is not a finite positive scale", NULL },
+    { "w2 scale +Inf", CALL_PREPARE, GS, w2_scale_inf, INVALID,
+      "w2_scales[0][0][17] = inf is not a finite positive scale", NULL },
+    { "w13 scale zero", CALL_PREPARE, AW, w13_scale_zero, INVALID,
+      "w13_scales[0][0][5] = 0 is not a finite positive scale", NULL },
+    { "w2 scale negative", CALL_PREPARE, GA, w2_scale_negative, INVALID, "w2_scales[4][0][0] = -",
+      NULL },
+    { "w13 scale -Inf", CALL_PREPARE, GS, w13_scale_minus_inf, INVALID,
+      "w13_scales[0][0][0] = -inf", NULL },
+    { "act-order g_idx, unequal groups", CALL_PREPARE, GA, act_order_g_idx, INVALID,
+      "w13_g_idx[0] puts 33 rows in group 0; act-order g_idx gives every group exactly "
+      "group_size = 32 rows",
+      NULL },
+    { "g_idx out of range", CALL_PREPARE, GS, g_idx_out_of_range, INVALID,
+      "w2_g_idx[0][0] = 99 is outside [0, 1)", NULL },
+    { "byte counts overflow size_t", CALL_PREPARE, GS, sizes_overflow, INVALID, "overflow size_t",
+      NULL },
+    { "forced backend cannot serve", CALL_PREPARE, GA, forced_refuser, MOEINT4_UNSUPPORTED,
+      "fake-refuser was requested but cannot serve this problem", NULL },
 
     /* context_create */
-    {"create: ctx NULL", CALL_CREATE, GA, create_null_out, INVALID, "ctx is NULL", NULL},
-    {"options struct_size 0", CALL_CREATE, GA, options_size_zero, INVALID,
-     "options->struct_size = 0", NULL},
-    {"options struct_size short", CALL_CREATE, GA, options_size_short, INVALID,
-     "options->struct_size", NULL},
-    {"num_threads INT_MAX", CALL_CREATE, GA, options_threads_huge, INVALID,
-     "options->num_threads = 2147483647 is outside [0, 1024]", NULL},
-    {"num_threads above the maximum", CALL_CREATE, GA, options_threads_above_max, INVALID,
-     "options->num_threads = 1025", NULL},
-    {"backend 9", CALL_CREATE, GA, options_backend_9, INVALID, "options->backend = 9", NULL},
-    {"backend -1", CALL_CREATE, GA, options_backend_negative, INVALID, "options->backend = -1",
-     NULL},
-    {"device_index -1", CALL_CREATE, GA, options_device_negative, INVALID,
-     "options->device_index = -1", NULL},
-    {"num_threads -2", CALL_CREATE, GA, options_threads_negative, INVALID,
-     "options->num_threads = -2", NULL},
-    {"gpu_weights 3", CALL_CREATE, GA, options_gpu_weights_3, INVALID,
-     "options->gpu_weights = 3", NULL},
-    {"forced XPU absent", CALL_CREATE, GA, options_forced_xpu, MOEINT4_BACKEND_UNAVAILABLE,
-     "backend xpu was requested but is not available on device 0: libmoeint4-xpu.so not found",
-     NULL},
-    {"forced HIP absent", CALL_CREATE, GA, options_forced_hip, MOEINT4_BACKEND_UNAVAILABLE,
-     "libmoeint4-hip.so not found", NULL},
-    {"MOEINT4_BACKEND unknown", CALL_CREATE, GA, env_bogus, INVALID,
-     "MOEINT4_BACKEND = \"tpu\" is not a backend name", NULL},
+    { "create: ctx NULL", CALL_CREATE, GA, create_null_out, INVALID, "ctx is NULL", NULL },
+    { "options struct_size 0", CALL_CREATE, GA, options_size_zero, INVALID,
+      "options->struct_size = 0", NULL },
+    { "options struct_size short", CALL_CREATE, GA, options_size_short, INVALID,
+      "options->struct_size", NULL },
+    { "num_threads INT_MAX", CALL_CREATE, GA, options_threads_huge, INVALID,
+      "options->num_threads = 2147483647 is outside [0, 1024]", NULL },
+    { "num_threads above the maximum", CALL_CREATE, GA, options_threads_above_max, INVALID,
+      "options->num_threads = 1025", NULL },
+    { "backend 9", CALL_CREATE, GA, options_backend_9, INVALID, "options->backend = 9", NULL },
+    { "backend -1", CALL_CREATE, GA, options_backend_negative, INVALID, "options->backend = -1",
+      NULL },
+    { "device_index -1", CALL_CREATE, GA, options_device_negative, INVALID,
+      "options->device_index = -1", NULL },
+    { "num_threads -2", CALL_CREATE, GA, options_threads_negative, INVALID,
+      "options->num_threads = -2", NULL },
+    { "gpu_weights 3", CALL_CREATE, GA, options_gpu_weights_3, INVALID, "options->gpu_weights = 3",
+      NULL },
+    { "forced XPU absent", CALL_CREATE, GA, options_forced_xpu, MOEINT4_BACKEND_UNAVAILABLE,
+      "backend xpu was requested but is not available on device 0: libmoeint4-xpu.so not found",
+      NULL },
+    { "forced HIP absent", CALL_CREATE, GA, options_forced_hip, MOEINT4_BACKEND_UNAVAILABLE,
+      "libmoeint4-hip.so not found", NULL },
+    { "MOEINT4_BACKEND unknown", CALL_CREATE, GA, env_bogus, INVALID,
+      "MOEINT4_BACKEND = \"tpu\" is not a backend name", NULL },
 
     /* forward */
-    {"forward: ctx NULL", CALL_FORWARD, GA, forward_null_ctx, INVALID, "ctx is NULL", NULL},
-    {"forward: weights NULL", CALL_FORWARD, GA, forward_null_weights, INVALID, "weights is NULL",
-     NULL},
-    {"forward: args NULL", CALL_FORWARD, GA, no_change, INVALID, "args is NULL",
-     call_forward_null_args},
-    {"weights from another context", CALL_FORWARD, AW, forward_other_ctx, INVALID,
-     "weights were prepared with another context", NULL},
-    {"args struct_size 0", CALL_FORWARD, GA, args_size_zero, INVALID,
-     "args->struct_size = 0", NULL},
-    {"args struct_size short", CALL_FORWARD, GA, args_size_short, INVALID,
-     "args->struct_size", NULL},
-    {"dtype 0", CALL_FORWARD, GA, dtype_0, INVALID, "args->dtype = 0", NULL},
-    {"dtype 4", CALL_FORWARD, GS, dtype_4, INVALID, "args->dtype = 4", NULL},
-    {"activation 3", CALL_FORWARD, GA, activation_3, INVALID, "args->activation = 3", NULL},
-    {"num_tokens -1", CALL_FORWARD, GA, tokens_negative, INVALID, "args->num_tokens = -1", NULL},
-    {"num_tokens bytes overflow", CALL_FORWARD, GA, tokens_overflow, INVALID, "overflow size_t",
-     NULL},
-    {"topk 0", CALL_FORWARD, GA, topk_zero, INVALID, "args->topk = 0 is outside [1, 8]", NULL},
-    {"topk > E", CALL_FORWARD, AW, topk_above_experts, INVALID,
-     "args->topk = 9 is outside [1, 8]", NULL},
-    {"topk id negative", CALL_FORWARD, GA, topk_id_negative, INVALID,
-     "args->topk_ids[2][1] = -1 is outside [0, 8)", NULL},
-    {"topk id = E", CALL_FORWARD, GS, topk_id_too_high, INVALID,
-     "args->topk_ids[0][0] = 8 is outside [0, 8)", NULL},
-    {"topk id 130", CALL_FORWARD, GA, topk_id_huge, INVALID,
-     "args->topk_ids[1][1] = 130 is outside [0, 8)", NULL},
-    {"router weight NaN", CALL_FORWARD, GA, router_nan, INVALID,
-     "args->topk_weights[1][0] = nan is not finite", NULL},
-    {"router weight -Inf", CALL_FORWARD, AW, router_inf, INVALID,
-     "args->topk_weights[2][1] = -inf is not finite", NULL},
-    {"hidden_states NULL", CALL_FORWARD, GA, hidden_null, INVALID, "args->hidden_states is NULL",
-     NULL},
-    {"topk_ids NULL", CALL_FORWARD, GA, ids_null, INVALID, "args->topk_ids is NULL", NULL},
-    {"topk_weights NULL", CALL_FORWARD, GA, router_null, INVALID, "args->topk_weights is NULL",
-     NULL},
-    {"output NULL", CALL_FORWARD, GA, output_null, INVALID, "args->output is NULL", NULL},
-    {"swiglu limit 0", CALL_FORWARD, GA, swiglu_limit_zero, INVALID, "args->swiglu_limit = 0",
-     NULL},
-    {"swiglu limit negative", CALL_FORWARD, GS, swiglu_limit_negative, INVALID,
-     "args->swiglu_limit = -7", NULL},
-    {"swiglu limit NaN", CALL_FORWARD, GA, swiglu_limit_nan, INVALID, "args->swiglu_limit = nan",
-     NULL},
-    {"swiglu alpha Inf", CALL_FORWARD, GA, swiglu_alpha_inf, INVALID,
-     "args->swiglu_alpha = inf is not finite", NULL},
-    {"swiglu beta NaN", CALL_FORWARD, AW, swiglu_beta_nan, INVALID,
-     "args->swiglu_beta = nan is not finite", NULL},
-    {"apply_router_weight_on_input 2", CALL_FORWARD, GA, router_on_input_2, INVALID,
-     "args->apply_router_weight_on_input = 2", NULL},
-    {"activation dtype the backend lacks", CALL_FORWARD, GA, forward_on_f32_only_backend,
-     MOEINT4_UNSUPPORTED, "fake-f32only backend: args->dtype = 3 is not supported", NULL},
-    {"output overlaps input", CALL_FORWARD, GA, output_overlaps_hidden, INVALID,
-     "args->output overlaps args->hidden_states", NULL},
+    { "forward: ctx NULL", CALL_FORWARD, GA, forward_null_ctx, INVALID, "ctx is NULL", NULL },
+    { "forward: weights NULL", CALL_FORWARD, GA, forward_null_weights, INVALID, "weights is NULL",
+      NULL },
+    { "forward: args NULL", CALL_FORWARD, GA, no_change, INVALID, "args is NULL",
+      call_forward_null_args },
+    { "weights from another context", CALL_FORWARD, AW, forward_other_ctx, INVALID,
+      "weights were prepared with another context", NULL },
+    { "args struct_size 0", CALL_FORWARD, GA, args_size_zero, INVALID, "args->struct_size = 0",
+      NULL },
+    { "args struct_size short", CALL_FORWARD, GA, args_size_short, INVALID, "args->struct_size",
+      NULL },
+    { "dtype 0", CALL_FORWARD, GA, dtype_0, INVALID, "args->dtype = 0", NULL },
+    { "dtype 4", CALL_FORWARD, GS, dtype_4, INVALID, "args->dtype = 4", NULL },
+    { "activation 3", CALL_FORWARD, GA, activation_3, INVALID, "args->activation = 3", NULL },
+    { "num_tokens -1", CALL_FORWARD, GA, tokens_negative, INVALID, "args->num_tokens = -1", NULL },
+    { "num_tokens bytes overflow", CALL_FORWARD, GA, tokens_overflow, INVALID, "overflow size_t",
+      NULL },
+    { "topk 0", CALL_FORWARD, GA, topk_zero, INVALID, "args->topk = 0 is outside [1, 8]", NULL },
+    { "topk > E", CALL_FORWARD, AW, topk_above_experts, INVALID, "args->topk = 9 is outside [1, 8]",
+      NULL },
+    { "topk id negative", CALL_FORWARD, GA, topk_id_negative, INVALID,
+      "args->topk_ids[2][1] = -1 is outside [0, 8)", NULL },
+    { "topk id = E", CALL_FORWARD, GS, topk_id_too_high, INVALID,
+      "args->topk_ids[0][0] = 8 is outside [0, 8)", NULL },
+    { "topk id 130", CALL_FORWARD, GA, topk_id_huge, INVALID,
+      "args->topk_ids[1][1] = 130 is outside [0, 8)", NULL },
+    { "router weight NaN", CALL_FORWARD, GA, router_nan, INVALID,
+      "args->topk_weights[1][0] = nan is not finite", NULL },
+    { "router weight -Inf", CALL_FORWARD, AW, router_inf, INVALID,
+      "args->topk_weights[2][1] = -inf is not finite", NULL },
+    { "hidden_states NULL", CALL_FORWARD, GA, hidden_null, INVALID, "args->hidden_states is NULL",
+      NULL },
+    { "topk_ids NULL", CALL_FORWARD, GA, ids_null, INVALID, "args->topk_ids is NULL", NULL },
+    { "topk_weights NULL", CALL_FORWARD, GA, router_null, INVALID, "args->topk_weights is NULL",
+      NULL },
+    { "output NULL", CALL_FORWARD, GA, output_null, INVALID, "args->output is NULL", NULL },
+    { "swiglu limit 0", CALL_FORWARD, GA, swiglu_limit_zero, INVALID, "args->swiglu_limit = 0",
+      NULL },
+    { "swiglu limit negative", CALL_FORWARD, GS, swiglu_limit_negative, INVALID,
+      "args->swiglu_limit = -7", NULL },
+    { "swiglu limit NaN", CALL_FORWARD, GA, swiglu_limit_nan, INVALID, "args->swiglu_limit = nan",
+      NULL },
+    { "swiglu alpha Inf", CALL_FORWARD, GA, swiglu_alpha_inf, INVALID,
+      "args->swiglu_alpha = inf is not finite", NULL },
+    { "swiglu beta NaN", CALL_FORWARD, AW, swiglu_beta_nan, INVALID,
+      "args->swiglu_beta = nan is not finite", NULL },
+    { "apply_router_weight_on_input 2", CALL_FORWARD, GA, router_on_input_2, INVALID,
+      "args->apply_router_weight_on_input = 2", NULL },
+    { "activation dtype the backend lacks", CALL_FORWARD, GA, forward_on_f32_only_backend,
+      MOEINT4_UNSUPPORTED, "fake-f32only backend: args->dtype = 3 is not supported", NULL },
+    { "output overlaps input", CALL_FORWARD, GA, output_overlaps_hidden, INVALID,
+      "args->output overlaps args->hidden_states", NULL },
 
     /* elsewhere */
-    {"release NULL (no-op)", CALL_CUSTOM, GA, no_change, MOEINT4_SUCCESS, "", call_release_null},
-    {"destroy NULL (no-op)", CALL_CUSTOM, GA, no_change, MOEINT4_SUCCESS, "", call_destroy_null},
-    {"memory_alloc 0 bytes", CALL_CUSTOM, GA, no_change, INVALID, "bytes = 0",
-     call_memory_alloc_zero},
-    {"query unknown backend id", CALL_CUSTOM, GA, no_change, INVALID, "id = 12", call_query_unknown},
-    {"register: api version 0", CALL_CUSTOM, GA, no_change, MOEINT4_VERSION_MISMATCH,
-     "api version 0, core expects 1", call_register_old_api},
-    {"oracle_select: problem NULL", CALL_CUSTOM, GA, no_change, INVALID, "problem is NULL",
-     call_select_null_problem},
+    { "release NULL (no-op)", CALL_CUSTOM, GA, no_change, MOEINT4_SUCCESS, "", call_release_null },
+    { "destroy NULL (no-op)", CALL_CUSTOM, GA, no_change, MOEINT4_SUCCESS, "", call_destroy_null },
+    { "memory_alloc 0 bytes", CALL_CUSTOM, GA, no_change, INVALID, "bytes = 0",
+      call_memory_alloc_zero },
+    { "query unknown backend id", CALL_CUSTOM, GA, no_change, INVALID, "id = 12",
+      call_query_unknown },
+    { "register: api version 0", CALL_CUSTOM, GA, no_change, MOEINT4_VERSION_MISMATCH,
+      "api version 0, core expects 1", call_register_old_api },
+    { "oracle_select: problem NULL", CALL_CUSTOM, GA, no_change, INVALID, "problem is NULL",
+      call_select_null_problem },
 };
 
 /* ---- one row ---- */
@@ -548,11 +552,11 @@ static void test_table(void **state)
 static void test_unmutated_calls_succeed(void **state)
 {
     (void)state;
-    const call_kind kinds[3] = {CALL_PREPARE, CALL_FORWARD, CALL_CREATE};
-    const moeint4_format formats[3] = {GS, GA, AW};
+    const call_kind kinds[3] = { CALL_PREPARE, CALL_FORWARD, CALL_CREATE };
+    const moeint4_format formats[3] = { GS, GA, AW };
     for (int i = 0; i < 3; i++) {
         for (int k = 0; k < 3; k++) {
-            row r = {"valid", kinds[i], formats[k], no_change, MOEINT4_SUCCESS, "", NULL};
+            row r = { "valid", kinds[i], formats[k], no_change, MOEINT4_SUCCESS, "", NULL };
             fixture *f = calloc(1, sizeof *f);
             assert_non_null(f);
             fixture_make(f, &r, 7 + (uint64_t)k);
@@ -592,7 +596,7 @@ static int setup(void **state)
         return -1;
     /* warm up: first prepare/forward on the CPU context allocates its
      * long-lived state (thread pool, scratch), outside any measurement */
-    row warm = {"warm", CALL_FORWARD, GA, no_change, MOEINT4_SUCCESS, "", NULL};
+    row warm = { "warm", CALL_FORWARD, GA, no_change, MOEINT4_SUCCESS, "", NULL };
     fixture *f = calloc(1, sizeof *f);
     fixture_make(f, &warm, 1);
     moeint4_status status = run_call(f, &warm);

@@ -86,9 +86,9 @@ static void test_async_flag_runs_as_usual(void **state)
     assert_memory_equal(b.out, plain, sizeof plain);
     assert_int_equal(moeint4_forward_check(f->ctx, f->weights, NULL), MOEINT4_SUCCESS);
     size_t bytes = 123;
-    assert_int_equal(moeint4_forward_workspace_size(f->weights, 4096, TOPK, MOEINT4_DTYPE_BF16,
-                                                    &bytes),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_forward_workspace_size(f->weights, 4096, TOPK, MOEINT4_DTYPE_BF16, &bytes),
+        MOEINT4_SUCCESS);
     assert_int_equal(bytes, 0);
 
     /* A caller compiled against the first published struct (no flags,

@@ -14,13 +14,13 @@
 #include "fake_backend.h"
 
 /* Priorities below XPU's 100 so the fakes come first on every machine. */
-static fake_control no_probe = {.name = "fake-noprobe", .priority = 10, .probe_ok = 0};
-static fake_control no_support = {.name = "fake-nosupport", .priority = 20, .probe_ok = 1};
-static fake_control gptq_only = {.name = "fake-gptq",
-                                 .priority = 30,
-                                 .probe_ok = 1,
-                                 .supports_ok = 1,
-                                 .only_format = MOEINT4_FORMAT_GPTQ_SYM};
+static fake_control no_probe = { .name = "fake-noprobe", .priority = 10, .probe_ok = 0 };
+static fake_control no_support = { .name = "fake-nosupport", .priority = 20, .probe_ok = 1 };
+static fake_control gptq_only = { .name = "fake-gptq",
+                                  .priority = 30,
+                                  .probe_ok = 1,
+                                  .supports_ok = 1,
+                                  .only_format = MOEINT4_FORMAT_GPTQ_SYM };
 static moeint4_backend no_probe_id, no_support_id, gptq_only_id;
 
 static int register_fakes(void **state)
@@ -72,8 +72,8 @@ static void test_forced_backend_refuses(void **state)
     moeint4_backend chosen = (moeint4_backend)77;
     assert_status_says(moeint4_oracle_select(&gptq, no_probe_id, 0, &chosen),
                        MOEINT4_BACKEND_UNAVAILABLE, "fake device 0 is not plugged in");
-    assert_status_says(moeint4_oracle_select(&gptq, no_support_id, 0, &chosen),
-                       MOEINT4_UNSUPPORTED, "fake backend serves no problem at all");
+    assert_status_says(moeint4_oracle_select(&gptq, no_support_id, 0, &chosen), MOEINT4_UNSUPPORTED,
+                       "fake backend serves no problem at all");
     moeint4_problem awq = problem_for(MOEINT4_FORMAT_AWQ);
     assert_status_says(moeint4_oracle_select(&awq, gptq_only_id, 0, &chosen), MOEINT4_UNSUPPORTED,
                        "fake-gptq was requested but cannot serve this problem");
@@ -108,8 +108,7 @@ static void run_forward(moeint4_context *ctx, moeint4_weights *weights, float *o
     int32_t ids[M * TOPK];
     float router[M * TOPK];
     util_random_batch(5, MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, router);
-    moeint4_forward_args args =
-        util_args(MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, router, output);
+    moeint4_forward_args args = util_args(MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, router, output);
     if (expected == MOEINT4_SUCCESS)
         assert_ok(moeint4_forward(ctx, weights, &args));
     else
@@ -212,7 +211,7 @@ static void test_racing_prepares_bind_once(void **state)
     tk_layer gptq, awq;
     util_make_layer(&gptq, MOEINT4_FORMAT_GPTQ_SYM, 0, 31);
     util_make_layer(&awq, MOEINT4_FORMAT_AWQ, 0, 32);
-    moeint4_weights_desc descs[2] = {tk_layer_desc(&gptq), tk_layer_desc(&awq)};
+    moeint4_weights_desc descs[2] = { tk_layer_desc(&gptq), tk_layer_desc(&awq) };
     for (int round = 0; round < 20; round++) {
         moeint4_context *ctx = util_context(MOEINT4_BACKEND_AUTO);
         enum { RACERS = 6 };

@@ -16,8 +16,8 @@ static const char *library_dir;
 static void test_plugins_searched_next_to_the_library(void **state)
 {
     (void)state;
-    const moeint4_backend ids[2] = {MOEINT4_BACKEND_XPU, MOEINT4_BACKEND_HIP};
-    const char *files[2] = {"libmoeint4-xpu.so", "libmoeint4-hip.so"};
+    const moeint4_backend ids[2] = { MOEINT4_BACKEND_XPU, MOEINT4_BACKEND_HIP };
+    const char *files[2] = { "libmoeint4-xpu.so", "libmoeint4-hip.so" };
     for (int i = 0; i < 2; i++) {
         moeint4_backend_info info;
         memset(&info, 0, sizeof info);

@@ -75,8 +75,7 @@ static void check_good(void)
     float router[M * TOPK];
     util_random_batch(9, MOEINT4_DTYPE_BF16, M, TOPK, hidden, ids, router);
     memset(output, 0xff, sizeof output);
-    moeint4_forward_args args =
-        util_args(MOEINT4_DTYPE_BF16, M, TOPK, hidden, ids, router, output);
+    moeint4_forward_args args = util_args(MOEINT4_DTYPE_BF16, M, TOPK, hidden, ids, router, output);
     assert_ok(moeint4_forward(ctx, weights, &args));
     for (int i = 0; i < M * K; i++)
         assert_int_equal(output[i], 0x3e80); /* the fake's 0.25 */
@@ -96,7 +95,7 @@ static void check_good(void)
     assert_int_equal(backend, MOEINT4_BACKEND_CPU);
     assert_ok(moeint4_context_backend(ctx, &backend));
     assert_int_equal(backend, MOEINT4_BACKEND_CPU); /* memory helpers follow the weights */
-    moeint4_context_destroy(ctx); /* releases the AWQ weights */
+    moeint4_context_destroy(ctx);                   /* releases the AWQ weights */
 
     /* forced HIP cannot serve AWQ: said, not replaced by the CPU */
     ctx = util_context(MOEINT4_BACKEND_HIP);
@@ -126,8 +125,8 @@ static void test_scenario(void **state)
     } else if (strcmp(scenario, "missing") == 0) {
         /* every searched directory is named, the path's first */
         char words[4200];
-        snprintf(words, sizeof words, "libmoeint4-hip.so not found in %s:",
-                 getenv("MOEINT4_BACKEND_PATH"));
+        snprintf(words, sizeof words,
+                 "libmoeint4-hip.so not found in %s:", getenv("MOEINT4_BACKEND_PATH"));
         expect_hip_refused(words);
         assert_int_equal(query(MOEINT4_BACKEND_XPU).compiled, 0);
     } else if (strcmp(scenario, "owndir") == 0) {
@@ -151,6 +150,6 @@ int main(int argc, char **argv)
     }
     scenario = argv[1];
     unsetenv("MOEINT4_BACKEND");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_scenario)};
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_scenario) };
     return cmocka_run_group_tests_name(scenario, tests, NULL, NULL);
 }

@@ -58,7 +58,7 @@ static void test_builtin_list_and_query(void **state)
     assert_true(cpu >= 0 && xpu >= 0 && hip >= 0);
     assert_true(xpu < hip && hip < cpu); /* XPU 100, HIP 200, CPU 1000 */
 
-    moeint4_backend partial[1] = {MOEINT4_BACKEND_AUTO};
+    moeint4_backend partial[1] = { MOEINT4_BACKEND_AUTO };
     assert_ok(moeint4_backend_list(partial, 1, &again));
     assert_int_equal(partial[0], ids[0]);
     assert_int_equal(again, count);
@@ -78,8 +78,8 @@ static void test_builtin_list_and_query(void **state)
     assert_string_equal(moeint4_last_error(), "");
 
     /* The plugins are not next to this test program and the path is empty. */
-    const moeint4_backend plugins[2] = {MOEINT4_BACKEND_XPU, MOEINT4_BACKEND_HIP};
-    const char *files[2] = {"libmoeint4-xpu.so not found in ", "libmoeint4-hip.so not found in "};
+    const moeint4_backend plugins[2] = { MOEINT4_BACKEND_XPU, MOEINT4_BACKEND_HIP };
+    const char *files[2] = { "libmoeint4-xpu.so not found in ", "libmoeint4-hip.so not found in " };
     for (int i = 0; i < 2; i++) {
         memset(&info, 0x5a, sizeof info);
         info.struct_size = sizeof info;
@@ -91,8 +91,8 @@ static void test_builtin_list_and_query(void **state)
     assert_status_says(moeint4_backend_query((moeint4_backend)99, &info), MOEINT4_INVALID_ARGUMENT,
                        "id = 99");
     info.struct_size = 8;
-    assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, &info),
-                       MOEINT4_INVALID_ARGUMENT, "info->struct_size = 8");
+    assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, &info), MOEINT4_INVALID_ARGUMENT,
+                       "info->struct_size = 8");
     assert_status_says(moeint4_backend_query(MOEINT4_BACKEND_CPU, NULL), MOEINT4_INVALID_ARGUMENT,
                        "info");
 }
@@ -117,8 +117,8 @@ static void test_names(void **state)
     assert_status_says(moeint4_backend_from_name("cpu", NULL), MOEINT4_INVALID_ARGUMENT, "id");
 }
 
-static fake_control first_custom = {.name = "custom-one", .probe_ok = 1, .supports_ok = 1};
-static fake_control second_custom = {.name = "custom-two", .probe_ok = 0, .priority = 1500};
+static fake_control first_custom = { .name = "custom-one", .probe_ok = 1, .supports_ok = 1 };
+static fake_control second_custom = { .name = "custom-two", .probe_ok = 0, .priority = 1500 };
 
 static void test_register(void **state)
 {
@@ -158,7 +158,7 @@ static void test_register(void **state)
 static void test_register_refusals(void **state)
 {
     (void)state;
-    fake_control control = {.name = "refused", .probe_ok = 1, .supports_ok = 1};
+    fake_control control = { .name = "refused", .probe_ok = 1, .supports_ok = 1 };
     moeint4_backend id = (moeint4_backend)123;
     moeint4_backend_iface iface = fake_backend_iface(&control);
     iface.api_version = 7;
@@ -181,8 +181,7 @@ static void test_register_refusals(void **state)
     assert_status_says(moeint4_register_backend(&iface, &id), MOEINT4_INVALID_ARGUMENT,
                        "already taken");
     iface.name = "auto";
-    assert_status_says(moeint4_register_backend(&iface, &id), MOEINT4_INVALID_ARGUMENT,
-                       "reserved");
+    assert_status_says(moeint4_register_backend(&iface, &id), MOEINT4_INVALID_ARGUMENT, "reserved");
     iface.name = "two words";
     assert_status_says(moeint4_register_backend(&iface, &id), MOEINT4_INVALID_ARGUMENT,
                        "iface->name");

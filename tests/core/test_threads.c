@@ -158,8 +158,9 @@ static void test_concurrent_life_cycles(void **state)
     tk_layer_free(&layer);
 }
 
-static fake_control shared_fake = {.name = "fake-shared", .priority = 5, .probe_ok = 1,
-                                   .supports_ok = 1};
+static fake_control shared_fake = {
+    .name = "fake-shared", .priority = 5, .probe_ok = 1, .supports_ok = 1
+};
 
 static void *shared_prepare_body(void *arg)
 {

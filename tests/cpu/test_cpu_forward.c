@@ -46,8 +46,8 @@ static void run_case(const forward_case *fc, uint64_t seed)
     tk_rng_seed(&rng, seed);
     tk_layer layer;
     assert_int_equal(tk_layer_random(&layer, fc->format, fc->zero_offset, fc->num_experts,
-                                     fc->hidden, fc->intermediate, fc->group_size,
-                                     fc->scales_dtype, fc->expert_map_mode, &rng),
+                                     fc->hidden, fc->intermediate, fc->group_size, fc->scales_dtype,
+                                     fc->expert_map_mode, &rng),
                      0);
     moeint4_weights_desc desc = tk_layer_desc(&layer);
     size_t elem = tk_dtype_size(fc->dtype);
@@ -70,25 +70,27 @@ static void run_case(const forward_case *fc, uint64_t seed)
             ids[s] = (int32_t)((s / fc->topk) % 2);
     tk_fill_activations(&rng, fc->dtype, out_count, 1.0, hidden);
 
-    tk_activation act = {fc->activation, 1.25, 1.702, 0.5, fc->on_input};
+    tk_activation act = { fc->activation, 1.25, 1.702, 0.5, fc->on_input };
     /* the reference reads the f32-rounded SwiGLU parameters */
     act.limit = 1.25f;
     act.alpha = 1.702f;
-    moeint4_forward_args args = tk_forward_args(fc->dtype, fc->tokens, fc->topk, hidden, ids,
-                                                weights, out, &act);
+    moeint4_forward_args args =
+        tk_forward_args(fc->dtype, fc->tokens, fc->topk, hidden, ids, weights, out, &act);
     act.beta = 0.5f;
-    tk_reference_moe(&layer, fc->dtype, hidden, fc->tokens, fc->topk, ids, weights, &act, NULL,
-                     0, want);
+    tk_reference_moe(&layer, fc->dtype, hidden, fc->tokens, fc->topk, ids, weights, &act, NULL, 0,
+                     want);
 
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int num_tables = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     for (int ti = 0; ti < num_tables; ti++) {
         for (int threads = 1; threads <= 2; threads++) {
             mi4_cpu_context *ctx = NULL;
-            assert_int_equal(mi4_cpu_context_create_with(threads, tables[ti], &ctx), MOEINT4_SUCCESS);
+            assert_int_equal(mi4_cpu_context_create_with(threads, tables[ti], &ctx),
+                             MOEINT4_SUCCESS);
             mi4_cpu_weights *w = NULL;
             char err[256] = "";
-            assert_int_equal(mi4_cpu_weights_prepare(ctx, &desc, &w, err, sizeof err), MOEINT4_SUCCESS);
+            assert_int_equal(mi4_cpu_weights_prepare(ctx, &desc, &w, err, sizeof err),
+                             MOEINT4_SUCCESS);
             tk_poison(out, out_count * elem);
             assert_int_equal(mi4_cpu_forward_with(ctx, tables[ti], w, &args, err, sizeof err),
                              MOEINT4_SUCCESS);
@@ -97,8 +99,8 @@ static void run_case(const forward_case *fc, uint64_t seed)
                 fail_msg("kernel %s threads %d format %d group %d dtype %d act %d M %lld "
                          "K %d N %d: relative L2 error %g > %g",
                          tables[ti]->name, threads, fc->format, fc->group_size, fc->dtype,
-                         fc->activation, (long long)fc->tokens, fc->hidden, fc->intermediate,
-                         error, tolerance(fc->dtype));
+                         fc->activation, (long long)fc->tokens, fc->hidden, fc->intermediate, error,
+                         tolerance(fc->dtype));
             if (threads == 1)
                 memcpy(first, out, out_count * elem);
             else if (!cpu_test_same_bits(first, out, out_count * elem))
@@ -119,18 +121,29 @@ static void run_case(const forward_case *fc, uint64_t seed)
 static void test_every_format_and_group(void **state)
 {
     (void)state;
-    const moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
-                                      MOEINT4_FORMAT_AWQ};
-    const int groups[] = {32, 64, 128, -1};
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
+                                       MOEINT4_FORMAT_AWQ };
+    const int groups[] = { 32, 64, 128, -1 };
     uint64_t seed = 100;
     for (int f = 0; f < 3; f++)
         for (int g = 0; g < 4; g++)
             for (int zo = 0; zo <= (formats[f] == MOEINT4_FORMAT_GPTQ_ASYM); zo++)
                 /* f32 runs the f32 tables, bf16 the bf16 one where the CPU has it */
                 for (int d = 0; d < 2; d++) {
-                    forward_case fc = {formats[f], zo, 6, 256, 128, groups[g], MOEINT4_DTYPE_F16,
-                                       0, d ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F32, 5, 2,
-                                       MOEINT4_ACTIVATION_SILU, 0, 0};
+                    forward_case fc = { formats[f],
+                                        zo,
+                                        6,
+                                        256,
+                                        128,
+                                        groups[g],
+                                        MOEINT4_DTYPE_F16,
+                                        0,
+                                        d ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F32,
+                                        5,
+                                        2,
+                                        MOEINT4_ACTIVATION_SILU,
+                                        0,
+                                        0 };
                     run_case(&fc, seed++);
                 }
 }
@@ -138,16 +151,27 @@ static void test_every_format_and_group(void **state)
 static void test_every_dtype_and_activation(void **state)
 {
     (void)state;
-    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
-    const moeint4_activation acts[] = {MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
-                                       MOEINT4_ACTIVATION_SWIGLU_CLAMP};
+    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
+    const moeint4_activation acts[] = { MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
+                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP };
     uint64_t seed = 200;
     for (int d = 0; d < 3; d++)
         for (int a = 0; a < 3; a++)
             for (int on_input = 0; on_input <= 1; on_input++) {
-                forward_case fc = {MOEINT4_FORMAT_GPTQ_ASYM, 0, 5, 128, 64, 64,
-                                   d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, on_input,
-                                   dtypes[d], 7, 3, acts[a], on_input, 0};
+                forward_case fc = { MOEINT4_FORMAT_GPTQ_ASYM,
+                                    0,
+                                    5,
+                                    128,
+                                    64,
+                                    64,
+                                    d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16,
+                                    on_input,
+                                    dtypes[d],
+                                    7,
+                                    3,
+                                    acts[a],
+                                    on_input,
+                                    0 };
                 run_case(&fc, seed++);
             }
 }
@@ -159,16 +183,28 @@ static void test_odd_shapes(void **state)
 {
     (void)state;
     uint64_t seed = 300;
-    const int sizes[][2] = {{40, 24}, {72, 40}, {96, 56}, {136, 8}, {8, 8}};
+    const int sizes[][2] = { { 40, 24 }, { 72, 40 }, { 96, 56 }, { 136, 8 }, { 8, 8 } };
     for (int s = 0; s < 5; s++) {
-        forward_case awq = {s % 2 ? MOEINT4_FORMAT_AWQ : MOEINT4_FORMAT_GPTQ_ASYM, 0, 9,
-                            sizes[s][0], sizes[s][1], -1,
-                            MOEINT4_DTYPE_F16, 0, MOEINT4_DTYPE_F32, 6, 2,
-                            MOEINT4_ACTIVATION_SILU, 0, 0};
+        forward_case awq = { s % 2 ? MOEINT4_FORMAT_AWQ : MOEINT4_FORMAT_GPTQ_ASYM,
+                             0,
+                             9,
+                             sizes[s][0],
+                             sizes[s][1],
+                             -1,
+                             MOEINT4_DTYPE_F16,
+                             0,
+                             MOEINT4_DTYPE_F32,
+                             6,
+                             2,
+                             MOEINT4_ACTIVATION_SILU,
+                             0,
+                             0 };
         run_case(&awq, seed++);
     }
-    forward_case gptq = {MOEINT4_FORMAT_GPTQ_SYM, 0, 3, 96, 64, 32, MOEINT4_DTYPE_BF16, 0,
-                         MOEINT4_DTYPE_BF16, 9, 2, MOEINT4_ACTIVATION_GELU, 0, 0};
+    forward_case gptq = {
+        MOEINT4_FORMAT_GPTQ_SYM, 0, 3, 96, 64, 32, MOEINT4_DTYPE_BF16, 0, MOEINT4_DTYPE_BF16, 9, 2,
+        MOEINT4_ACTIVATION_GELU, 0, 0
+    };
     run_case(&gptq, seed++);
 }
 
@@ -179,10 +215,22 @@ static void test_many_tokens(void **state)
 {
     (void)state;
     uint64_t seed = 400;
-    const int64_t tokens[] = {1, 2, 3, 17, 61, 200, 600, 2100};
+    const int64_t tokens[] = { 1, 2, 3, 17, 61, 200, 600, 2100 };
     for (int i = 0; i < 8; i++) {
-        forward_case fc = {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 128, 96, 32, MOEINT4_DTYPE_F16, 1,
-                           MOEINT4_DTYPE_BF16, tokens[i], 2, MOEINT4_ACTIVATION_SILU, 0, 0};
+        forward_case fc = { MOEINT4_FORMAT_GPTQ_SYM,
+                            0,
+                            4,
+                            128,
+                            96,
+                            32,
+                            MOEINT4_DTYPE_F16,
+                            1,
+                            MOEINT4_DTYPE_BF16,
+                            tokens[i],
+                            2,
+                            MOEINT4_ACTIVATION_SILU,
+                            0,
+                            0 };
         run_case(&fc, seed++);
     }
 }
@@ -192,10 +240,22 @@ static void test_many_tokens(void **state)
 static void test_repeated_expert_ids(void **state)
 {
     (void)state;
-    const int64_t tokens[] = {1, 5, 40};
+    const int64_t tokens[] = { 1, 5, 40 };
     for (int i = 0; i < 3; i++) {
-        forward_case fc = {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 64, 32, 32, MOEINT4_DTYPE_F16, 0,
-                           MOEINT4_DTYPE_F32, tokens[i], 4, MOEINT4_ACTIVATION_SILU, i == 1, 1};
+        forward_case fc = { MOEINT4_FORMAT_GPTQ_SYM,
+                            0,
+                            4,
+                            64,
+                            32,
+                            32,
+                            MOEINT4_DTYPE_F16,
+                            0,
+                            MOEINT4_DTYPE_F32,
+                            tokens[i],
+                            4,
+                            MOEINT4_ACTIVATION_SILU,
+                            i == 1,
+                            1 };
         run_case(&fc, 500 + (uint64_t)i);
     }
 }

@@ -49,12 +49,12 @@ static int builtin_has(int level)
 static const char *expected_selection(void)
 {
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
-    int cap = !forced || !*forced                  ? 3
-              : strcmp(forced, "scalar") == 0      ? 0
-              : strcmp(forced, "avx2") == 0        ? 1
-              : strcmp(forced, "avx512") == 0      ? 2
-                                                   : 3;
-    static const char *const names[] = {"scalar", "avx2", "avx512", "avx512bf16"};
+    int cap = !forced || !*forced             ? 3
+              : strcmp(forced, "scalar") == 0 ? 0
+              : strcmp(forced, "avx2") == 0   ? 1
+              : strcmp(forced, "avx512") == 0 ? 2
+                                              : 3;
+    static const char *const names[] = { "scalar", "avx2", "avx512", "avx512bf16" };
     for (int level = cap; level > 0; level--)
         if (builtin_has(level))
             return names[level];
@@ -157,8 +157,8 @@ enum row_source { FROM_F32, FROM_BF16, FROM_F16, FROM_ACTIVATIONS, ROW_SOURCES }
 static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, float *raw, int in,
                        int group_columns, float *x, float *xsum)
 {
-    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16,
-                                    MOEINT4_DTYPE_F32};
+    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F16,
+                                     MOEINT4_DTYPE_F32 };
     moeint4_dtype dtype = dtypes[source];
     uint16_t half[1024];
     for (int k = 0; k < in; k++) {
@@ -175,7 +175,7 @@ static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, f
         for (int g = 0; g < groups; g++)
             xsum[g] = 0.0f;
         for (int b = 0; b * 8 < in; b++) {
-            float values[8] = {0};
+            float values[8] = { 0 };
             for (int c = 0; c < 8 && b * 8 + c < in; c++)
                 values[c] = raw[b * 8 + c];
             xsum[b * 8 / group_columns] += kernels->pack_block(values, x, b);
@@ -244,9 +244,13 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
         for (int which = 0; which < 2; which++) {
             poison(y[which], Y);
             poison(y_pair[which], Y);
-            mi4_cpu_tile_job job = {pack + (size_t)which * geo.tile_bytes, &geo,
-                                    scales_dtype == MOEINT4_DTYPE_BF16, row_ptrs, sum_ptrs,
-                                    tokens, y[which]};
+            mi4_cpu_tile_job job = { pack + (size_t)which * geo.tile_bytes,
+                                     &geo,
+                                     scales_dtype == MOEINT4_DTYPE_BF16,
+                                     row_ptrs,
+                                     sum_ptrs,
+                                     tokens,
+                                     y[which] };
             jobs[which] = job;
             pair[which] = job;
             pair[which].y = y_pair[which];
@@ -271,8 +275,8 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
 static void test_tile_kernels(void **state)
 {
     (void)state;
-    const int shapes[][2] = {{96, 32}, {192, 64}, {256, 128}, {1024, 128}, {20, -1}, {3, -1},
-                             {44, -1}, {1000, -1}, {64, -1}, {32, 32}};
+    const int shapes[][2] = { { 96, 32 }, { 192, 64 }, { 256, 128 }, { 1024, 128 }, { 20, -1 },
+                              { 3, -1 },  { 44, -1 },  { 1000, -1 }, { 64, -1 },    { 32, 32 } };
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     tk_rng rng;
@@ -298,8 +302,8 @@ static double bf16_row_value(const float *row, int k)
 /* scale_row of the bf16 table: x * factor within one bf16 rounding (2^-8
  * relative), exactly with factor 1 and bf16 inputs; zero padding; group
  * sums of the values held. */
-static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype,
-                           const float *src, int n, int gc, float factor)
+static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype, const float *src,
+                           int n, int gc, float factor)
 {
     int padded = (n + 7) / 8 * 8, groups = (n + gc - 1) / gc;
     float dst[264], sums[64];
@@ -334,8 +338,8 @@ static void test_scale_row(void **state)
     (void)state;
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
-    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
-    const int shapes[][2] = {{256, 64}, {37, 37}, {8, 8}, {3, 3}, {96, 32}};
+    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
+    const int shapes[][2] = { { 256, 64 }, { 37, 37 }, { 8, 8 }, { 3, 3 }, { 96, 32 } };
     tk_rng rng;
     tk_rng_seed(&rng, 22);
     for (int d = 0; d < 3; d++)
@@ -382,7 +386,7 @@ static void test_store_row(void **state)
     (void)state;
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
-    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     tk_rng rng;
     tk_rng_seed(&rng, 23);
     enum { N = 77 };
@@ -429,11 +433,11 @@ static void test_activate(void **state)
         gate[i] = (float)(i < 16 ? -100.0 + 12.5 * i : tk_rng_normal(&rng) * 4.0);
         up[i] = (float)tk_rng_normal(&rng) * 2.0f;
     }
-    const moeint4_activation kinds[] = {MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
-                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP};
+    const moeint4_activation kinds[] = { MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
+                                         MOEINT4_ACTIVATION_SWIGLU_CLAMP };
     for (int kind = 0; kind < 3; kind++)
         for (int i = 0; i < count; i++) {
-            mi4_cpu_activation act = {kinds[kind], 1.5f, 1.702f, 0.25f};
+            mi4_cpu_activation act = { kinds[kind], 1.5f, 1.702f, 0.25f };
             float out[N];
             memcpy(out, gate, sizeof out);
             tables[i]->activate(&act, out, up, N);

@@ -32,7 +32,7 @@ typedef struct counting_job {
 
 static void pause_ms(long ms)
 {
-    struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+    struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&pause, NULL);
 }
 
@@ -168,7 +168,7 @@ static void test_idle_workers_sleep(void **state)
     memset(&job, 0, sizeof job);
     assert_int_equal(mi4_cpu_pool_try_run(pool, counting, &job), 0);
     double before = process_cpu_seconds();
-    struct timespec pause = {0, 50000000};
+    struct timespec pause = { 0, 50000000 };
     nanosleep(&pause, NULL);
     double burned = process_cpu_seconds() - before;
     mi4_cpu_pool_destroy(pool);

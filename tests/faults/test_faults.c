@@ -25,9 +25,9 @@ typedef struct layer_case {
 } layer_case;
 
 static const layer_case layer_cases[] = {
-    {MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 256, 128, 128, 0, MOEINT4_DTYPE_F16},
-    {MOEINT4_FORMAT_GPTQ_ASYM, 1, 6, 64, 96, 32, 1, MOEINT4_DTYPE_BF16},
-    {MOEINT4_FORMAT_AWQ, 0, 5, 128, 64, -1, 1, MOEINT4_DTYPE_F16},
+    { MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 256, 128, 128, 0, MOEINT4_DTYPE_F16 },
+    { MOEINT4_FORMAT_GPTQ_ASYM, 1, 6, 64, 96, 32, 1, MOEINT4_DTYPE_BF16 },
+    { MOEINT4_FORMAT_AWQ, 0, 5, 128, 64, -1, 1, MOEINT4_DTYPE_F16 },
 };
 
 typedef struct forward_case {
@@ -39,9 +39,9 @@ typedef struct forward_case {
 } forward_case;
 
 static const forward_case forward_cases[] = {
-    {MOEINT4_DTYPE_BF16, 1, 2, MOEINT4_ACTIVATION_SILU, 0},
-    {MOEINT4_DTYPE_F32, 5, 3, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1},
-    {MOEINT4_DTYPE_F16, 70, 2, MOEINT4_ACTIVATION_GELU, 0},
+    { MOEINT4_DTYPE_BF16, 1, 2, MOEINT4_ACTIVATION_SILU, 0 },
+    { MOEINT4_DTYPE_F32, 5, 3, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1 },
+    { MOEINT4_DTYPE_F16, 70, 2, MOEINT4_ACTIVATION_GELU, 0 },
 };
 
 typedef struct fixture {
@@ -112,8 +112,7 @@ static moeint4_status run_forward(fixture *f, const moeint4_weights *weights)
 
 /* A failing call's verdict: OOM with words and no leak, or (a fallback
  * that absorbed the failure) success. Returns 1 when it failed. */
-static int check_failed_call(moeint4_status status, long live_before, const char *what,
-                             long site)
+static int check_failed_call(moeint4_status status, long live_before, const char *what, long site)
 {
     if (status == MOEINT4_SUCCESS) {
         fallbacks++;
@@ -196,8 +195,9 @@ static void fail_each_forward_allocation(fixture *f)
 
 static void open_context(fixture *f, int threads)
 {
-    moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, threads,
-                                       NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
+    moeint4_context_options options = {
+        sizeof options, MOEINT4_BACKEND_CPU, 0, threads, NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO
+    };
     assert_int_equal(moeint4_context_create(&options, &f->ctx), MOEINT4_SUCCESS);
 }
 
@@ -246,8 +246,10 @@ static void test_context_create_sites(void **state)
 {
     (void)state;
     for (int threads = 1; threads <= 2; threads++) {
-        moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, threads,
-                                           NULL, NULL, NULL, MOEINT4_GPU_WEIGHTS_AUTO};
+        moeint4_context_options options = {
+            sizeof options, MOEINT4_BACKEND_CPU,     0, threads, NULL, NULL,
+            NULL,           MOEINT4_GPU_WEIGHTS_AUTO
+        };
         mi4_alloc_fail_after(-1);
         long live_before = mi4_alloc_live();
         moeint4_context *ctx = NULL;

@@ -97,15 +97,16 @@ static void fuzz_checkpoint(const uint8_t *data, size_t size)
     int layers[64], count = 0;
     moeint4_checkpoint_layers(ck, layers, 64, &count);
     moeint4_context *ctx = NULL;
-    moeint4_context_options o = {.struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU,
-                                 .num_threads = 1};
+    moeint4_context_options o = { .struct_size = sizeof o,
+                                  .backend = MOEINT4_BACKEND_CPU,
+                                  .num_threads = 1 };
     if (moeint4_context_create(&o, &ctx) != MOEINT4_SUCCESS)
         abort();
     for (int i = 0; i < count && i < 64; i++) {
-        moeint4_checkpoint_layer_info li = {.struct_size = sizeof li};
+        moeint4_checkpoint_layer_info li = { .struct_size = sizeof li };
         if (moeint4_checkpoint_layer_query(ck, layers[i], &li) != MOEINT4_SUCCESS)
             abort();
-        moeint4_weights_desc d = {.struct_size = sizeof d};
+        moeint4_weights_desc d = { .struct_size = sizeof d };
         if (moeint4_checkpoint_layer_desc(ck, layers[i], &d) != MOEINT4_SUCCESS) {
             if (moeint4_last_error()[0] == '\0')
                 abort();

@@ -33,16 +33,16 @@ static const fuzz_world *world(void)
     static int ready;
     if (ready)
         return &w;
-    moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0};
+    moeint4_context_options options = { sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0 };
     if (moeint4_context_create(&options, &w.ctx) != MOEINT4_SUCCESS ||
         moeint4_context_create(&options, &w.other_ctx) != MOEINT4_SUCCESS)
         abort();
     tk_rng rng;
     tk_rng_seed(&rng, 7);
-    if (tk_layer_random(&w.layers[0], MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 64, 32, 32,
-                        MOEINT4_DTYPE_F16, 0, &rng) ||
-        tk_layer_random(&w.layers[1], MOEINT4_FORMAT_AWQ, 0, 6, 32, 16, -1, MOEINT4_DTYPE_BF16,
-                        1, &rng) ||
+    if (tk_layer_random(&w.layers[0], MOEINT4_FORMAT_GPTQ_SYM, 0, 4, 64, 32, 32, MOEINT4_DTYPE_F16,
+                        0, &rng) ||
+        tk_layer_random(&w.layers[1], MOEINT4_FORMAT_AWQ, 0, 6, 32, 16, -1, MOEINT4_DTYPE_BF16, 1,
+                        &rng) ||
         tk_layer_random(&w.layers[2], MOEINT4_FORMAT_GPTQ_ASYM, 1, 3, 128, 64, 64,
                         MOEINT4_DTYPE_F16, 0, &rng))
         abort();
@@ -58,7 +58,7 @@ static const fuzz_world *world(void)
 /* A value in [lo, hi], or now and then an odd one (then not sane). */
 static float fuzz_float(fz_input *in, int *sane, float lo, float hi)
 {
-    static const float odd[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e-40f};
+    static const float odd[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e-40f };
     int pick = fz_pick(in, 40);
     if (pick == 0 || lo == hi) {
         *sane = 0;
@@ -77,7 +77,7 @@ typedef struct call {
 
 static void make_call(fz_input *in, const tk_layer *layer, call *c)
 {
-    static const int dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16, 0, 4};
+    static const int dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16, 0, 4 };
     int num_experts = layer->num_experts, hidden = layer->hidden_size;
     c->sane = 1;
     moeint4_forward_args *a = &c->args;
@@ -98,7 +98,8 @@ static void make_call(fz_input *in, const tk_layer *layer, call *c)
     }
     size_t elements = (size_t)MAX_TOKENS * (size_t)hidden;
     moeint4_dtype store = a->dtype == MOEINT4_DTYPE_F16 || a->dtype == MOEINT4_DTYPE_BF16
-                              ? a->dtype : MOEINT4_DTYPE_F32;
+                              ? a->dtype
+                              : MOEINT4_DTYPE_F32;
     for (size_t i = 0; i < elements; i++)
         tk_store(store, c->hidden, i, (double)(fz_generated(in) % 4001) / 1000.0 - 2.0);
     if (fz_pick(in, 8) == 0) /* one odd value: NaN, Inf, huge, negative zero, ... */
@@ -116,7 +117,7 @@ static void make_call(fz_input *in, const tk_layer *layer, call *c)
     if (fz_pick(in, 8) == 0)
         c->router[fz_u8(in) % (MAX_TOKENS * MAX_TOPK)] = fuzz_float(in, &c->sane, 0, 0);
     if (fz_pick(in, 8) == 0) {
-        static const int32_t bad[] = {-1, INT32_MIN, INT32_MAX, 0};
+        static const int32_t bad[] = { -1, INT32_MIN, INT32_MAX, 0 };
         int32_t value = bad[fz_pick(in, 4)];
         c->ids[fz_u8(in) % (MAX_TOKENS * MAX_TOPK)] = value ? value : num_experts;
     }
@@ -178,20 +179,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     default: break;
     }
     if (getenv("MOEINT4_FUZZ_VERBOSE")) /* for reproducers in reports */
-        fprintf(stderr, "layer %d (E=%d K=%d N=%d) dtype %d M=%lld topk %d act %d limit %g "
-                "alpha %g beta %g on_input %d struct_size %zu\n", which, layer->num_experts,
-                layer->hidden_size, layer->intermediate_size, (int)args.dtype,
-                (long long)args.num_tokens, args.topk, (int)args.activation,
+        fprintf(stderr,
+                "layer %d (E=%d K=%d N=%d) dtype %d M=%lld topk %d act %d limit %g "
+                "alpha %g beta %g on_input %d struct_size %zu\n",
+                which, layer->num_experts, layer->hidden_size, layer->intermediate_size,
+                (int)args.dtype, (long long)args.num_tokens, args.topk, (int)args.activation,
                 (double)args.swiglu_limit, (double)args.swiglu_alpha, (double)args.swiglu_beta,
                 args.apply_router_weight_on_input, args.struct_size);
     call before = c;
     moeint4_status status = moeint4_forward(ctx, weights, &args);
     if (memcmp(&before, &c, sizeof c) != 0)
         abort(); /* inputs modified */
-    size_t written = args.num_tokens > 0 && args.num_tokens <= MAX_TOKENS
-                         ? (size_t)args.num_tokens * (size_t)layer->hidden_size *
-                               tk_dtype_size(args.dtype)
-                         : 0;
+    size_t written =
+        args.num_tokens > 0 && args.num_tokens <= MAX_TOKENS
+            ? (size_t)args.num_tokens * (size_t)layer->hidden_size * tk_dtype_size(args.dtype)
+            : 0;
     if (status != MOEINT4_SUCCESS) {
         uint8_t *poisoned = fz_alloc(out_bytes);
         tk_poison(poisoned, out_bytes);

@@ -27,10 +27,7 @@ static inline void fz_init(fz_input *in, const uint8_t *data, size_t size)
         in->fill_state = in->fill_state * 31 + data[i];
 }
 
-static inline uint8_t fz_u8(fz_input *in)
-{
-    return in->pos < in->size ? in->data[in->pos++] : 0;
-}
+static inline uint8_t fz_u8(fz_input *in) { return in->pos < in->size ? in->data[in->pos++] : 0; }
 
 static inline uint32_t fz_u32(fz_input *in)
 {
@@ -41,10 +38,7 @@ static inline uint32_t fz_u32(fz_input *in)
 }
 
 /* One of `count` choices (0 when the input is exhausted). */
-static inline int fz_pick(fz_input *in, int count)
-{
-    return (int)(fz_u8(in) % (unsigned)count);
-}
+static inline int fz_pick(fz_input *in, int count) { return (int)(fz_u8(in) % (unsigned)count); }
 
 /* A value in [lo, hi]. */
 static inline int fz_range(fz_input *in, int lo, int hi)

@@ -64,14 +64,14 @@ static void convert_all(const moeint4_quant_matrix *m, int small)
     /* validate is what the conversions check first: same verdict */
     if (s_f32 != valid || s_bf16 != valid)
         abort();
-    if (valid != MOEINT4_SUCCESS && (!untouched(f32, values * sizeof *f32) ||
-                                     !untouched(bf16, values * sizeof *bf16)))
+    if (valid != MOEINT4_SUCCESS &&
+        (!untouched(f32, values * sizeof *f32) || !untouched(bf16, values * sizeof *bf16)))
         abort();
-    if (s_xpu != MOEINT4_SUCCESS && (!untouched(packed, values / 2 + 1) ||
-                                     !untouched(scales_t, scales_t_bytes)))
+    if (s_xpu != MOEINT4_SUCCESS &&
+        (!untouched(packed, values / 2 + 1) || !untouched(scales_t, scales_t_bytes)))
         abort();
-    if (s_xpu == MOEINT4_SUCCESS && (valid != MOEINT4_SUCCESS ||
-                                     m->format != MOEINT4_FORMAT_GPTQ_SYM))
+    if (s_xpu == MOEINT4_SUCCESS &&
+        (valid != MOEINT4_SUCCESS || m->format != MOEINT4_FORMAT_GPTQ_SYM))
         abort();
     if (valid == MOEINT4_SUCCESS) {
         for (size_t i = 0; i < values; i++)

@@ -22,7 +22,6 @@
 #include "fuzz_input.h"
 #include "moeint4.h"
 
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define PLUGIN_FILE "libmoeint4-hip.so"
@@ -30,10 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct plugin_world {
     moeint4_backend_iface (*base_table)(moeint4_backend id);
     void (*set_answer)(const moeint4_backend_iface *table);
-    uint8_t *file;            /* the plugin's bytes */
+    uint8_t *file; /* the plugin's bytes */
     size_t file_size;
-    char scratch_dir[64];     /* where corrupted copies are written */
-    char plugin_dir[512];     /* the fuzz plugin's folder */
+    char scratch_dir[64]; /* where corrupted copies are written */
+    char plugin_dir[512]; /* the fuzz plugin's folder */
     char plugin_path[600];
 } plugin_world;
 
@@ -60,7 +59,8 @@ static const plugin_world *world(void)
     void *handle = dlopen(w->plugin_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
         abort();
-    void *base = dlsym(handle, "fz_plugin_base_table"), *set = dlsym(handle, "fz_plugin_set_answer");
+    void *base = dlsym(handle, "fz_plugin_base_table"),
+         *set = dlsym(handle, "fz_plugin_set_answer");
     if (!base || !set)
         abort();
     memcpy(&w->base_table, &base, sizeof base);
@@ -85,8 +85,8 @@ static const plugin_world *world(void)
 static void check_table_answer(fz_input *in, const plugin_world *w)
 {
     static const char long_name[] = "a-backend-name-much-longer-than-the-registry-keeps-it";
-    static const char *const names[] = {"fuzzplugin", "", NULL, long_name, "cpu", "XPU"};
-    static const uint32_t versions[] = {MOEINT4_BACKEND_API_VERSION, 0, 2, UINT32_MAX};
+    static const char *const names[] = { "fuzzplugin", "", NULL, long_name, "cpu", "XPU" };
+    static const uint32_t versions[] = { MOEINT4_BACKEND_API_VERSION, 0, 2, UINT32_MAX };
     moeint4_backend_iface table = w->base_table(MOEINT4_BACKEND_HIP);
     if (fz_pick(in, 4) == 0)
         table.api_version = versions[fz_pick(in, 4)];
@@ -103,25 +103,32 @@ static void check_table_answer(fz_input *in, const plugin_world *w)
     table.platform_priority = fz_pick(in, 2) ? 0 : (int)fz_u32(in);
     table.device_pointers = fz_pick(in, 3);
     unsigned missing = fz_pick(in, 2) ? 0 : fz_u8(in); /* which functions to drop */
-    if (missing & 1) table.probe = NULL;
-    if (missing & 2) table.supports = NULL;
-    if (missing & 4) table.context_create = NULL;
-    if (missing & 8) table.prepare = NULL;
-    if (missing & 16) table.forward = NULL;
-    if (missing & 32) table.release = NULL;
-    if (missing & 64) table.context_destroy = NULL;
+    if (missing & 1)
+        table.probe = NULL;
+    if (missing & 2)
+        table.supports = NULL;
+    if (missing & 4)
+        table.context_create = NULL;
+    if (missing & 8)
+        table.prepare = NULL;
+    if (missing & 16)
+        table.forward = NULL;
+    if (missing & 32)
+        table.release = NULL;
+    if (missing & 64)
+        table.context_destroy = NULL;
     int answer_null = fz_pick(in, 16) == 0;
     w->set_answer(answer_null ? NULL : &table);
 
     char reason[MI4_REASON_CAPACITY];
     memset(reason, 0, sizeof reason);
-    const moeint4_backend_iface *loaded = mi4_plugin_load(PLUGIN_FILE, MOEINT4_BACKEND_HIP,
-                                                          reason, sizeof reason);
+    const moeint4_backend_iface *loaded =
+        mi4_plugin_load(PLUGIN_FILE, MOEINT4_BACKEND_HIP, reason, sizeof reason);
     if (loaded) {
         if (answer_null || loaded->api_version != MOEINT4_BACKEND_API_VERSION ||
-            loaded->struct_size < MOEINT4_BACKEND_IFACE_MIN_SIZE || loaded->id != MOEINT4_BACKEND_HIP ||
-            !loaded->probe || !loaded->supports || !loaded->context_create || !loaded->prepare ||
-            !loaded->forward)
+            loaded->struct_size < MOEINT4_BACKEND_IFACE_MIN_SIZE ||
+            loaded->id != MOEINT4_BACKEND_HIP || !loaded->probe || !loaded->supports ||
+            !loaded->context_create || !loaded->prepare || !loaded->forward)
             abort(); /* an unsound table was accepted */
     } else if (reason[0] == '\0' || !memchr(reason, '\0', sizeof reason)) {
         abort(); /* refused without words */
@@ -132,7 +139,7 @@ static void check_table_answer(fz_input *in, const plugin_world *w)
     moeint4_backend id = (moeint4_backend)-7;
     moeint4_status status = moeint4_register_backend(fz_pick(in, 16) ? &table : NULL, &id);
     if (status == MOEINT4_SUCCESS) {
-        moeint4_backend_info info = {0};
+        moeint4_backend_info info = { 0 };
         info.struct_size = sizeof info;
         if (id < MOEINT4_BACKEND_FIRST_CUSTOM || moeint4_backend_query(id, &info) != 0 ||
             !memchr(info.name, '\0', sizeof info.name))
@@ -181,8 +188,8 @@ static void check_damaged_file(fz_input *in, const plugin_world *w)
     while (waited < 0 && errno == EINTR);
     if (waited != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "loading a damaged plugin (%zu of %zu bytes, mode %d) %s %d\n", length,
-                w->file_size, mode, WIFSIGNALED(status) ? "killed the process with signal"
-                                                        : "gave the exit code",
+                w->file_size, mode,
+                WIFSIGNALED(status) ? "killed the process with signal" : "gave the exit code",
                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         abort();
     }

@@ -57,7 +57,7 @@ static const moeint4_backend_iface *answer;
 FZ_EXPORT moeint4_backend_iface fz_plugin_base_table(moeint4_backend id);
 FZ_EXPORT moeint4_backend_iface fz_plugin_base_table(moeint4_backend id)
 {
-    moeint4_backend_iface t = {0};
+    moeint4_backend_iface t = { 0 };
     t.struct_size = sizeof t;
     t.api_version = MOEINT4_BACKEND_API_VERSION;
     t.id = id;
@@ -74,10 +74,7 @@ FZ_EXPORT moeint4_backend_iface fz_plugin_base_table(moeint4_backend id)
 
 /* What the next call of the entry point returns (NULL allowed). */
 FZ_EXPORT void fz_plugin_set_answer(const moeint4_backend_iface *table);
-FZ_EXPORT void fz_plugin_set_answer(const moeint4_backend_iface *table)
-{
-    answer = table;
-}
+FZ_EXPORT void fz_plugin_set_answer(const moeint4_backend_iface *table) { answer = table; }
 
 FZ_EXPORT const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version);
 FZ_EXPORT const moeint4_backend_iface *moeint4_plugin_backend(uint32_t core_api_version)

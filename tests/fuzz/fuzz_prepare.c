@@ -17,7 +17,7 @@ static moeint4_context *cpu_context(void)
 {
     static moeint4_context *ctx; /* one per process: creating it is the slow part */
     if (!ctx) {
-        moeint4_context_options options = {sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0};
+        moeint4_context_options options = { sizeof options, MOEINT4_BACKEND_CPU, 0, 1, 0, 0, 0, 0 };
         if (moeint4_context_create(&options, &ctx) != MOEINT4_SUCCESS)
             abort();
     }
@@ -39,10 +39,10 @@ static int32_t *make_expert_map(fz_input *in, int num_experts, int num_local)
         map[slot] = local;
     }
     if (fz_pick(in, 8) == 7) {
-        static const int32_t wrong[] = {-2, INT32_MIN, INT32_MAX, 0, 1};
+        static const int32_t wrong[] = { -2, INT32_MIN, INT32_MAX, 0, 1 };
         int32_t value = wrong[fz_pick(in, 5)];
-        map[fz_u8(in) % (unsigned)num_experts] = value >= 0 && value <= 1 ? num_local - value
-                                                                          : value;
+        map[fz_u8(in) % (unsigned)num_experts] =
+            value >= 0 && value <= 1 ? num_local - value : value;
     }
     return map;
 }
@@ -64,7 +64,7 @@ static void run_one_forward(moeint4_context *ctx, const moeint4_weights *weights
     for (int t = 0; t < tokens && topk == 2; t++)
         if (ids[2 * t] == ids[2 * t + 1])
             ids[2 * t + 1] = (ids[2 * t] + 1) % num_experts;
-    moeint4_forward_args args = {0};
+    moeint4_forward_args args = { 0 };
     args.struct_size = sizeof args;
     args.dtype = MOEINT4_DTYPE_F32;
     args.num_tokens = tokens;
@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_quant_make(&in, &w13, format, zero_offset, num_local, hidden, w13_out, group, scales_dtype);
     fz_quant_make(&in, &w2, format, zero_offset, num_local, inter, hidden, group, scales_dtype);
 
-    moeint4_weights_desc desc = {0};
+    moeint4_weights_desc desc = { 0 };
     desc.struct_size = fz_struct_size(&in, sizeof desc);
     desc.num_experts = num_experts;
     desc.num_local_experts = num_local;

@@ -40,9 +40,8 @@ int fz_shape_is_small(int experts, int in_features, int out_features);
 /* Fills view and arrays: random codes and zeros, scales in [2^-6, 2^2]
  * with sometimes one bad value (NaN, Inf, 0, negative), g_idx absent,
  * trivial or with one wrong entry, and sometimes a required pointer NULL. */
-void fz_quant_make(fz_input *in, fz_quant *q, moeint4_format format, int zero_offset,
-                   int experts, int in_features, int out_features, int group_size,
-                   moeint4_dtype scales_dtype);
+void fz_quant_make(fz_input *in, fz_quant *q, moeint4_format format, int zero_offset, int experts,
+                   int in_features, int out_features, int group_size, moeint4_dtype scales_dtype);
 void fz_quant_free(fz_quant *q);
 
 /* Copies of every array, to prove the library did not modify its inputs. */

@@ -49,9 +49,8 @@ moeint4_weights *hip_test_prepare(moeint4_context *ctx, tk_layer *layer, moeint4
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     int zero_offset = 0;
-    assert_int_equal(tk_layer_random(layer, format, zero_offset, num_experts, hidden,
-                                     intermediate, group_size, MOEINT4_DTYPE_F16,
-                                     expert_map_mode, &rng),
+    assert_int_equal(tk_layer_random(layer, format, zero_offset, num_experts, hidden, intermediate,
+                                     group_size, MOEINT4_DTYPE_F16, expert_map_mode, &rng),
                      0);
     moeint4_weights_desc desc = tk_layer_desc(layer);
     moeint4_weights *weights = NULL;
@@ -93,7 +92,7 @@ moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *wei
     for (size_t i = 0; i < slots; i++)
         router[i] *= (float)tk_rng_range(&rng, 0.5, 1.5);
     if (want) {
-        tk_activation act = {c->activation, c->limit, c->alpha, c->beta, c->on_input};
+        tk_activation act = { c->activation, c->limit, c->alpha, c->beta, c->on_input };
         tk_reference_moe(layer, c->dtype, hidden, m, c->topk, ids, router, &act, NULL, 0, want);
     }
     /* The device input, shifted by one element when asked (bf16 rows then
@@ -109,7 +108,7 @@ moeint4_status hip_test_forward(moeint4_context *ctx, const moeint4_weights *wei
     tk_poison(got, bytes);
     void *d_out = hip_test_upload(ctx, got, bytes ? bytes : 1);
 
-    tk_activation act = {c->activation, c->limit, c->alpha, c->beta, c->on_input};
+    tk_activation act = { c->activation, c->limit, c->alpha, c->beta, c->on_input };
     moeint4_forward_args args =
         tk_forward_args(c->dtype, m, c->topk, d_hidden + shift, d_ids, d_router, d_out, &act);
     moeint4_status status = moeint4_forward(ctx, weights, &args);

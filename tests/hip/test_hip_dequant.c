@@ -64,8 +64,8 @@ static int setup(void **state)
     memset(&options, 0, sizeof options);
     options.struct_size = sizeof options;
     unsetenv("MOEINT4_HIP_GEMM");
-    if (the_plugin.iface->context_create(the_plugin.iface->user_data, &options,
-                                         &the_plugin.context, err, sizeof err) != MOEINT4_SUCCESS) {
+    if (the_plugin.iface->context_create(the_plugin.iface->user_data, &options, &the_plugin.context,
+                                         err, sizeof err) != MOEINT4_SUCCESS) {
         printf("context_create: %s\n", err);
         return -1;
     }
@@ -208,11 +208,11 @@ static void test_act_order(void **state)
     options.struct_size = sizeof options;
     void *auto_context = NULL;
     char err[256] = "";
-    assert_int_equal(p->iface->context_create(p->iface->user_data, &options, &auto_context, err,
-                                              sizeof err),
-                     MOEINT4_SUCCESS);
-    check_layer_held(p, auto_context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3002,
-                     1, HELD_AS_BF16);
+    assert_int_equal(
+        p->iface->context_create(p->iface->user_data, &options, &auto_context, err, sizeof err),
+        MOEINT4_SUCCESS);
+    check_layer_held(p, auto_context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3002, 1,
+                     HELD_AS_BF16);
     p->iface->context_destroy(p->iface->user_data, auto_context);
     if (saved) {
         setenv("MOEINT4_HIP_WEIGHTS", saved, 1);
@@ -223,7 +223,7 @@ static void test_act_order(void **state)
 static void test_every_format_and_group(void **state)
 {
     plugin *p = *state;
-    const int groups[] = {32, 64, 128, -1};
+    const int groups[] = { 32, 64, 128, -1 };
     uint64_t seed = 1000;
     for (int g = 0; g < 4; g++) {
         check_format(p, MOEINT4_FORMAT_GPTQ_SYM, 0, groups[g], MOEINT4_DTYPE_F16, seed++);

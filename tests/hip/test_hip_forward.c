@@ -39,9 +39,9 @@ static hip_test_case default_case(moeint4_dtype dtype, int64_t m, int topk, uint
 static void test_variants_and_tiles(void **state)
 {
     (void)state;
-    const char *variants[] = {"mma", "fma"};
-    const char *tiles[] = {"16",   "16n",  "64",   "128",    "128d", "256",
-                           "8v",   "w128", "w256", "direct", "w64"};
+    const char *variants[] = { "mma", "fma" };
+    const char *tiles[] = { "16", "16n",  "64",   "128",    "128d", "256",
+                            "8v", "w128", "w256", "direct", "w64" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -67,11 +67,10 @@ static void test_dtypes_and_activations(void **state)
     (void)state;
     moeint4_context *ctx = hip_test_context("mma");
     tk_layer layer;
-    moeint4_weights *w =
-        hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_AWQ, 16, 256, 128, 64, 0, 21);
-    const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
-    const moeint4_activation acts[] = {MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
-                                       MOEINT4_ACTIVATION_SWIGLU_CLAMP};
+    moeint4_weights *w = hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_AWQ, 16, 256, 128, 64, 0, 21);
+    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
+    const moeint4_activation acts[] = { MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
+                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP };
     uint64_t seed = 200;
     for (int d = 0; d < 3; d++)
         for (int a = 0; a < 3; a++)
@@ -98,7 +97,7 @@ static void test_expert_parallel(void **state)
     moeint4_weights *w =
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 32, 256, 128, 128, 1, 31);
     assert_true(layer.num_local_experts < layer.num_experts);
-    int64_t sizes[] = {1, 7, 150};
+    int64_t sizes[] = { 1, 7, 150 };
     for (int forced = 0; forced < 2; forced++) {
         if (forced) /* the direct decode GEMVs (auto: only at M = 1) at every size */
             setenv("MOEINT4_HIP_TILE", "direct", 1);
@@ -115,8 +114,8 @@ static void test_expert_parallel(void **state)
     assert_int_equal(moeint4_weights_memory(w, &host_bytes, &device_bytes), MOEINT4_SUCCESS);
     const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
     size_t weights = (size_t)layer.num_local_experts * 3 * 256 * 128;
-    size_t expected = mode && strcmp(mode, "bf16") == 0 ? weights * 2
-                                                         : weights / 2 + weights / 128 * 2;
+    size_t expected =
+        mode && strcmp(mode, "bf16") == 0 ? weights * 2 : weights / 2 + weights / 128 * 2;
     assert_true(device_bytes >= expected && device_bytes <= expected + 4096);
     moeint4_weights_release(w);
     tk_layer_free(&layer);
@@ -134,7 +133,7 @@ static void test_bad_ids(void **state)
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 128, 64, 32, 0, 41);
     const int64_t m = 6;
     const int topk = 2, k = 128;
-    const int32_t bad_values[] = {16, -1, 1 << 30};
+    const int32_t bad_values[] = { 16, -1, 1 << 30 };
     /* 6 tokens take the routed decode GEMV, then tile 64, then the direct
      * GEMVs (no routing kernel: gemm2 checks the ids) */
     for (int b = 0; b < 9; b++) {
@@ -162,8 +161,8 @@ static void test_bad_ids(void **state)
         moeint4_memory_copy(ctx, d_ids, ids, sizeof ids, MOEINT4_COPY_HOST_TO_DEVICE);
         moeint4_memory_copy(ctx, d_router, router, sizeof router, MOEINT4_COPY_HOST_TO_DEVICE);
         moeint4_memory_copy(ctx, d_out, poison, sizeof poison, MOEINT4_COPY_HOST_TO_DEVICE);
-        moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, d_hidden, d_ids,
-                                                    d_router, d_out, NULL);
+        moeint4_forward_args args =
+            tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, d_hidden, d_ids, d_router, d_out, NULL);
         moeint4_status status = moeint4_forward(ctx, w, &args);
         print_message("bad id %d: %s: %s\n", bad, moeint4_status_string(status),
                       moeint4_last_error());
@@ -204,9 +203,9 @@ static void test_bad_router_weights(void **state)
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 128, 64, 32, 0, 42);
     const int64_t m = 6;
     const int topk = 2, k = 128;
-    const float bad_values[] = {NAN, INFINITY, -INFINITY};
+    const float bad_values[] = { NAN, INFINITY, -INFINITY };
     /* the last one routes with the multi-block kernels */
-    const char *tiles[] = {"8v", "64", "direct", "8v"};
+    const char *tiles[] = { "8v", "64", "direct", "8v" };
     for (int t = 0; t < 4; t++) {
         setenv("MOEINT4_HIP_TILE", tiles[t], 1);
         setenv("MOEINT4_HIP_ROUTE", t == 3 ? "multi" : "auto", 1);
@@ -229,8 +228,8 @@ static void test_bad_router_weights(void **state)
                                                         d_ids, d_router, d_out, NULL);
             moeint4_status status = moeint4_forward(ctx, w, &args);
             print_message("tile %s, route %s, weight %g: %s: %s\n", tiles[t],
-                          t == 3 ? "multi" : "auto", (double)bad_values[b], moeint4_status_string(status),
-                          moeint4_last_error());
+                          t == 3 ? "multi" : "auto", (double)bad_values[b],
+                          moeint4_status_string(status), moeint4_last_error());
             assert_int_equal(status, MOEINT4_INVALID_ARGUMENT);
             assert_non_null(strstr(moeint4_last_error(), "topk_weights[2][1] = "));
             assert_non_null(strstr(moeint4_last_error(), "is not finite"));
@@ -257,9 +256,8 @@ static void test_caller_workspace(void **state)
     (void)state;
     moeint4_context *ctx = hip_test_context("mma");
     tk_layer layer;
-    moeint4_weights *w =
-        hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_AWQ, 16, 256, 128, 64, 0, 43);
-    const int64_t sizes[] = {1, 8, 64, 300};
+    moeint4_weights *w = hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_AWQ, 16, 256, 128, 64, 0, 43);
+    const int64_t sizes[] = { 1, 8, 64, 300 };
     const int topk = 4, k = 256;
     size_t bound = 0;
     assert_int_equal(moeint4_forward_workspace_size(w, 300, topk, MOEINT4_DTYPE_BF16, &bound),
@@ -327,7 +325,7 @@ static void test_caller_workspace(void **state)
 static void test_determinism(void **state)
 {
     (void)state;
-    const char *variants[] = {"mma", "fma"};
+    const char *variants[] = { "mma", "fma" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -335,7 +333,7 @@ static void test_determinism(void **state)
             hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 16, 256, 128, 128, 0, 61);
         /* 700 tokens: tiled GEMMs; 5 tokens: the routed decode GEMV, then
          * the direct GEMVs (which sum a token's slots themselves) */
-        const int64_t sizes[] = {700, 5, 5};
+        const int64_t sizes[] = { 700, 5, 5 };
         for (int i = 0; i < 3; i++) {
             if (i == 2)
                 setenv("MOEINT4_HIP_TILE", "direct", 1);

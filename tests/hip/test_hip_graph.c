@@ -51,8 +51,8 @@ static graph_calls load_graph_calls(void)
 {
     graph_calls g;
     void *fn;
-#define LOAD(field, name)                                                                        \
-    fn = extra(name);                                                                            \
+#define LOAD(field, name)                                                                          \
+    fn = extra(name);                                                                              \
     memcpy(&g.field, &fn, sizeof fn)
     LOAD(stream_create, "hip_test_stream_create");
     LOAD(stream_destroy, "hip_test_stream_destroy");
@@ -77,15 +77,15 @@ typedef struct batch {
 
 static void upload_inputs(moeint4_context *ctx, const batch *b)
 {
-    assert_int_equal(moeint4_memory_copy(ctx, b->d_hidden, b->hidden, b->count * 2,
-                                         MOEINT4_COPY_HOST_TO_DEVICE),
-                     MOEINT4_SUCCESS);
-    assert_int_equal(moeint4_memory_copy(ctx, b->d_ids, b->ids, b->slots * 4,
-                                         MOEINT4_COPY_HOST_TO_DEVICE),
-                     MOEINT4_SUCCESS);
-    assert_int_equal(moeint4_memory_copy(ctx, b->d_router, b->router, b->slots * 4,
-                                         MOEINT4_COPY_HOST_TO_DEVICE),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, b->d_hidden, b->hidden, b->count * 2, MOEINT4_COPY_HOST_TO_DEVICE),
+        MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, b->d_ids, b->ids, b->slots * 4, MOEINT4_COPY_HOST_TO_DEVICE),
+        MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, b->d_router, b->router, b->slots * 4, MOEINT4_COPY_HOST_TO_DEVICE),
+        MOEINT4_SUCCESS);
 }
 
 static void random_inputs(batch *b, int num_experts, uint64_t seed)
@@ -107,9 +107,9 @@ static void eager(moeint4_context *ctx, const moeint4_weights *w, const batch *b
     if (status != MOEINT4_SUCCESS)
         print_error("eager forward: %s\n", moeint4_last_error());
     assert_int_equal(status, MOEINT4_SUCCESS);
-    assert_int_equal(moeint4_memory_copy(ctx, out, b->d_eager_out, b->count * 2,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, out, b->d_eager_out, b->count * 2, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
 }
 
 static void replay(moeint4_context *ctx, const graph_calls *g, void *graph, void *stream,
@@ -117,9 +117,9 @@ static void replay(moeint4_context *ctx, const graph_calls *g, void *graph, void
 {
     assert_int_equal(g->graph_launch(graph, stream), 0);
     assert_int_equal(g->stream_synchronize(stream), 0);
-    assert_int_equal(moeint4_memory_copy(ctx, out, b->d_out, b->count * 2,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, out, b->d_out, b->count * 2, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
 }
 
 static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4_weights *w,
@@ -175,16 +175,16 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
         random_inputs(&b, num_experts, 2000 + (uint64_t)r * 7919 + (uint64_t)m);
         upload_inputs(ctx, &b);
         tk_poison(got, b.count * 2);
-        assert_int_equal(moeint4_memory_copy(ctx, b.d_out, got, b.count * 2,
-                                             MOEINT4_COPY_HOST_TO_DEVICE),
-                         MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_memory_copy(ctx, b.d_out, got, b.count * 2, MOEINT4_COPY_HOST_TO_DEVICE),
+            MOEINT4_SUCCESS);
         replay(ctx, g, graph, stream, &b, got);
         eager(ctx, w, &b, stream, want);
         if (memcmp(got, want, b.count * 2) != 0 && mismatches++ < 3)
             print_error("M = %lld replay %d differs from the eager forward\n", (long long)m, r);
     }
-    print_message("M = %lld: %d replays, %d differ from eager synchronous forwards\n",
-                  (long long)m, GRAPH_REPLAYS, mismatches);
+    print_message("M = %lld: %d replays, %d differ from eager synchronous forwards\n", (long long)m,
+                  GRAPH_REPLAYS, mismatches);
     assert_int_equal(mismatches, 0);
     assert_int_equal(moeint4_forward_check(ctx, w, stream), MOEINT4_SUCCESS);
 
@@ -194,7 +194,7 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
     for (int kind = 0; kind < 2; kind++) {
         random_inputs(&b, num_experts, 3000 + (uint64_t)kind + (uint64_t)m);
         /* the bad slots of this round; the second only when it differs */
-        const int64_t bad_slots[2] = {kind == 0 ? 1 : last * topk, last * topk};
+        const int64_t bad_slots[2] = { kind == 0 ? 1 : last * topk, last * topk };
         const int bad_count = kind == 0 && m > 1 ? 2 : 1;
         int32_t saved_ids[2];
         for (int i = 0; i < bad_count; i++) {
@@ -257,7 +257,7 @@ static void test_graph_replay(void **state)
     const int experts = 64, k = 512, n = 256, topk = 10;
     moeint4_weights *w =
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, experts, k, n, 128, 0, 61);
-    const int64_t sizes[] = {1, 8, 64, 512};
+    const int64_t sizes[] = { 1, 8, 64, 512 };
     for (int i = 0; i < 4; i++)
         graph_case(ctx, &g, w, experts, sizes[i], topk, k);
     moeint4_weights_release(w);

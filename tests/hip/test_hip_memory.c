@@ -96,8 +96,8 @@ static int fill_device(moeint4_context *ctx, device_fill *fill, size_t smallest)
             char message[512];
             snprintf(message, sizeof message, "%s", moeint4_last_error());
             fill_release(ctx, fill);
-            fail_msg("moeint4_memory_alloc(%zu bytes): %s: %s", size,
-                     moeint4_status_string(status), message);
+            fail_msg("moeint4_memory_alloc(%zu bytes): %s: %s", size, moeint4_status_string(status),
+                     message);
         }
         size /= 2;
     }
@@ -150,8 +150,8 @@ static int unread_layer_make(unread_layer *u, int max_experts, int hidden, int i
     u->max_experts = max_experts;
     /* w13 GPTQ [E][K/8][2N] int32 is the larger of the two */
     u->qweight_bytes = (size_t)max_experts * (size_t)hidden * (size_t)intermediate;
-    void *map = mmap(NULL, u->qweight_bytes, PROT_READ,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *map =
+        mmap(NULL, u->qweight_bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED)
         return 0;
     u->qweight = map;
@@ -351,8 +351,7 @@ static moeint4_status batch_forward(moeint4_context *ctx, const moeint4_weights 
                                     const device_batch *b)
 {
     moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, b->num_tokens, b->topk,
-                                                b->d_hidden, b->d_ids, b->d_router, b->d_out,
-                                                NULL);
+                                                b->d_hidden, b->d_ids, b->d_router, b->d_out, NULL);
     return moeint4_forward(ctx, weights, &args);
 }
 
@@ -371,7 +370,7 @@ static double batch_error(const tk_layer *layer, const device_batch *b, const ui
         row_list[r] = (int64_t)r * (b->num_tokens - 1) / (rows - 1);
         memcpy(picked + (size_t)r * k, got + (size_t)row_list[r] * k, k * sizeof *picked);
     }
-    const tk_activation silu = {MOEINT4_ACTIVATION_SILU, 0.0, 0.0, 0.0, 0};
+    const tk_activation silu = { MOEINT4_ACTIVATION_SILU, 0.0, 0.0, 0.0, 0 };
     tk_reference_moe(layer, MOEINT4_DTYPE_BF16, b->hidden, b->num_tokens, b->topk, b->ids,
                      b->router, &silu, row_list, rows, want);
     double error = tk_relative_l2(MOEINT4_DTYPE_BF16, picked, want, rows * k);
@@ -512,8 +511,8 @@ static void check_memory_report(moeint4_context *ctx, moeint4_format format, int
     size_t groups2 = group_size == -1 ? 1 : (size_t)(intermediate / group_size);
     size_t row_groups = (size_t)layer.num_local_experts *
                         (2 * (size_t)intermediate * groups13 + (size_t)hidden * groups2);
-    size_t int4_layout = int4_bytes + row_groups * 2 +
-                         (format == MOEINT4_FORMAT_GPTQ_SYM ? 0 : row_groups);
+    size_t int4_layout =
+        int4_bytes + row_groups * 2 + (format == MOEINT4_FORMAT_GPTQ_SYM ? 0 : row_groups);
     const int int4 = int4_mode();
     size_t map_bytes = (size_t)layer.num_experts * sizeof(int32_t);
     size_t record_bytes = 4 * sizeof(int); /* the bad-slot record of asynchronous forwards */

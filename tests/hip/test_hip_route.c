@@ -21,22 +21,25 @@
  * projections and a bf16 intermediate. */
 #define HIP_TOLERANCE 1e-2
 
-static const char *const route_paths[2] = {"one", "multi"};
-static const tk_activation silu_on_output = {MOEINT4_ACTIVATION_SILU, 0.0, 0.0, 0.0, 0};
+static const char *const route_paths[2] = { "one", "multi" };
+static const tk_activation silu_on_output = { MOEINT4_ACTIVATION_SILU, 0.0, 0.0, 0.0, 0 };
 
 static hip_test_case route_case(int64_t m, int topk, uint64_t seed)
 {
-    return (hip_test_case){.dtype = MOEINT4_DTYPE_BF16, .num_tokens = m, .topk = topk,
-                           .activation = MOEINT4_ACTIVATION_SILU, .seed = seed};
+    return (hip_test_case){ .dtype = MOEINT4_DTYPE_BF16,
+                            .num_tokens = m,
+                            .topk = topk,
+                            .activation = MOEINT4_ACTIVATION_SILU,
+                            .seed = seed };
 }
 
 /* Both paths against the reference, then against each other byte for byte. */
-static void check_both_paths(moeint4_context *ctx, const moeint4_weights *w,
-                             const tk_layer *layer, const hip_test_case *c)
+static void check_both_paths(moeint4_context *ctx, const moeint4_weights *w, const tk_layer *layer,
+                             const hip_test_case *c)
 {
     size_t count = (size_t)c->num_tokens * (size_t)layer->hidden_size;
     size_t bytes = count * tk_dtype_size(c->dtype);
-    void *got[2] = {malloc(bytes), malloc(bytes)};
+    void *got[2] = { malloc(bytes), malloc(bytes) };
     double *want = malloc(count * sizeof *want);
     assert_non_null(got[0]);
     assert_non_null(got[1]);
@@ -100,9 +103,9 @@ static void check_layer(const route_layer *l, const hip_test_case *cases, int nu
 static void test_many_slots_expert_map(void **state)
 {
     (void)state;
-    const route_layer l = {64, 256, 128, 128, 1, 91};
-    const hip_test_case cases[] = {route_case(1024, 8, 92), route_case(1000, 6, 93)};
-    const char *const tiles[] = {NULL, "16"};
+    const route_layer l = { 64, 256, 128, 128, 1, 91 };
+    const hip_test_case cases[] = { route_case(1024, 8, 92), route_case(1000, 6, 93) };
+    const char *const tiles[] = { NULL, "16" };
     check_layer(&l, cases, 2, tiles, 2);
 }
 
@@ -112,9 +115,9 @@ static void test_many_slots_expert_map(void **state)
 static void test_many_experts_long_chunks(void **state)
 {
     (void)state;
-    const route_layer l = {4096, 64, 32, 32, 0, 101};
-    const hip_test_case cases[] = {route_case(4100, 8, 102)};
-    const char *const tiles[] = {NULL};
+    const route_layer l = { 4096, 64, 32, 32, 0, 101 };
+    const hip_test_case cases[] = { route_case(4100, 8, 102) };
+    const char *const tiles[] = { NULL };
     check_layer(&l, cases, 1, tiles, 1);
 }
 
@@ -127,15 +130,15 @@ static moeint4_status forward_from_host(moeint4_context *ctx, const moeint4_weig
                                         char *message, size_t message_cap)
 {
     size_t slots = (size_t)m * (size_t)topk, count = (size_t)m * (size_t)hidden_size;
-    const void *host[4] = {hidden, ids, router, out};
-    const size_t bytes[4] = {count * sizeof *hidden, slots * sizeof *ids,
-                             slots * sizeof *router, count * sizeof *out};
+    const void *host[4] = { hidden, ids, router, out };
+    const size_t bytes[4] = { count * sizeof *hidden, slots * sizeof *ids, slots * sizeof *router,
+                              count * sizeof *out };
     void *device[4];
     for (int i = 0; i < 4; i++) {
         assert_int_equal(moeint4_memory_alloc(ctx, bytes[i], &device[i]), MOEINT4_SUCCESS);
-        assert_int_equal(moeint4_memory_copy(ctx, device[i], host[i], bytes[i],
-                                             MOEINT4_COPY_HOST_TO_DEVICE),
-                         MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_memory_copy(ctx, device[i], host[i], bytes[i], MOEINT4_COPY_HOST_TO_DEVICE),
+            MOEINT4_SUCCESS);
     }
     moeint4_forward_args args = tk_forward_args(MOEINT4_DTYPE_BF16, m, topk, device[0], device[1],
                                                 device[2], device[3], &silu_on_output);
@@ -173,8 +176,8 @@ static void test_late_bad_id(void **state)
     tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, count, 1.0, hidden);
     tk_route_random(&rng, M, E, TOPK, ids, router);
     tk_poison(poison, count * sizeof *poison);
-    const size_t bad_slots[3] = {7003, 7500, 9000};
-    const int32_t bad_values[3] = {E, -1, 1 << 30};
+    const size_t bad_slots[3] = { 7003, 7500, 9000 };
+    const int32_t bad_values[3] = { E, -1, 1 << 30 };
     int32_t saved[3];
     char message[512];
     for (int i = 0; i < 3; i++)
@@ -200,8 +203,8 @@ static void test_late_bad_id(void **state)
         for (int i = 0; i < 3; i++)
             ids[bad_slots[i]] = saved[i];
         memcpy(out, poison, count * sizeof *out);
-        moeint4_status status =
-            forward_from_host(ctx, w, M, TOPK, K, hidden, ids, router, out, message, sizeof message);
+        moeint4_status status = forward_from_host(ctx, w, M, TOPK, K, hidden, ids, router, out,
+                                                  message, sizeof message);
         if (status != MOEINT4_SUCCESS)
             print_error("repaired ids (route %s): %s\n", route_paths[p], message);
         assert_int_equal(status, MOEINT4_SUCCESS);

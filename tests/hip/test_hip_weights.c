@@ -67,15 +67,15 @@ static void test_option_and_environment(void **state)
     const char *saved = getenv("MOEINT4_HIP_WEIGHTS");
     char *restore = saved ? strdup(saved) : NULL;
     const size_t full = sizeof(moeint4_context_options);
-    const size_t weights = (size_t)4 * 3 * 256 * 128;     /* weights of the layer */
-    const size_t bf16 = weights * 2, int4 = weights / 2;  /* plus scales and the map */
+    const size_t weights = (size_t)4 * 3 * 256 * 128;    /* weights of the layer */
+    const size_t bf16 = weights * 2, int4 = weights / 2; /* plus scales and the map */
     size_t auto_unset = device_bytes_with(MOEINT4_GPU_WEIGHTS_AUTO, NULL, full);
     size_t auto_bf16 = device_bytes_with(MOEINT4_GPU_WEIGHTS_AUTO, "bf16", full);
     size_t auto_int4 = device_bytes_with(MOEINT4_GPU_WEIGHTS_AUTO, "INT4", full);
     size_t forced_bf16 = device_bytes_with(MOEINT4_GPU_WEIGHTS_BF16, "int4", full);
     size_t forced_int4 = device_bytes_with(MOEINT4_GPU_WEIGHTS_INT4, "bf16", full);
-    size_t old_caller = device_bytes_with(MOEINT4_GPU_WEIGHTS_BF16, NULL,
-                                          MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
+    size_t old_caller =
+        device_bytes_with(MOEINT4_GPU_WEIGHTS_BF16, NULL, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
     print_message("device bytes: auto %zu, auto+env bf16 %zu, auto+env int4 %zu, BF16 %zu, "
                   "INT4 %zu, first-published struct_size %zu\n",
                   auto_unset, auto_bf16, auto_int4, forced_bf16, forced_int4, old_caller);
@@ -124,11 +124,12 @@ static void test_option_and_environment(void **state)
 /* Checkpoint bytes of a layer's int4 arrays: qweight, scales, qzeros. */
 static size_t checkpoint_bytes(const tk_layer *layer)
 {
-    const tk_matrix *m[2] = {&layer->w13, &layer->w2};
+    const tk_matrix *m[2] = { &layer->w13, &layer->w2 };
     size_t total = 0;
     for (int i = 0; i < 2; i++) {
         const tk_matrix *q = m[i];
-        size_t row_groups = (size_t)q->num_experts * (size_t)q->num_groups * (size_t)q->out_features;
+        size_t row_groups =
+            (size_t)q->num_experts * (size_t)q->num_groups * (size_t)q->out_features;
         total += (size_t)q->num_experts * (size_t)q->in_features * (size_t)q->out_features / 2 +
                  row_groups * 2 + (q->qzeros ? row_groups / 2 : 0);
     }
@@ -139,10 +140,10 @@ static size_t checkpoint_bytes(const tk_layer *layer)
 static void test_paths_in_both_modes(void **state)
 {
     (void)state;
-    const moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
-                                      MOEINT4_FORMAT_AWQ};
-    const int groups[] = {32, 64, 128, -1};
-    const int modes[] = {MOEINT4_GPU_WEIGHTS_INT4, MOEINT4_GPU_WEIGHTS_BF16};
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
+                                       MOEINT4_FORMAT_AWQ };
+    const int groups[] = { 32, 64, 128, -1 };
+    const int modes[] = { MOEINT4_GPU_WEIGHTS_INT4, MOEINT4_GPU_WEIGHTS_BF16 };
     for (int mode = 0; mode < 2; mode++) {
         moeint4_context *ctx = NULL;
         assert_int_equal(create(modes[mode], sizeof(moeint4_context_options), &ctx),
@@ -152,8 +153,8 @@ static void test_paths_in_both_modes(void **state)
                 /* K = 384 (12 loads of 32 codes), N = 256; with an expert map */
                 tk_layer layer;
                 uint64_t seed = 9100 + (uint64_t)(f * 4 + g);
-                moeint4_weights *w = hip_test_prepare(ctx, &layer, formats[f], 16, 384, 256,
-                                                      groups[g], 1, seed);
+                moeint4_weights *w =
+                    hip_test_prepare(ctx, &layer, formats[f], 16, 384, 256, groups[g], 1, seed);
                 size_t device = 0, checkpoint = checkpoint_bytes(&layer);
                 assert_int_equal(moeint4_weights_memory(w, NULL, &device), MOEINT4_SUCCESS);
                 size_t map_and_record = (size_t)layer.num_experts * 4 + 16;
@@ -166,9 +167,9 @@ static void test_paths_in_both_modes(void **state)
                     assert_true((double)(device - map_and_record) <= 1.05 * (double)checkpoint);
                 /* one token: direct; 24 tokens x 4 on 16 experts: routed int4
                  * GEMV; 200 x 4: the BF16 expansion */
-                const int64_t tokens[] = {1, 24, 200};
-                const moeint4_dtype dtypes[] = {MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F32,
-                                                MOEINT4_DTYPE_F16};
+                const int64_t tokens[] = { 1, 24, 200 };
+                const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F32,
+                                                 MOEINT4_DTYPE_F16 };
                 for (int t = 0; t < 3; t++) {
                     hip_test_case c;
                     memset(&c, 0, sizeof c);

@@ -21,11 +21,11 @@ static void test_f16_conversions(void **state)
     assert_int_equal(tk_f32_to_f16(-2.0f), 0xc000);
     assert_int_equal(tk_f32_to_f16(65504.0f), 0x7bff);
     assert_int_equal(tk_f32_to_f16(65519.0f), 0x7bff);
-    assert_int_equal(tk_f32_to_f16(65520.0f), 0x7c00);         /* ties away from 65504: to even = inf */
-    assert_int_equal(tk_f32_to_f16(0x1p-24f), 0x0001);         /* smallest subnormal */
-    assert_int_equal(tk_f32_to_f16(0x1p-25f), 0x0000);         /* tie -> even (0) */
-    assert_int_equal(tk_f32_to_f16(0x3p-25f), 0x0002);         /* tie -> even (2) */
-    assert_int_equal(tk_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);  /* tie -> even */
+    assert_int_equal(tk_f32_to_f16(65520.0f), 0x7c00); /* ties away from 65504: to even = inf */
+    assert_int_equal(tk_f32_to_f16(0x1p-24f), 0x0001); /* smallest subnormal */
+    assert_int_equal(tk_f32_to_f16(0x1p-25f), 0x0000); /* tie -> even (0) */
+    assert_int_equal(tk_f32_to_f16(0x3p-25f), 0x0002); /* tie -> even (2) */
+    assert_int_equal(tk_f32_to_f16(1.0f + 0x1p-11f), 0x3c00); /* tie -> even */
     assert_int_equal(tk_f32_to_f16(1.0f + 0x3p-11f), 0x3c02);
     assert_int_equal(tk_f32_to_f16(INFINITY), 0x7c00);
     assert_true(isnan(tk_f16_to_f32(tk_f32_to_f16(NAN))));
@@ -53,8 +53,8 @@ static void test_bf16_conversions(void **state)
 {
     (void)state;
     assert_int_equal(tk_f32_to_bf16(1.0f), 0x3f80);
-    assert_int_equal(tk_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);  /* tie -> even */
-    assert_int_equal(tk_f32_to_bf16(1.0f + 0x3p-8f), 0x3f82);  /* tie -> even (up) */
+    assert_int_equal(tk_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie -> even */
+    assert_int_equal(tk_f32_to_bf16(1.0f + 0x3p-8f), 0x3f82); /* tie -> even (up) */
     assert_int_equal(tk_f32_to_bf16(1.0f + 0x1p-9f), 0x3f80);
     assert_int_equal(tk_f32_to_bf16(-3.0f), 0xc040);
     assert_int_equal(tk_f32_to_bf16(INFINITY), 0x7f80);
@@ -73,8 +73,8 @@ static void test_hand_packed_words(void **state)
     tk_matrix m;
     /* GPTQ_ASYM v1, one expert, 8 x 8, per-channel: code[o][i] = (i + o) % 16,
      * real zeros 1..8 stored as 0..7. */
-    assert_int_equal(tk_matrix_alloc(&m, MOEINT4_FORMAT_GPTQ_ASYM, 1, 1, 8, 8, -1,
-                                     MOEINT4_DTYPE_F16, 0), 0);
+    assert_int_equal(
+        tk_matrix_alloc(&m, MOEINT4_FORMAT_GPTQ_ASYM, 1, 1, 8, 8, -1, MOEINT4_DTYPE_F16, 0), 0);
     for (int o = 0; o < 8; o++) {
         for (int i = 0; i < 8; i++)
             m.codes[o * 8 + i] = (uint8_t)((i + o) % 16);
@@ -82,15 +82,16 @@ static void test_hand_packed_words(void **state)
         m.scales[o] = tk_f32_to_f16(1.0f);
     }
     tk_matrix_pack(&m);
-    assert_int_equal((uint32_t)m.qweight[0], 0x76543210u); /* column 0: k = 0..7, low nibble first */
+    assert_int_equal((uint32_t)m.qweight[0],
+                     0x76543210u); /* column 0: k = 0..7, low nibble first */
     assert_int_equal((uint32_t)m.qweight[3], 0xa9876543u); /* column 3 */
     assert_int_equal((uint32_t)m.qzeros[0], 0x76543210u);  /* stored = real - 1 */
     assert_true(tk_matrix_value(&m, 0, 3, 2) == (5 - 4) * 1.0);
     tk_matrix_free(&m);
 
     /* AWQ: code[o][i] = o; nibble n holds column {0,2,4,6,1,3,5,7}[n]. */
-    assert_int_equal(tk_matrix_alloc(&m, MOEINT4_FORMAT_AWQ, 0, 1, 8, 8, -1, MOEINT4_DTYPE_BF16,
-                                     0), 0);
+    assert_int_equal(tk_matrix_alloc(&m, MOEINT4_FORMAT_AWQ, 0, 1, 8, 8, -1, MOEINT4_DTYPE_BF16, 0),
+                     0);
     for (int o = 0; o < 8; o++) {
         for (int i = 0; i < 8; i++)
             m.codes[o * 8 + i] = (uint8_t)(o + 8 * (i == 5));
@@ -109,9 +110,9 @@ static void test_hand_packed_words(void **state)
 static void test_packed_round_trip(void **state)
 {
     (void)state;
-    const moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
-                                      MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ};
-    const int groups[] = {32, 64, 128, -1};
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
+                                       MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ };
+    const int groups[] = { 32, 64, 128, -1 };
     tk_rng rng;
     tk_rng_seed(&rng, 11);
     for (int f = 0; f < 4; f++)
@@ -119,8 +120,9 @@ static void test_packed_round_trip(void **state)
             int in = groups[g] == -1 ? 40 : 3 * groups[g], out = 24;
             tk_matrix m;
             assert_int_equal(tk_matrix_random(&m, formats[f], f == 2, 3, in, out, groups[g],
-                                              g % 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16,
-                                              0.01, 1, &rng), 0);
+                                              g % 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, 0.01,
+                                              1, &rng),
+                             0);
             size_t count = (size_t)3 * in * out;
             uint8_t *natural = malloc(count);
             assert_non_null(natural);
@@ -168,11 +170,12 @@ static void test_expert_map(void **state)
     tk_rng rng;
     tk_rng_seed(&rng, 4);
     tk_layer layer;
-    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_AWQ, 0, 12, 32, 32, 32,
-                                     MOEINT4_DTYPE_F16, 1, &rng), 0);
+    assert_int_equal(
+        tk_layer_random(&layer, MOEINT4_FORMAT_AWQ, 0, 12, 32, 32, 32, MOEINT4_DTYPE_F16, 1, &rng),
+        0);
     assert_int_equal(layer.num_local_experts, 8);
     assert_int_equal(layer.w13.num_experts, 8);
-    int seen[8] = {0}, remote = 0;
+    int seen[8] = { 0 }, remote = 0;
     for (int e = 0; e < 12; e++) {
         int local = layer.expert_map[e];
         if (local < 0) {
@@ -203,8 +206,8 @@ static double naive_activation(const tk_activation *act, double gate, double up)
 }
 
 static double naive_output(const tk_layer *l, moeint4_dtype dtype, const void *hidden, int m,
-                           int topk, const int32_t *ids, const float *w,
-                           const tk_activation *act, int col)
+                           int topk, const int32_t *ids, const float *w, const tk_activation *act,
+                           int col)
 {
     int k = l->hidden_size, n = l->intermediate_size;
     double total = 0;
@@ -232,18 +235,19 @@ static void test_reference_against_naive(void **state)
 {
     (void)state;
     const tk_activation acts[] = {
-        {MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0},
-        {MOEINT4_ACTIVATION_GELU, 0, 0, 0, 1},
-        {MOEINT4_ACTIVATION_SWIGLU_CLAMP, 0.5, 1.702, 1.0, 0},
-        {MOEINT4_ACTIVATION_SWIGLU_CLAMP, 7.0, 1.702, 1.0, 1},
+        { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 },
+        { MOEINT4_ACTIVATION_GELU, 0, 0, 0, 1 },
+        { MOEINT4_ACTIVATION_SWIGLU_CLAMP, 0.5, 1.702, 1.0, 0 },
+        { MOEINT4_ACTIVATION_SWIGLU_CLAMP, 7.0, 1.702, 1.0, 1 },
     };
     tk_rng rng;
     tk_rng_seed(&rng, 9);
     for (int a = 0; a < 4; a++) {
         tk_layer layer;
         moeint4_format format = a == 1 ? MOEINT4_FORMAT_AWQ : MOEINT4_FORMAT_GPTQ_ASYM;
-        assert_int_equal(tk_layer_random(&layer, format, a == 2, 6, 64, 32, 32,
-                                         MOEINT4_DTYPE_BF16, a % 2, &rng), 0);
+        assert_int_equal(
+            tk_layer_random(&layer, format, a == 2, 6, 64, 32, 32, MOEINT4_DTYPE_BF16, a % 2, &rng),
+            0);
         enum { M = 3, TOPK = 3 };
         uint16_t hidden[M * 64];
         int32_t ids[M * TOPK];
@@ -252,7 +256,7 @@ static void test_reference_against_naive(void **state)
         tk_route_random(&rng, M, 6, TOPK, ids, w);
         w[1] *= 0.5f; /* off the simplex */
         double out[M * 64];
-        const int64_t rows[2] = {2, 0};
+        const int64_t rows[2] = { 2, 0 };
         tk_reference_moe(&layer, MOEINT4_DTYPE_F16, hidden, M, TOPK, ids, w, &acts[a], rows, 2,
                          out);
         double rms = 0;

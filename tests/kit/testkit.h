@@ -22,7 +22,6 @@ int tk_still_poisoned(const void *data, size_t bytes);
  * adjacent integers (negative values mirrored), so |a - b| counts ulps. */
 int32_t tk_bf16_ordinal(uint16_t bits);
 
-
 /* ---- tests/data/vllm: cases produced by vLLM's own helpers ---- */
 /* Reads a whole file into a malloc'd buffer; returns NULL when missing.
  * path is relative to MOEINT4_VECTORS_DIR (set by tests/kit/CMakeLists.txt). */
@@ -32,7 +31,7 @@ void *tk_read_vector_array(const char *case_name, const char *array, size_t byte
 
 /* One vector case's parameters (from manifest.json). */
 typedef struct tk_vector_params {
-    const char *name;            /* folder, e.g. "case1_gptq_sym_g128" */
+    const char *name; /* folder, e.g. "case1_gptq_sym_g128" */
     moeint4_format format;
     int num_experts, hidden_size, intermediate_size, group_size, num_tokens, topk;
 } tk_vector_params;
@@ -46,10 +45,10 @@ const tk_vector_params *tk_vector_case_params(int index);
 typedef struct tk_vector_case {
     const tk_vector_params *params;
     tk_layer layer;
-    uint16_t *hidden;            /* [M][K] bf16 */
-    int32_t *topk_ids;           /* [M][topk] */
-    float *topk_weights;         /* [M][topk] */
-    float *ref_out;              /* [M][K] ref_out_f32.bin */
+    uint16_t *hidden;    /* [M][K] bf16 */
+    int32_t *topk_ids;   /* [M][topk] */
+    float *topk_weights; /* [M][topk] */
+    float *ref_out;      /* [M][K] ref_out_f32.bin */
 } tk_vector_case;
 /* 0, or -1 when a file is missing or has the wrong size. */
 int tk_vector_case_load(tk_vector_case *c, const tk_vector_params *params);

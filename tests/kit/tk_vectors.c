@@ -37,8 +37,8 @@ void *tk_read_vector(const char *relative_path, size_t *bytes)
 
 /* Parameters from manifest.json. */
 static const tk_vector_params vector_cases[] = {
-    {"case1_gptq_sym_g128", MOEINT4_FORMAT_GPTQ_SYM, 4, 256, 128, 128, 7, 2},
-    {"case3_awq_asym_g64", MOEINT4_FORMAT_AWQ, 3, 128, 64, 64, 4, 3},
+    { "case1_gptq_sym_g128", MOEINT4_FORMAT_GPTQ_SYM, 4, 256, 128, 128, 7, 2 },
+    { "case3_awq_asym_g64", MOEINT4_FORMAT_AWQ, 3, 128, 64, 64, 4, 3 },
 };
 
 const tk_vector_params *tk_vector_case_params(int index)
@@ -69,8 +69,8 @@ static int load_matrix(tk_matrix *m, const char *case_name, const char *which,
 {
     char array[64];
     size_t weights = (size_t)p->num_experts * (size_t)in * (size_t)out;
-    if (tk_matrix_alloc(m, p->format, 0, p->num_experts, in, out, p->group_size,
-                        MOEINT4_DTYPE_F16, 0) != 0)
+    if (tk_matrix_alloc(m, p->format, 0, p->num_experts, in, out, p->group_size, MOEINT4_DTYPE_F16,
+                        0) != 0)
         return -1;
     size_t groups = (size_t)p->num_experts * (size_t)m->num_groups * (size_t)out;
     snprintf(array, sizeof array, "debug_%s_q_natural", which);
@@ -87,7 +87,8 @@ static int load_matrix(tk_matrix *m, const char *case_name, const char *which,
         for (int e = 0; e < p->num_experts; e++)
             for (int i = 0; i < in; i++)
                 for (int o = 0; o < out; o++)
-                    m->codes[((size_t)e * out + o) * in + i] = codes[((size_t)e * in + i) * out + o];
+                    m->codes[((size_t)e * out + o) * in + i] =
+                        codes[((size_t)e * in + i) * out + o];
         memcpy(m->scales, scales, groups * 2);
         if (zeros)
             memcpy(m->zeros, zeros, groups);

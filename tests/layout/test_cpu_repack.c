@@ -88,8 +88,9 @@ static void check_repack(int in, int rows, int group_size, moeint4_dtype dtype,
     mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, dtype, got);
     for (size_t i = 0; i < e.tiles * e.tile_bytes; i++)
         if (got[i] != want[i])
-            fail_msg("in %d rows %d group %d: byte %zu (tile %zu, offset %zu) = 0x%02x, want 0x%02x",
-                     in, rows, group_size, i, i / e.tile_bytes, i % e.tile_bytes, got[i], want[i]);
+            fail_msg(
+                "in %d rows %d group %d: byte %zu (tile %zu, offset %zu) = 0x%02x, want 0x%02x", in,
+                rows, group_size, i, i / e.tile_bytes, i % e.tile_bytes, got[i], want[i]);
     free(scales);
     free(want);
     free(got);
@@ -98,9 +99,9 @@ static void check_repack(int in, int rows, int group_size, moeint4_dtype dtype,
 static void test_every_format_and_group(void **state)
 {
     (void)state;
-    const moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
-                                      MOEINT4_FORMAT_AWQ};
-    const int groups[] = {32, 64, 128, -1};
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_FORMAT_GPTQ_ASYM,
+                                       MOEINT4_FORMAT_AWQ };
+    const int groups[] = { 32, 64, 128, -1 };
     tk_rng rng;
     tk_rng_seed(&rng, 11);
     for (int f = 0; f < 3; f++)
@@ -114,8 +115,7 @@ static void test_every_format_and_group(void **state)
                                                   0.01, 0, &rng),
                                  0);
                 for (int expert = 0; expert < 2; expert++)
-                    check_repack(in, out, groups[g], dtype,
-                                 m.codes + (size_t)expert * out * in,
+                    check_repack(in, out, groups[g], dtype, m.codes + (size_t)expert * out * in,
                                  m.zeros + (size_t)expert * m.num_groups * out,
                                  m.scales + (size_t)expert * m.num_groups * out);
                 tk_matrix_free(&m);
@@ -127,7 +127,7 @@ static void test_every_format_and_group(void **state)
 static void test_ragged_shapes(void **state)
 {
     (void)state;
-    const int shapes[][2] = {{20, 13}, {3, 1}, {64, 9}, {33, 17}, {8, 8}};
+    const int shapes[][2] = { { 20, 13 }, { 3, 1 }, { 64, 9 }, { 33, 17 }, { 8, 8 } };
     tk_rng rng;
     tk_rng_seed(&rng, 12);
     for (int s = 0; s < 5; s++) {

@@ -24,13 +24,13 @@ typedef struct format_variant {
 } format_variant;
 
 static const format_variant format_variants[] = {
-    {MOEINT4_FORMAT_GPTQ_SYM, 0, "gptq-sym"},
-    {MOEINT4_FORMAT_GPTQ_ASYM, 0, "gptq-asym"},
-    {MOEINT4_FORMAT_GPTQ_ASYM, 1, "gptq-asym-v1"},
-    {MOEINT4_FORMAT_AWQ, 0, "awq"},
+    { MOEINT4_FORMAT_GPTQ_SYM, 0, "gptq-sym" },
+    { MOEINT4_FORMAT_GPTQ_ASYM, 0, "gptq-asym" },
+    { MOEINT4_FORMAT_GPTQ_ASYM, 1, "gptq-asym-v1" },
+    { MOEINT4_FORMAT_AWQ, 0, "awq" },
 };
-static const int group_sizes[] = {32, 64, 128, -1};
-static const moeint4_dtype scale_dtypes[] = {MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+static const int group_sizes[] = { 32, 64, 128, -1 };
+static const moeint4_dtype scale_dtypes[] = { MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
 
 typedef struct shape {
     int in_features, out_features;
@@ -46,13 +46,13 @@ typedef struct shape {
 static void shapes_for(int group_size, moeint4_format format, shape out[SHAPES_PER_GROUP])
 {
     int unit = group_size == -1 ? 8 : group_size;
-    int k = group_size == -1 ? 200 : 3 * unit;  /* hidden size K */
-    int n = group_size == -1 ? 72 : 2 * unit;   /* intermediate size N */
-    out[0] = (shape){k, 2 * 72, "w13-like (IN = K, OUT = 2N)"};
-    out[1] = (shape){n, k, "w2-like (IN = N, OUT = K)"};
-    out[2] = (shape){unit, format == MOEINT4_FORMAT_GPTQ_SYM ? 13 : 8, "narrow"};
+    int k = group_size == -1 ? 200 : 3 * unit; /* hidden size K */
+    int n = group_size == -1 ? 72 : 2 * unit;  /* intermediate size N */
+    out[0] = (shape){ k, 2 * 72, "w13-like (IN = K, OUT = 2N)" };
+    out[1] = (shape){ n, k, "w2-like (IN = N, OUT = K)" };
+    out[2] = (shape){ unit, format == MOEINT4_FORMAT_GPTQ_SYM ? 13 : 8, "narrow" };
     /* more than 1024 columns: several blocks of row words per row */
-    out[3] = (shape){group_size == -1 ? 1096 : (1024 / unit + 1) * unit, 136, "wide"};
+    out[3] = (shape){ group_size == -1 ? 1096 : (1024 / unit + 1) * unit, 136, "wide" };
 }
 
 static size_t weight_count(const tk_matrix *m)
@@ -131,8 +131,7 @@ static void check_dequantized(const tk_matrix *m, const moeint4_quant_matrix *vi
     free(bf16);
 }
 
-static void check_unpacked(const tk_matrix *m, const moeint4_quant_matrix *view,
-                           const char *label)
+static void check_unpacked(const tk_matrix *m, const moeint4_quant_matrix *view, const char *label)
 {
     size_t per_expert = (size_t)m->out_features * (size_t)m->in_features;
     size_t groups = (size_t)m->num_groups * (size_t)m->out_features;
@@ -182,10 +181,10 @@ static void check_decoded_block(const tk_matrix *m, const moeint4_quant_matrix *
     assert_non_null(block);
     mi4_layout_decode_codes(view, e, row0, rows, col0, cols, block, ld);
     for (int r = 0; r < rows; r++) {
-        const uint8_t *want = m->codes +
-                              ((size_t)e * (size_t)m->out_features + (size_t)(row0 + r)) *
-                                  (size_t)m->in_features +
-                              (size_t)col0;
+        const uint8_t *want =
+            m->codes +
+            ((size_t)e * (size_t)m->out_features + (size_t)(row0 + r)) * (size_t)m->in_features +
+            (size_t)col0;
         assert_memory_equal(block + (size_t)r * ld, want, (size_t)cols);
         assert_true(tk_still_poisoned(block + (size_t)r * ld + cols, 5));
     }
@@ -217,8 +216,8 @@ static void check_xpu(const tk_matrix *m, const moeint4_quant_matrix *view, cons
                 const uint8_t *row = packed + ((size_t)e * out + o) * (size_t)(in / 2);
                 for (int j = 0; j < in / 2; j++)
                     if (row[j] != (uint8_t)(codes[2 * j] | codes[2 * j + 1] << 4)) {
-                        print_error("%s: packed[%d][%d][%d] = 0x%02x, want 0x%02x\n", label, e,
-                                    o, j, row[j], codes[2 * j] | codes[2 * j + 1] << 4);
+                        print_error("%s: packed[%d][%d][%d] = 0x%02x, want 0x%02x\n", label, e, o,
+                                    j, row[j], codes[2 * j] | codes[2 * j + 1] << 4);
                         fail();
                     }
                 for (int g = 0; g < groups; g++)
@@ -245,8 +244,8 @@ static void run_variant(const format_variant *variant, int group_size, moeint4_d
         tk_matrix m;
         int with_g_idx = s % 2; /* a trivial g_idx must be accepted */
         assert_int_equal(tk_matrix_random(&m, variant->format, variant->zero_offset, 3,
-                                          shapes[s].in_features, shapes[s].out_features,
-                                          group_size, dtype, 0.01, with_g_idx, &rng),
+                                          shapes[s].in_features, shapes[s].out_features, group_size,
+                                          dtype, 0.01, with_g_idx, &rng),
                          0);
         moeint4_quant_matrix view = tk_matrix_view(&m);
         input_copies copies;
@@ -285,8 +284,8 @@ static void test_extreme_zeros_and_scales(void **state)
         moeint4_format format = variant == 2 ? MOEINT4_FORMAT_AWQ : MOEINT4_FORMAT_GPTQ_ASYM;
         int zero_offset = variant == 1;
         tk_matrix m;
-        assert_int_equal(tk_matrix_random(&m, format, zero_offset, 2, 64, 16, 32,
-                                          MOEINT4_DTYPE_F16, 1000.0, 0, &rng),
+        assert_int_equal(tk_matrix_random(&m, format, zero_offset, 2, 64, 16, 32, MOEINT4_DTYPE_F16,
+                                          1000.0, 0, &rng),
                          0);
         size_t groups = group_count(&m);
         for (size_t j = 0; j < groups; j++) {

@@ -54,9 +54,8 @@ static void expect_message(const char *call, const char *needle1, const char *ne
 static void expect_status(const char *call, moeint4_status got, moeint4_status want)
 {
     if (got != want) {
-        print_error("%s returned %s, want %s (message: %s)\n", call,
-                    moeint4_status_string(got), moeint4_status_string(want),
-                    moeint4_last_error());
+        print_error("%s returned %s, want %s (message: %s)\n", call, moeint4_status_string(got),
+                    moeint4_status_string(want), moeint4_last_error());
         fail();
     }
 }
@@ -74,9 +73,10 @@ static void expect_untouched(const outputs *o)
 static void expect_refused(const moeint4_quant_matrix *m, moeint4_status status,
                            const char *needle1, const char *needle2)
 {
-    outputs o = {tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(float)),
-                 tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)), tk_poisoned_alloc(OUTPUT_ELEMENTS),
-                 tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t))};
+    outputs o = { tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(float)),
+                  tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)),
+                  tk_poisoned_alloc(OUTPUT_ELEMENTS),
+                  tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)) };
     assert_true(o.f32 && o.bf16 && o.packed && o.scales_t);
     poison(&o);
     expect_status("validate", moeint4_layout_validate(m), status);
@@ -121,8 +121,8 @@ static int setup(void **state)
     if (!f ||
         tk_matrix_random(&f->sym, MOEINT4_FORMAT_GPTQ_SYM, 0, BASE_EXPERTS, BASE_IN, BASE_OUT,
                          BASE_GROUP, MOEINT4_DTYPE_F16, 0.01, 1, &rng) != 0 ||
-        tk_matrix_random(&f->asym, MOEINT4_FORMAT_GPTQ_ASYM, 1, BASE_EXPERTS, BASE_IN,
-                         BASE_OUT, BASE_GROUP, MOEINT4_DTYPE_BF16, 0.01, 1, &rng) != 0 ||
+        tk_matrix_random(&f->asym, MOEINT4_FORMAT_GPTQ_ASYM, 1, BASE_EXPERTS, BASE_IN, BASE_OUT,
+                         BASE_GROUP, MOEINT4_DTYPE_BF16, 0.01, 1, &rng) != 0 ||
         tk_matrix_random(&f->awq, MOEINT4_FORMAT_AWQ, 0, BASE_EXPERTS, BASE_IN, BASE_OUT,
                          BASE_GROUP, MOEINT4_DTYPE_F16, 0.01, 1, &rng) != 0)
         return -1;
@@ -175,7 +175,7 @@ static void test_struct_size(void **state)
 static void test_enums(void **state)
 {
     fixture *f = *state;
-    const int bad_formats[] = {0, 4, -1};
+    const int bad_formats[] = { 0, 4, -1 };
     for (int i = 0; i < 3; i++) {
         moeint4_quant_matrix m = tk_matrix_view(&f->sym);
         m.format = (moeint4_format)bad_formats[i];
@@ -193,13 +193,13 @@ static void test_enums(void **state)
     m.zero_offset = -1;
     expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.zero_offset = -1", NULL);
 
-    const int bad_dtypes[] = {MOEINT4_DTYPE_F32, 4, -1};
+    const int bad_dtypes[] = { MOEINT4_DTYPE_F32, 4, -1 };
     for (int i = 0; i < 3; i++) {
         m = tk_matrix_view(&f->sym);
         m.scales_dtype = (moeint4_dtype)bad_dtypes[i];
         expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.scales_dtype", NULL);
     }
-    const int bad_groups[] = {0, 16, 256, -2, 8};
+    const int bad_groups[] = { 0, 16, 256, -2, 8 };
     for (int i = 0; i < 5; i++) {
         m = tk_matrix_view(&f->sym);
         m.group_size = bad_groups[i];
@@ -242,14 +242,13 @@ static void test_shapes(void **state)
     expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.out_features = -16", NULL);
 
     /* IN % 8, for every format, per-channel included. */
-    moeint4_quant_matrix views[3] = {tk_matrix_view(&f->sym), tk_matrix_view(&f->asym),
-                                     tk_matrix_view(&f->awq)};
+    moeint4_quant_matrix views[3] = { tk_matrix_view(&f->sym), tk_matrix_view(&f->asym),
+                                      tk_matrix_view(&f->awq) };
     for (int i = 0; i < 3; i++) {
         m = views[i];
         m.group_size = -1;
         m.in_features = 60;
-        expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.in_features = 60",
-                       "not a multiple of 8");
+        expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src.in_features = 60", "not a multiple of 8");
         /* IN % group_size */
         m = views[i];
         m.group_size = 64;
@@ -291,7 +290,7 @@ static void test_overflowing_sizes(void **state)
     m.num_experts = 1 << 21;
     m.in_features = 1 << 21;
     m.out_features = 1 << 21;
-    outputs o = {tk_poisoned_alloc(64), tk_poisoned_alloc(64), NULL, NULL};
+    outputs o = { tk_poisoned_alloc(64), tk_poisoned_alloc(64), NULL, NULL };
     assert_int_equal(moeint4_layout_dequantize_f32(&m, o.f32), MOEINT4_INVALID_ARGUMENT);
     expect_message("dequantize_f32", "out:", "overflow");
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, o.bf16), MOEINT4_INVALID_ARGUMENT);
@@ -352,12 +351,15 @@ static void test_scales(void **state)
         const char *printed;
     } bad_scale;
     const bad_scale bad[] = {
-        {0x7e00u, 0x7fc0u, "= nan is"},   {0x7c00u, 0x7f80u, "= inf is"},
-        {0xfc00u, 0xff80u, "= -inf is"},  {0x0000u, 0x0000u, "= 0 is"},
-        {0x8000u, 0x8000u, "= -0 is"},    {0xbe00u, 0xbfc0u, "= -1.5 is"},
-        {0x8001u, 0x8001u, "is not a finite positive scale"},
+        { 0x7e00u, 0x7fc0u, "= nan is" },
+        { 0x7c00u, 0x7f80u, "= inf is" },
+        { 0xfc00u, 0xff80u, "= -inf is" },
+        { 0x0000u, 0x0000u, "= 0 is" },
+        { 0x8000u, 0x8000u, "= -0 is" },
+        { 0xbe00u, 0xbfc0u, "= -1.5 is" },
+        { 0x8001u, 0x8001u, "is not a finite positive scale" },
     };
-    const tk_matrix *sources[2] = {&f->sym, &f->asym}; /* F16 and BF16 scales */
+    const tk_matrix *sources[2] = { &f->sym, &f->asym }; /* F16 and BF16 scales */
     size_t count = (size_t)BASE_EXPERTS * BASE_GROUPS * BASE_OUT;
     for (int s = 0; s < 2; s++) {
         uint16_t *scales = tk_copy_alloc(sources[s]->scales, count * 2);
@@ -368,8 +370,7 @@ static void test_scales(void **state)
             size_t at = ((size_t)1 * BASE_GROUPS + 1) * BASE_OUT + 5; /* [1][1][5] */
             uint16_t saved = scales[at];
             scales[at] = is_bf16 ? bad[b].bf16 : bad[b].f16;
-            expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src_scales[1][1][5] ",
-                           bad[b].printed);
+            expect_refused(&m, MOEINT4_INVALID_ARGUMENT, "src_scales[1][1][5] ", bad[b].printed);
             scales[at] = saved;
         }
         /* The smallest positive subnormal is a finite positive scale. */

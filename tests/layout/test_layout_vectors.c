@@ -23,9 +23,10 @@ typedef struct vector_case {
     int experts, hidden, intermediate, group_size;
 } vector_case;
 
-static const vector_case case1 = {"case1_gptq_sym_g128", MOEINT4_FORMAT_GPTQ_SYM, 4, 256, 128,
-                                  128};
-static const vector_case case3 = {"case3_awq_asym_g64", MOEINT4_FORMAT_AWQ, 3, 128, 64, 64};
+static const vector_case case1 = {
+    "case1_gptq_sym_g128", MOEINT4_FORMAT_GPTQ_SYM, 4, 256, 128, 128
+};
+static const vector_case case3 = { "case3_awq_asym_g64", MOEINT4_FORMAT_AWQ, 3, 128, 64, 64 };
 
 /* One projection of a case, its arrays read from the vector files. */
 typedef struct projection {
@@ -36,8 +37,7 @@ typedef struct projection {
     size_t weights, groups; /* E*OUT*IN and E*G*OUT */
 } projection;
 
-static void *read_array(const vector_case *vc, const char *prefix, const char *suffix,
-                        size_t bytes)
+static void *read_array(const vector_case *vc, const char *prefix, const char *suffix, size_t bytes)
 {
     char array[64];
     snprintf(array, sizeof array, "%s_%s", prefix, suffix);
@@ -83,8 +83,7 @@ static void free_projection(projection *p)
     free(p->qzeros);
 }
 
-static void expect_bytes(const vector_case *vc, const char *array, const void *ours,
-                         size_t bytes)
+static void expect_bytes(const vector_case *vc, const char *array, const void *ours, size_t bytes)
 {
     uint8_t *theirs = tk_read_vector_array(vc->name, array, bytes);
     assert_non_null(theirs);
@@ -147,13 +146,13 @@ static void check_dequantized(const vector_case *vc, int is_w13)
     size_t emulation_differs = 0;
     for (size_t i = 0; i < p.weights; i++) {
         if (memcmp(&f32[i], &want[i], sizeof(float)) != 0) {
-            print_error("%s %s f32[%zu] = %.9g, vLLM %.9g\n", vc->name, p.prefix, i,
-                        (double)f32[i], (double)want[i]);
+            print_error("%s %s f32[%zu] = %.9g, vLLM %.9g\n", vc->name, p.prefix, i, (double)f32[i],
+                        (double)want[i]);
             fail();
         }
         if (bf16[i] != tk_f32_to_bf16(want[i])) {
-            print_error("%s %s bf16[%zu] = 0x%04x, want round(%.9g) = 0x%04x\n", vc->name,
-                        p.prefix, i, bf16[i], (double)want[i], tk_f32_to_bf16(want[i]));
+            print_error("%s %s bf16[%zu] = 0x%04x, want round(%.9g) = 0x%04x\n", vc->name, p.prefix,
+                        i, bf16[i], (double)want[i], tk_f32_to_bf16(want[i]));
             fail();
         }
         int32_t ulps = tk_bf16_ordinal(bf16[i]) - tk_bf16_ordinal(emulation[i]);
@@ -220,8 +219,7 @@ static void check_unpacked(const vector_case *vc, int is_w13)
             for (int i = 0; i < in; i++)
                 if (codes[(size_t)o * in + i] !=
                     natural[((size_t)e * in + (size_t)i) * out + (size_t)o]) {
-                    print_error("%s %s code [%d][%d][%d] differs\n", vc->name, p.prefix, e, o,
-                                i);
+                    print_error("%s %s code [%d][%d][%d] differs\n", vc->name, p.prefix, e, o, i);
                     fail();
                 }
         for (size_t j = 0; j < groups; j++) {
@@ -256,8 +254,7 @@ static void test_case3_xpu_refused(void **state)
     load_projection(&p, &case3, 1);
     uint8_t *packed = tk_poisoned_alloc(p.weights / 2);
     void *scales_t = tk_poisoned_alloc(p.groups * 2);
-    assert_int_equal(moeint4_layout_gptq_to_xpu(&p.view, packed, scales_t),
-                     MOEINT4_UNSUPPORTED);
+    assert_int_equal(moeint4_layout_gptq_to_xpu(&p.view, packed, scales_t), MOEINT4_UNSUPPORTED);
     assert_non_null(strstr(moeint4_last_error(), "AWQ"));
     assert_true(tk_still_poisoned(packed, p.weights / 2));
     assert_true(tk_still_poisoned(scales_t, p.groups * 2));
@@ -269,9 +266,9 @@ static void test_case3_xpu_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_case1_xpu_w13),   cmocka_unit_test(test_case1_xpu_w2),
+        cmocka_unit_test(test_case1_xpu_w13),    cmocka_unit_test(test_case1_xpu_w2),
         cmocka_unit_test(test_case1_dequantize), cmocka_unit_test(test_case3_dequantize),
-        cmocka_unit_test(test_unpack_natural),  cmocka_unit_test(test_case3_xpu_refused),
+        cmocka_unit_test(test_unpack_natural),   cmocka_unit_test(test_case3_xpu_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,22 +22,41 @@ extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
 
-struct _ze_driver_handle_t { int unused; };
-struct _ze_device_handle_t { int unused; };
-struct _ze_context_handle_t { cl_context cl; };
-struct _ze_command_list_handle_t { cl_command_queue queue; };
-struct _ze_module_handle_t { cl_program program; };
-struct _ze_module_build_log_handle_t { int unused; };
-struct _ze_kernel_handle_t { cl_kernel kernel; size_t group[3]; };
-struct _ze_event_pool_handle_t { int unused; };
-struct _ze_event_handle_t { cl_event done; };
+struct _ze_driver_handle_t {
+    int unused;
+};
+struct _ze_device_handle_t {
+    int unused;
+};
+struct _ze_context_handle_t {
+    cl_context cl;
+};
+struct _ze_command_list_handle_t {
+    cl_command_queue queue;
+};
+struct _ze_module_handle_t {
+    cl_program program;
+};
+struct _ze_module_build_log_handle_t {
+    int unused;
+};
+struct _ze_kernel_handle_t {
+    cl_kernel kernel;
+    size_t group[3];
+};
+struct _ze_event_pool_handle_t {
+    int unused;
+};
+struct _ze_event_handle_t {
+    cl_event done;
+};
 
 static struct _ze_driver_handle_t the_driver;
 static struct _ze_device_handle_t the_device;
 static struct fake_state {
     pthread_once_t once;
     cl_device_id device; /* NULL: no PoCL */
-} fake = {PTHREAD_ONCE_INIT, NULL};
+} fake = { PTHREAD_ONCE_INIT, NULL };
 
 static void find_pocl(void)
 {
@@ -142,7 +161,8 @@ ze_result_t zeCommandListCreateImmediate(ze_context_handle_t context, ze_device_
     if (device != &the_device || desc->stype != ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC)
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     /* out of order, as Level Zero lists may run: the backend's barriers order it */
-    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_queue_properties props[] = { CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+                                    0 };
     ze_command_list_handle_t l = calloc(1, sizeof *l);
     l->queue = clCreateCommandQueueWithProperties(context->cl, fake.device, props, &rc);
     if (rc != CL_SUCCESS)
@@ -187,9 +207,9 @@ static ze_result_t signal_event(ze_event_handle_t event, cl_event done)
     return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t list, void *dst,
-                                          const void *src, size_t size, ze_event_handle_t event,
-                                          uint32_t num_waits, ze_event_handle_t *waits)
+ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t list, void *dst, const void *src,
+                                          size_t size, ze_event_handle_t event, uint32_t num_waits,
+                                          ze_event_handle_t *waits)
 {
     cl_event done = NULL;
     if (num_waits != 0 || waits)
@@ -311,18 +331,17 @@ ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t kernel, uint32_t index, 
 
 ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list,
                                             ze_kernel_handle_t kernel,
-                                            const ze_group_count_t *groups,
-                                            ze_event_handle_t event, uint32_t num_waits,
-                                            ze_event_handle_t *waits)
+                                            const ze_group_count_t *groups, ze_event_handle_t event,
+                                            uint32_t num_waits, ze_event_handle_t *waits)
 {
     cl_event done = NULL;
     if (num_waits != 0 || waits || kernel->group[0] == 0)
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    size_t global[3] = {groups->groupCountX * kernel->group[0],
-                        groups->groupCountY * kernel->group[1],
-                        groups->groupCountZ * kernel->group[2]};
-    if (clEnqueueNDRangeKernel(list->queue, kernel->kernel, 3, NULL, global, kernel->group, 0,
-                               NULL, &done) != CL_SUCCESS)
+    size_t global[3] = { groups->groupCountX * kernel->group[0],
+                         groups->groupCountY * kernel->group[1],
+                         groups->groupCountZ * kernel->group[2] };
+    if (clEnqueueNDRangeKernel(list->queue, kernel->kernel, 3, NULL, global, kernel->group, 0, NULL,
+                               &done) != CL_SUCCESS)
         return ZE_RESULT_ERROR_UNKNOWN;
     return signal_event(event, done);
 }
@@ -371,7 +390,4 @@ ze_result_t zeEventHostSynchronize(ze_event_handle_t event, uint64_t timeout)
                                                           : ZE_RESULT_ERROR_DEVICE_LOST;
 }
 
-ze_result_t zeEventHostReset(ze_event_handle_t event)
-{
-    return signal_event(event, NULL);
-}
+ze_result_t zeEventHostReset(ze_event_handle_t event) { return signal_event(event, NULL); }

@@ -34,7 +34,7 @@ static moeint4_context *xpu_context(const char *chunk_tokens, const char *onednn
     setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
     setenv("MOEINT4_XPU_CHUNK_TOKENS", chunk_tokens, 1);
     setenv("MOEINT4_XPU_ONEDNN_MIN_TOKENS", onednn_min_tokens, 1);
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     options.backend = MOEINT4_BACKEND_XPU;
     moeint4_context *ctx = NULL;
@@ -62,8 +62,8 @@ static void *to_device(moeint4_context *ctx, const void *host, size_t bytes)
     return ptr;
 }
 
-static void io_upload(moeint4_context *ctx, device_io *io, moeint4_dtype dtype,
-                      const void *hidden, const int32_t *ids, const float *weights)
+static void io_upload(moeint4_context *ctx, device_io *io, moeint4_dtype dtype, const void *hidden,
+                      const int32_t *ids, const float *weights)
 {
     size_t esize = tk_dtype_size(dtype);
     io->out_bytes = (size_t)M * K * esize;
@@ -94,14 +94,13 @@ static void make_layer(tk_layer *layer, tk_rng *rng, uint64_t seed, moeint4_form
                        moeint4_dtype scales_dtype, int expert_map_mode)
 {
     tk_rng_seed(rng, seed);
-    assert_int_equal(tk_layer_random(layer, format, 0, E, K, N, GROUP, scales_dtype,
-                                     expert_map_mode, rng),
-                     0);
+    assert_int_equal(
+        tk_layer_random(layer, format, 0, E, K, N, GROUP, scales_dtype, expert_map_mode, rng), 0);
 }
 
 /* A symmetric GPTQ layer (f16 scales, no expert_map) and f32 inputs for it. */
-static void make_problem(tk_layer *layer, tk_rng *rng, uint64_t seed, float *hidden,
-                         int32_t *ids, float *topk_weights)
+static void make_problem(tk_layer *layer, tk_rng *rng, uint64_t seed, float *hidden, int32_t *ids,
+                         float *topk_weights)
 {
     make_layer(layer, rng, seed, MOEINT4_FORMAT_GPTQ_SYM, MOEINT4_DTYPE_F16, 0);
     tk_fill_activations(rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
@@ -121,7 +120,7 @@ static void test_backend_is_listed_available_in_test_mode(void **state)
 {
     (void)state;
     setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
-    moeint4_backend_info info = {0};
+    moeint4_backend_info info = { 0 };
     info.struct_size = sizeof info;
     assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &info), MOEINT4_SUCCESS);
     if (!info.compiled || !info.available)
@@ -135,7 +134,7 @@ static void test_asymmetric_formats_are_unsupported_with_reason(void **state)
     (void)state;
     moeint4_context *ctx = xpu_context("0", "64");
     tk_rng rng;
-    moeint4_format formats[] = {MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ};
+    moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ };
     for (int f = 0; f < 2; ++f) {
         tk_layer layer;
         make_layer(&layer, &rng, 1 + (uint64_t)f, formats[f], MOEINT4_DTYPE_F16, 0);
@@ -169,9 +168,9 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
     assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
     assert_true(ends_with(moeint4_last_error(), "topk_ids[3][1] = 130 is outside [0, 8)"));
     uint8_t *out = malloc(io.out_bytes);
-    assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, out, io.output, io.out_bytes, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
     for (size_t i = 0; i < io.out_bytes; ++i)
         assert_int_equal(out[i], 0xff);
     /* also when the bad id sits in a later chunk than the first */
@@ -183,9 +182,9 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
     args = make_args(&io2, MOEINT4_DTYPE_F32);
     assert_int_equal(moeint4_forward(chunked, chunked_weights, &args), MOEINT4_INVALID_ARGUMENT);
     assert_true(ends_with(moeint4_last_error(), "topk_ids[7][0] = -4 is outside [0, 8)"));
-    assert_int_equal(moeint4_memory_copy(chunked, out, io2.output, io2.out_bytes,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(chunked, out, io2.output, io2.out_bytes, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
     for (size_t i = 0; i < io2.out_bytes; ++i)
         assert_int_equal(out[i], 0xff);
     free(out);
@@ -204,7 +203,7 @@ static void test_bad_expert_id_found_on_device_output_untouched(void **state)
 static void test_non_finite_router_weight_output_untouched(void **state)
 {
     (void)state;
-    const char *configs[][2] = {{"0", "64"}, {"2", "64"}, {"3", "1"}};
+    const char *configs[][2] = { { "0", "64" }, { "2", "64" }, { "3", "1" } };
     tk_rng rng;
     tk_layer layer;
     float hidden[M * K], topk_weights[M * TOPK];
@@ -223,11 +222,10 @@ static void test_non_finite_router_weight_output_untouched(void **state)
         assert_int_equal(moeint4_forward(ctx, weights, &args), MOEINT4_INVALID_ARGUMENT);
         const char *message = moeint4_last_error();
         if (!strstr(message, "topk_weights[6][0] = ") || !strstr(message, "nan is not finite"))
-            fail_msg("chunks %s, oneDNN from %s: \"%s\"", configs[c][0], configs[c][1],
-                     message);
-        assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
-                                             MOEINT4_COPY_DEVICE_TO_HOST),
-                         MOEINT4_SUCCESS);
+            fail_msg("chunks %s, oneDNN from %s: \"%s\"", configs[c][0], configs[c][1], message);
+        assert_int_equal(
+            moeint4_memory_copy(ctx, out, io.output, io.out_bytes, MOEINT4_COPY_DEVICE_TO_HOST),
+            MOEINT4_SUCCESS);
         for (size_t i = 0; i < io.out_bytes; ++i)
             assert_int_equal(out[i], 0xff);
         io_free(ctx, &io);
@@ -248,7 +246,7 @@ static void test_non_finite_router_weight_output_untouched(void **state)
 static void test_async_forward_with_workspace(void **state)
 {
     (void)state;
-    const char *chunkings[] = {"0", "3"};
+    const char *chunkings[] = { "0", "3" };
     tk_rng rng;
     tk_layer layer;
     float hidden[M * K], topk_weights[M * TOPK];
@@ -268,9 +266,9 @@ static void test_async_forward_with_workspace(void **state)
                                              MOEINT4_COPY_DEVICE_TO_HOST),
                          MOEINT4_SUCCESS);
         size_t bytes = 0;
-        assert_int_equal(moeint4_forward_workspace_size(weights, M, TOPK, MOEINT4_DTYPE_F32,
-                                                        &bytes),
-                         MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_forward_workspace_size(weights, M, TOPK, MOEINT4_DTYPE_F32, &bytes),
+            MOEINT4_SUCCESS);
         assert_true(bytes > 0);
         void *workspace = NULL;
         assert_int_equal(moeint4_memory_alloc(ctx, bytes + 1, &workspace), MOEINT4_SUCCESS);
@@ -301,9 +299,9 @@ static void test_async_forward_with_workspace(void **state)
         memcpy(bad_weights, topk_weights, sizeof bad_weights);
         bad_ids[7 * TOPK] = -3;
         bad_weights[2 * TOPK + 1] = NAN;
-        assert_int_equal(moeint4_memory_copy(ctx, io.ids, bad_ids, sizeof bad_ids,
-                                             MOEINT4_COPY_HOST_TO_DEVICE),
-                         MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_memory_copy(ctx, io.ids, bad_ids, sizeof bad_ids, MOEINT4_COPY_HOST_TO_DEVICE),
+            MOEINT4_SUCCESS);
         assert_int_equal(moeint4_memory_copy(ctx, io.weights, bad_weights, sizeof bad_weights,
                                              MOEINT4_COPY_HOST_TO_DEVICE),
                          MOEINT4_SUCCESS);
@@ -344,9 +342,9 @@ static uint8_t *run_once(const char *chunk_tokens, const char *onednn_min_tokens
     if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
         fail_msg("forward: %s", moeint4_last_error());
     uint8_t *out = malloc(io.out_bytes);
-    assert_int_equal(moeint4_memory_copy(ctx, out, io.output, io.out_bytes,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, out, io.output, io.out_bytes, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
     io_free(ctx, &io);
     moeint4_weights_release(weights);
     moeint4_context_destroy(ctx);
@@ -371,9 +369,9 @@ static void test_expert_map_determinism_and_onednn(void **state)
             ids[4 * TOPK + placed++] = e;
     assert_int_equal(placed, TOPK);
     double want[M * K];
-    tk_activation act = {MOEINT4_ACTIVATION_SILU, 0, 0, 0, 1};
-    tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
-                     M, want);
+    tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 1 };
+    tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL, M,
+                     want);
 
     moeint4_dtype f32 = MOEINT4_DTYPE_F32;
     uint8_t *first = run_once("0", "0", &layer, f32, hidden, ids, topk_weights, 1);
@@ -412,7 +410,8 @@ static void test_memory_accounting(void **state)
     assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
     size_t w13 = (size_t)E * 2 * N * (K / 2) + (size_t)E * 2 * N * (K / GROUP) * 2;
     size_t w2 = (size_t)E * K * (N / 2) + (size_t)E * K * (N / GROUP) * 2;
-    assert_int_equal(device, w13 + w2 + E * sizeof(int32_t) + 6 * sizeof(int32_t)); /* + error records */
+    assert_int_equal(device,
+                     w13 + w2 + E * sizeof(int32_t) + 6 * sizeof(int32_t)); /* + error records */
     moeint4_backend backend = MOEINT4_BACKEND_AUTO;
     assert_int_equal(moeint4_weights_backend(weights, &backend), MOEINT4_SUCCESS);
     assert_int_equal(backend, MOEINT4_BACKEND_XPU);
@@ -421,15 +420,14 @@ static void test_memory_accounting(void **state)
     moeint4_context_destroy(ctx);
 }
 
-
 /* PoCL's CPU device, as a framework would have found it; with
  * MOEINT4_XPU_TEST_ANY_GPU=1 (a non-Intel GPU, e.g. the H200) the first GPU. */
 static cl_device_id framework_device(void)
 {
     cl_platform_id platforms[8];
     cl_uint count = 0;
-    cl_device_type type = getenv("MOEINT4_XPU_TEST_ANY_GPU") ? CL_DEVICE_TYPE_GPU
-                                                             : CL_DEVICE_TYPE_CPU;
+    cl_device_type type =
+        getenv("MOEINT4_XPU_TEST_ANY_GPU") ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU;
     assert_int_equal(clGetPlatformIDs(8, platforms, &count), CL_SUCCESS);
     for (cl_uint p = 0; p < count; ++p) {
         cl_device_id device;
@@ -441,8 +439,8 @@ static cl_device_id framework_device(void)
     return NULL;
 }
 
-static void *svm_copy_in(cl_context context, cl_command_queue queue, const void *host,
-                         size_t bytes, size_t offset)
+static void *svm_copy_in(cl_context context, cl_command_queue queue, const void *host, size_t bytes,
+                         size_t offset)
 {
     uint8_t *block = clSVMAlloc(context, CL_MEM_READ_WRITE, bytes + offset, 0);
     assert_non_null(block);
@@ -462,7 +460,8 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     int32_t ids[M * TOPK];
     tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, M * K, 1.0, hidden);
     tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
-    uint8_t *expected = run_once("0", "0", &layer, MOEINT4_DTYPE_BF16, hidden, ids, topk_weights, 0);
+    uint8_t *expected =
+        run_once("0", "0", &layer, MOEINT4_DTYPE_BF16, hidden, ids, topk_weights, 0);
 
     cl_int rc;
     cl_device_id device = framework_device();
@@ -474,7 +473,7 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     setenv("MOEINT4_XPU_RUNTIME", "opencl", 1);
     moeint4_context *ctx = xpu_context("0", "0");
     moeint4_context_destroy(ctx); /* the plain one; now with the framework's handles */
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     options.backend = MOEINT4_BACKEND_XPU;
     options.native_context = context;
@@ -492,7 +491,7 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     void *ids_block = svm_copy_in(context, queue, ids, sizeof ids, 0);
     uint8_t *weights_block = svm_copy_in(context, queue, topk_weights, sizeof topk_weights, 64);
     uint8_t *out_block = svm_copy_in(context, queue, poison, out_bytes, 128);
-    moeint4_forward_args args = {0};
+    moeint4_forward_args args = { 0 };
     args.struct_size = sizeof args;
     args.dtype = MOEINT4_DTYPE_BF16;
     args.num_tokens = M;
@@ -505,9 +504,9 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
     if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
         fail_msg("forward on the framework's queue: %s", moeint4_last_error());
     uint8_t *got = malloc(out_bytes);
-    assert_int_equal(clEnqueueSVMMemcpy(stream, CL_TRUE, got, out_block + 128, out_bytes, 0, NULL,
-                                        NULL),
-                     CL_SUCCESS);
+    assert_int_equal(
+        clEnqueueSVMMemcpy(stream, CL_TRUE, got, out_block + 128, out_bytes, 0, NULL, NULL),
+        CL_SUCCESS);
     assert_memory_equal(got, expected, out_bytes);
 
     /* a queue of another context is refused, output untouched */
@@ -520,8 +519,8 @@ static void test_native_opencl_handles_and_svm_used_in_place(void **state)
                           "stream is not a cl_command_queue of the backend's OpenCL context"));
 
     /* an out-of-order queue would let the kernels overtake each other */
-    cl_queue_properties out_of_order[] = {CL_QUEUE_PROPERTIES,
-                                          CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_queue_properties out_of_order[] = { CL_QUEUE_PROPERTIES,
+                                           CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0 };
     cl_command_queue unordered =
         clCreateCommandQueueWithProperties(context, device, out_of_order, &rc);
     assert_int_equal(rc, CL_SUCCESS);

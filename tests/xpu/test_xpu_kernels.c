@@ -39,19 +39,18 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
     void *slot_expert_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     void *sorted_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     int reset = 1, slot_base = 0;
-    mi4_xpu_arg init[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_PTR(errors_d),
-                          MI4_XPU_INT(reset)};
-    mi4_xpu_arg count[] = {MI4_XPU_PTR(ids_d),         MI4_XPU_PTR(weights_d),
-                           MI4_XPU_PTR(map_d),         MI4_XPU_INT(num_slots),
-                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
-                           MI4_XPU_INT(num_local),     MI4_XPU_PTR(slot_expert_d),
-                           MI4_XPU_PTR(route_d),       MI4_XPU_PTR(errors_d)};
+    mi4_xpu_arg init[] = { MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_PTR(errors_d),
+                           MI4_XPU_INT(reset) };
+    mi4_xpu_arg count[] = { MI4_XPU_PTR(ids_d),     MI4_XPU_PTR(weights_d),
+                            MI4_XPU_PTR(map_d),     MI4_XPU_INT(num_slots),
+                            MI4_XPU_INT(slot_base), MI4_XPU_INT(num_experts),
+                            MI4_XPU_INT(num_local), MI4_XPU_PTR(slot_expert_d),
+                            MI4_XPU_PTR(route_d),   MI4_XPU_PTR(errors_d) };
     int gated = 1;
-    mi4_xpu_arg scan[] = {MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local),
-                          MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(errors_d), MI4_XPU_INT(gated)};
-    mi4_xpu_arg scatter[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
-                             MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d),
-                             MI4_XPU_PTR(sorted_d)};
+    mi4_xpu_arg scan[] = { MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_PTR(errors_d), MI4_XPU_INT(gated) };
+    mi4_xpu_arg scatter[] = { MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
+                              MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d), MI4_XPU_PTR(sorted_d) };
     xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 4, init);
     xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count);
     xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan);
@@ -60,7 +59,7 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
     xt_download(rt, out->sorted, sorted_d, (size_t)num_slots * 4);
     xt_download(rt, out->errors, errors_d, 2 * 4);
-    void *all[] = {ids_d, weights_d, map_d, route_d, errors_d, slot_expert_d, sorted_d};
+    void *all[] = { ids_d, weights_d, map_d, route_d, errors_d, slot_expert_d, sorted_d };
     for (int i = 0; i < 7; ++i)
         rt->ops->free(rt, all[i]);
 }
@@ -247,8 +246,7 @@ static void free_matrix(mi4_xpu_runtime *rt, xpu_matrix *x)
     tk_matrix_free(&x->m);
 }
 
-static double ref_activation(int kind, double g, double u, double limit, double alpha,
-                             double beta)
+static double ref_activation(int kind, double g, double u, double limit, double alpha, double beta)
 {
     if (kind == MOEINT4_ACTIVATION_SILU)
         return g / (1.0 + exp(-g)) * u;
@@ -282,16 +280,15 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
     void *act_d = xt_upload(rt, NULL, (size_t)g.num_slots * N * 4);
     int num_local = E, dt = (int)dtype, topk = TOPK, k_dim = K, n_dim = N, act = act_kind;
     int gs = group_size == -1 ? K : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(route_d),
-                          MI4_XPU_INT(num_local),      MI4_XPU_PTR(sorted_d),
-                          MI4_XPU_PTR(hidden_d),       MI4_XPU_INT(dt),
-                          MI4_XPU_PTR(weights_d),      MI4_XPU_INT(on_input),
-                          MI4_XPU_INT(topk),           MI4_XPU_PTR(w13.packed_d),
-                          MI4_XPU_PTR(w13.scales_d),   MI4_XPU_INT(bf16),
-                          MI4_XPU_INT(k_dim),          MI4_XPU_INT(n_dim),
-                          MI4_XPU_INT(gs),             MI4_XPU_INT(act),
-                          MI4_XPU_FLOAT(limit),        MI4_XPU_FLOAT(alpha),
-                          MI4_XPU_FLOAT(beta),         MI4_XPU_PTR(act_d)};
+    mi4_xpu_arg args[] = {
+        MI4_XPU_PTR(route_d),      MI4_XPU_INT(num_local), MI4_XPU_PTR(sorted_d),
+        MI4_XPU_PTR(hidden_d),     MI4_XPU_INT(dt),        MI4_XPU_PTR(weights_d),
+        MI4_XPU_INT(on_input),     MI4_XPU_INT(topk),      MI4_XPU_PTR(w13.packed_d),
+        MI4_XPU_PTR(w13.scales_d), MI4_XPU_INT(bf16),      MI4_XPU_INT(k_dim),
+        MI4_XPU_INT(n_dim),        MI4_XPU_INT(gs),        MI4_XPU_INT(act),
+        MI4_XPU_FLOAT(limit),      MI4_XPU_FLOAT(alpha),   MI4_XPU_FLOAT(beta),
+        MI4_XPU_PTR(act_d)
+    };
     /* two groups past the last tile: they must write nothing */
     xt_launch(rt, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 19,
               args);
@@ -316,18 +313,19 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
             double up_err = xt_sum_error_bound(K + 8, up_abs);
             /* |d act / d gate| <= 1.13 |up| for SiLU and GELU; SwiGLU's
              * (u + beta) g sigmoid(alpha g) adds alpha |g| / 4 */
-            double d_gate = act_kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP
-                                ? 1.2 * (fabs(up) + fabs(beta) + up_err) * (1.0 + alpha * fabs(gate))
-                                : 1.2 * (fabs(up) + up_err);
+            double d_gate =
+                act_kind == MOEINT4_ACTIVATION_SWIGLU_CLAMP
+                    ? 1.2 * (fabs(up) + fabs(beta) + up_err) * (1.0 + alpha * fabs(gate))
+                    : 1.2 * (fabs(up) + up_err);
             double d_up = fabs(gate) + gate_err;
             double bound = gate_err * d_gate + up_err * d_up + 4e-6 * fabs(want) + 1e-7;
             double diff = fabs((double)got[s * N + n] - want);
             if (!(diff <= bound))
-                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d", s,
-                         n, (double)got[s * N + n], want, bound, (int)dtype, act_kind);
+                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d", s, n,
+                         (double)got[s * N + n], want, bound, (int)dtype, act_kind);
         }
     }
-    void *all[] = {hidden_d, route_d, sorted_d, weights_d, act_d};
+    void *all[] = { hidden_d, route_d, sorted_d, weights_d, act_d };
     for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w13);
@@ -338,7 +336,7 @@ static void test_w13_every_activation_and_dtype(void **state)
 {
     (void)state;
     uint64_t seed = 100;
-    moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     for (int d = 0; d < 3; ++d)
         for (int act = 0; act < 3; ++act)
             check_w13(dtypes[d], act, act == 1, act == 2 ? -1 : 32,
@@ -365,11 +363,13 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
     void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
     int num_local = E, k_dim = K, n_dim = N;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(route_d),  MI4_XPU_INT(num_local),
-                          MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),    MI4_XPU_PTR(weights_d),
-                          MI4_XPU_INT(on_input),    MI4_XPU_PTR(w2.packed_d),
-                          MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),     MI4_XPU_INT(k_dim),
-                          MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),       MI4_XPU_PTR(out_d)};
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),
+                           MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),
+                           MI4_XPU_PTR(weights_d),   MI4_XPU_INT(on_input),
+                           MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d),
+                           MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
+                           MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
+                           MI4_XPU_PTR(out_d) };
     xt_launch(rt, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 13,
               args);
     float got[M * TOPK * K];
@@ -390,7 +390,7 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
                          (double)got[s * K + k], want, bound);
         }
     }
-    void *all[] = {act_d, route_d, sorted_d, weights_d, out_d};
+    void *all[] = { act_d, route_d, sorted_d, weights_d, out_d };
     for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w2);
@@ -424,21 +424,21 @@ static void test_combine_is_exact_and_ordered(void **state)
         slot_expert[2 * TOPK + j] = -1; /* token 2 has no local slot: zeros */
     void *slot_out_d = xt_upload(rt, slot_out, sizeof slot_out);
     void *slot_expert_d = xt_upload(rt, slot_expert, sizeof slot_expert);
-    int32_t no_errors[2] = {INT_MAX, INT_MAX}, bad_weight[2] = {INT_MAX, 5};
+    int32_t no_errors[2] = { INT_MAX, INT_MAX }, bad_weight[2] = { INT_MAX, 5 };
     int gated = 1;
     void *no_errors_d = xt_upload(rt, no_errors, sizeof no_errors);
     void *bad_weight_d = xt_upload(rt, bad_weight, sizeof bad_weight);
-    moeint4_dtype dtypes[] = {MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16};
+    moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     for (int d = 0; d < 3; ++d) {
         size_t esize = tk_dtype_size(dtypes[d]);
         size_t bytes = (size_t)M * K * esize;
         void *out_d = xt_upload(rt, NULL, bytes + 64); /* 64 poisoned bytes past the end */
         int tokens = M, topk = TOPK, k_dim = K, dt = (int)dtypes[d];
-        mi4_xpu_arg args[] = {MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
-                              MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
-                              MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
-                              MI4_XPU_PTR(bad_weight_d),  MI4_XPU_INT(gated),
-                              MI4_XPU_PTR(out_d)};
+        mi4_xpu_arg args[] = { MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
+                               MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
+                               MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
+                               MI4_XPU_PTR(bad_weight_d),  MI4_XPU_INT(gated),
+                               MI4_XPU_PTR(out_d) };
         uint8_t got[M * K * 4 + 64];
         xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args); /* error record set: writes nothing */
         xt_download(rt, got, out_d, bytes + 64);
@@ -476,7 +476,6 @@ static void test_combine_is_exact_and_ordered(void **state)
     rt->ops->destroy(rt);
 }
 
-
 /* ---- the oneDNN int4 path's scale transpose (its matmul needs oneDNN >= 3.5) ---- */
 
 static void test_scales_transpose_for_onednn(void **state)
@@ -492,8 +491,8 @@ static void test_scales_transpose_for_onednn(void **state)
     void *scales_d = xt_upload(rt, scales, sizeof scales);
     void *out_d = xt_upload(rt, NULL, OUT * G * 2 + 64);
     int expert = 2, out_features = OUT, groups = G;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(scales_d), MI4_XPU_INT(expert), MI4_XPU_INT(out_features),
-                          MI4_XPU_INT(groups), MI4_XPU_PTR(out_d)};
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(scales_d), MI4_XPU_INT(expert), MI4_XPU_INT(out_features),
+                           MI4_XPU_INT(groups), MI4_XPU_PTR(out_d) };
     xt_launch(rt, MI4_XPU_DNNL_SCALES_T, OUT, G, 5, args);
     uint16_t got[OUT * G + 32];
     xt_download(rt, got, out_d, sizeof got);

@@ -62,7 +62,7 @@ static void test_runtime_create_reports_the_same(void **state)
     skip_if_driver_present();
     char probe_reason[512] = "", err[512] = "";
     mi4_xpu_ze_probe(0, probe_reason, sizeof probe_reason);
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     mi4_xpu_runtime *rt = (mi4_xpu_runtime *)&options; /* must stay untouched */
     assert_int_equal(mi4_xpu_ze_create(&options, &rt, err, sizeof err),
@@ -78,7 +78,7 @@ static void test_native_handles_need_level_zero(void **state)
     const moeint4_backend_iface *xpu = moeint4_plugin_backend(MOEINT4_BACKEND_API_VERSION);
     assert_non_null(xpu);
     int fake_device = 0, fake_list = 0;
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     options.native_device = &fake_device; /* never dereferenced: no driver gets that far */
     options.native_queue = &fake_list;
@@ -117,6 +117,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_native_handles_need_level_zero),
         cmocka_unit_test(test_forced_level_zero_probe_says_why),
     };
-    return tk_cmocka_run("xpu level zero", tests, sizeof tests / sizeof tests[0], NULL, NULL,
-                         argc, argv);
+    return tk_cmocka_run("xpu level zero", tests, sizeof tests / sizeof tests[0], NULL, NULL, argc,
+                         argv);
 }

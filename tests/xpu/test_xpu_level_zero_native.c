@@ -30,7 +30,7 @@ typedef struct framework {
 static void framework_open(framework *f)
 {
     uint32_t count = 1;
-    ze_context_desc_t context_desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+    ze_context_desc_t context_desc = { ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0 };
     ze_command_queue_desc_t queue_desc;
     memset(&queue_desc, 0, sizeof queue_desc);
     queue_desc.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
@@ -72,8 +72,8 @@ static uint16_t *forward_on(moeint4_context *ctx, const framework *f, const inpu
         fail_msg("prepare: %s", moeint4_last_error());
     size_t out_bytes = sizeof in->hidden, offset = f ? 192 : 0;
     uint8_t *blocks[4];
-    size_t sizes[4] = {sizeof in->hidden, sizeof in->ids, sizeof in->weights, out_bytes};
-    const void *host[4] = {in->hidden, in->ids, in->weights, NULL};
+    size_t sizes[4] = { sizeof in->hidden, sizeof in->ids, sizeof in->weights, out_bytes };
+    const void *host[4] = { in->hidden, in->ids, in->weights, NULL };
     uint8_t *poison = malloc(out_bytes);
     memset(poison, 0xff, out_bytes);
     host[3] = poison;
@@ -87,7 +87,7 @@ static uint16_t *forward_on(moeint4_context *ctx, const framework *f, const inpu
                                              MOEINT4_COPY_HOST_TO_DEVICE),
                          MOEINT4_SUCCESS);
     }
-    moeint4_forward_args args = {0};
+    moeint4_forward_args args = { 0 };
     args.struct_size = sizeof args;
     args.dtype = MOEINT4_DTYPE_BF16;
     args.num_tokens = M;
@@ -101,9 +101,9 @@ static uint16_t *forward_on(moeint4_context *ctx, const framework *f, const inpu
     if (moeint4_forward(ctx, weights, &args) != MOEINT4_SUCCESS)
         fail_msg("forward: %s", moeint4_last_error());
     uint16_t *out = malloc(out_bytes);
-    assert_int_equal(moeint4_memory_copy(ctx, out, blocks[3] + offset, out_bytes,
-                                         MOEINT4_COPY_DEVICE_TO_HOST),
-                     MOEINT4_SUCCESS);
+    assert_int_equal(
+        moeint4_memory_copy(ctx, out, blocks[3] + offset, out_bytes, MOEINT4_COPY_DEVICE_TO_HOST),
+        MOEINT4_SUCCESS);
     for (int i = 0; i < 4; ++i) {
         if (f)
             assert_int_equal(zeMemFree(f->context, blocks[i]), ZE_RESULT_SUCCESS);
@@ -130,7 +130,7 @@ static void test_framework_handles_and_memory_used_in_place(void **state)
     tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, M * K, 1.0, in->hidden);
     tk_route_random(&rng, M, E, TOPK, in->ids, in->weights);
 
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     options.backend = MOEINT4_BACKEND_XPU;
     moeint4_context *own = NULL;
@@ -153,7 +153,7 @@ static void test_framework_handles_and_memory_used_in_place(void **state)
     assert_memory_equal(got, expected, sizeof in->hidden);
 
     double want[M * K];
-    tk_activation act = {MOEINT4_ACTIVATION_GELU, 0, 0, 0, 0};
+    tk_activation act = { MOEINT4_ACTIVATION_GELU, 0, 0, 0, 0 };
     tk_reference_moe(&in->layer, MOEINT4_DTYPE_BF16, in->hidden, M, TOPK, in->ids, in->weights,
                      &act, NULL, M, want);
     double err = tk_relative_l2(MOEINT4_DTYPE_BF16, got, want, M * K);

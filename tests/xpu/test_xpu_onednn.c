@@ -30,7 +30,8 @@ static void check_matmul(mi4_xpu_dnnl *dnnl, tk_rng *rng, int M, int N, int K)
     for (int i = 0; i < M * N; ++i)
         c[i] = NAN;
     char err[256] = "";
-    moeint4_status st = mi4_xpu_dnnl_matmul(dnnl, MOEINT4_DTYPE_F32, M, N, K, a, b, c, err, sizeof err);
+    moeint4_status st =
+        mi4_xpu_dnnl_matmul(dnnl, MOEINT4_DTYPE_F32, M, N, K, a, b, c, err, sizeof err);
     if (st != MOEINT4_SUCCESS)
         fail_msg("oneDNN matmul %dx%dx%d: %s", M, N, K, err);
     for (int m = 0; m < M; ++m)
@@ -64,10 +65,10 @@ static void test_cpu_engine_matmul_matches_reference(void **state)
     assert_false(mi4_xpu_dnnl_has_int4(dnnl)); /* int4 needs oneDNN >= 3.5 on a GPU */
     tk_rng rng;
     tk_rng_seed(&rng, 77);
-    check_matmul(dnnl, &rng, 1, 48, 64);    /* one token */
-    check_matmul(dnnl, &rng, 70, 96, 128);  /* an expert with many tokens: w13 (2N x K) */
-    check_matmul(dnnl, &rng, 70, 128, 48);  /* and its w2 (K x N) */
-    check_matmul(dnnl, &rng, 5, 7, 13);     /* odd sizes */
+    check_matmul(dnnl, &rng, 1, 48, 64);   /* one token */
+    check_matmul(dnnl, &rng, 70, 96, 128); /* an expert with many tokens: w13 (2N x K) */
+    check_matmul(dnnl, &rng, 70, 128, 48); /* and its w2 (K x N) */
+    check_matmul(dnnl, &rng, 5, 7, 13);    /* odd sizes */
     mi4_xpu_dnnl_destroy(dnnl);
 }
 
@@ -77,12 +78,11 @@ static void test_int4_matmul_refused_without_onednn_3_5(void **state)
     mi4_xpu_dnnl *dnnl = NULL;
     char err[256] = "";
     assert_int_equal(mi4_xpu_dnnl_create_cpu(&dnnl, err, sizeof err), MOEINT4_SUCCESS);
-    float a[4] = {1, 2, 3, 4}, c[4];
-    uint8_t packed[4] = {0x88, 0x88, 0x88, 0x88};
-    uint16_t scales[2] = {0x3c00, 0x3c00};
-    moeint4_status st =
-        mi4_xpu_dnnl_matmul_int4(dnnl, MOEINT4_DTYPE_F16, 1, 2, 4, 4, a, packed, scales, c, err,
-                                 sizeof err);
+    float a[4] = { 1, 2, 3, 4 }, c[4];
+    uint8_t packed[4] = { 0x88, 0x88, 0x88, 0x88 };
+    uint16_t scales[2] = { 0x3c00, 0x3c00 };
+    moeint4_status st = mi4_xpu_dnnl_matmul_int4(dnnl, MOEINT4_DTYPE_F16, 1, 2, 4, 4, a, packed,
+                                                 scales, c, err, sizeof err);
     if (mi4_xpu_dnnl_has_int4(dnnl))
         tk_skip("this oneDNN has int4 weights: the refusal is not there to check");
     assert_int_equal(st, MOEINT4_UNSUPPORTED);

@@ -27,8 +27,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: xpu_dump_embedded FOLDER\n");
         return 2;
     }
-    int failed = write_file(argv[1], "source.cl", mi4_xpu_kernel_source,
-                            strlen(mi4_xpu_kernel_source));
+    int failed =
+        write_file(argv[1], "source.cl", mi4_xpu_kernel_source, strlen(mi4_xpu_kernel_source));
     failed |= write_file(argv[1], "module.spv", mi4_xpu_kernel_spirv, mi4_xpu_kernel_spirv_size);
     printf("source_sha256 %s\nspirv_sha256 %s\ntargets", mi4_xpu_aot_source_sha256,
            mi4_xpu_aot_spirv_sha256);

@@ -11,7 +11,7 @@ mi4_xpu_runtime *xt_runtime(void)
 {
     char err[256] = "";
     mi4_xpu_runtime *rt = NULL;
-    moeint4_context_options options = {0};
+    moeint4_context_options options = { 0 };
     options.struct_size = sizeof options;
     setenv("MOEINT4_XPU_TEST_CPU_DEVICE", "1", 1);
     moeint4_status st = mi4_xpu_ocl_create(&options, &rt, err, sizeof err);
@@ -44,15 +44,15 @@ void xt_download(mi4_xpu_runtime *rt, void *host, const void *device, size_t byt
                      MOEINT4_SUCCESS);
 }
 
-void xt_launch(mi4_xpu_runtime *rt, mi4_xpu_kernel kernel, size_t size0, size_t size1,
-               int num_args, const mi4_xpu_arg *args)
+void xt_launch(mi4_xpu_runtime *rt, mi4_xpu_kernel kernel, size_t size0, size_t size1, int num_args,
+               const mi4_xpu_arg *args)
 {
     char err[256] = "";
     size_t lanes = MI4_XPU_GEMM_LANES; /* what the GEMMs require; any size serves the rest */
-    size_t local[2] = {lanes, 1};
-    size_t global[2] = {(size0 + lanes - 1) / lanes * lanes, size1};
-    moeint4_status st = rt->ops->launch(rt, NULL, kernel, global, local, num_args, args, err,
-                                        sizeof err);
+    size_t local[2] = { lanes, 1 };
+    size_t global[2] = { (size0 + lanes - 1) / lanes * lanes, size1 };
+    moeint4_status st =
+        rt->ops->launch(rt, NULL, kernel, global, local, num_args, args, err, sizeof err);
     if (st == MOEINT4_SUCCESS)
         st = rt->ops->wait(rt, NULL, err, sizeof err);
     if (st != MOEINT4_SUCCESS)

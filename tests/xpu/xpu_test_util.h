@@ -15,8 +15,8 @@ mi4_xpu_runtime *xt_runtime(void);
 /* Device copy of `bytes` host bytes (NULL host: poisoned with 0xff bytes). */
 void *xt_upload(mi4_xpu_runtime *rt, const void *host, size_t bytes);
 void xt_download(mi4_xpu_runtime *rt, void *host, const void *device, size_t bytes);
-void xt_launch(mi4_xpu_runtime *rt, mi4_xpu_kernel kernel, size_t size0, size_t size1,
-               int num_args, const mi4_xpu_arg *args);
+void xt_launch(mi4_xpu_runtime *rt, mi4_xpu_kernel kernel, size_t size0, size_t size1, int num_args,
+               const mi4_xpu_arg *args);
 /* Bound on |f32 sum - exact sum| of n terms whose magnitudes add to sum_abs. */
 double xt_sum_error_bound(int n, double sum_abs);
 

@@ -28,40 +28,40 @@ typedef struct tk_rng {
 } tk_rng;
 void tk_rng_seed(tk_rng *rng, uint64_t seed);
 uint64_t tk_rng_next(tk_rng *rng);
-double tk_rng_uniform(tk_rng *rng);                 /* [0, 1) */
+double tk_rng_uniform(tk_rng *rng); /* [0, 1) */
 double tk_rng_range(tk_rng *rng, double lo, double hi);
-double tk_rng_normal(tk_rng *rng);                  /* N(0, 1) */
-int tk_rng_below(tk_rng *rng, int bound);           /* uniform in [0, bound) */
+double tk_rng_normal(tk_rng *rng);        /* N(0, 1) */
+int tk_rng_below(tk_rng *rng, int bound); /* uniform in [0, bound) */
 
 /* ---- 16-bit float conversions of its own ---- */
 float tk_f16_to_f32(uint16_t h);
-uint16_t tk_f32_to_f16(float f);                    /* nearest even */
+uint16_t tk_f32_to_f16(float f); /* nearest even */
 float tk_bf16_to_f32(uint16_t h);
-uint16_t tk_f32_to_bf16(float f);                   /* nearest even */
+uint16_t tk_f32_to_bf16(float f); /* nearest even */
 
 /* ---- one quantized projection stack, natural order + packed checkpoint ---- */
 typedef struct tk_matrix {
     moeint4_format format;
     int zero_offset;
     int num_experts, in_features, out_features, group_size, num_groups;
-    moeint4_dtype scales_dtype;  /* F16 or BF16 */
+    moeint4_dtype scales_dtype; /* F16 or BF16 */
     /* natural order (what the values mean) */
-    uint8_t *codes;              /* [E][OUT][IN] 0..15 */
-    uint8_t *zeros;              /* [E][G][OUT] value subtracted: 8 for GPTQ_SYM,
+    uint8_t *codes;   /* [E][OUT][IN] 0..15 */
+    uint8_t *zeros;   /* [E][G][OUT] value subtracted: 8 for GPTQ_SYM,
                                     stored + zero_offset for GPTQ_ASYM, stored for AWQ */
-    uint16_t *scales;            /* [E][G][OUT] in scales_dtype (checkpoint array) */
+    uint16_t *scales; /* [E][G][OUT] in scales_dtype (checkpoint array) */
     /* packed checkpoint arrays, exactly as the format stores them */
-    int32_t *qweight;            /* GPTQ [E][IN/8][OUT] | AWQ [E][IN][OUT/8] */
-    int32_t *qzeros;             /* [E][G][OUT/8] or NULL (GPTQ_SYM) */
-    int32_t *g_idx;              /* [E][IN] trivial g_idx, or NULL (see tk_matrix_random) */
+    int32_t *qweight; /* GPTQ [E][IN/8][OUT] | AWQ [E][IN][OUT/8] */
+    int32_t *qzeros;  /* [E][G][OUT/8] or NULL (GPTQ_SYM) */
+    int32_t *g_idx;   /* [E][IN] trivial g_idx, or NULL (see tk_matrix_random) */
 } tk_matrix;
 
 /* Random codes, zeros and scales (scales uniform in [0.5, 1.5] * scale_base,
  * rounded to scales_dtype) packed per format. with_g_idx: also fill a trivial
  * g_idx. Returns 0, or -1 when out of memory / invalid shape. */
 int tk_matrix_random(tk_matrix *m, moeint4_format format, int zero_offset, int num_experts,
-                     int in_features, int out_features, int group_size,
-                     moeint4_dtype scales_dtype, double scale_base, int with_g_idx, tk_rng *rng);
+                     int in_features, int out_features, int group_size, moeint4_dtype scales_dtype,
+                     double scale_base, int with_g_idx, tk_rng *rng);
 void tk_matrix_free(tk_matrix *m);
 /* A public-ABI view of the packed arrays. */
 moeint4_quant_matrix tk_matrix_view(const tk_matrix *m);
@@ -80,8 +80,8 @@ double tk_matrix_scale(const tk_matrix *m, int e, int o, int i);
  * trivial g_idx filled when with_g_idx). Fill codes, zeros (natural: the
  * value subtracted) and scales, then call tk_matrix_pack. 0 or -1. */
 int tk_matrix_alloc(tk_matrix *m, moeint4_format format, int zero_offset, int num_experts,
-                    int in_features, int out_features, int group_size,
-                    moeint4_dtype scales_dtype, int with_g_idx);
+                    int in_features, int out_features, int group_size, moeint4_dtype scales_dtype,
+                    int with_g_idx);
 /* Packs qweight (and qzeros: stored = natural zero - zero_offset) from the
  * natural codes and zeros. */
 void tk_matrix_pack(tk_matrix *m);
@@ -98,9 +98,9 @@ typedef struct tk_layer {
     int num_experts, num_local_experts, hidden_size, intermediate_size, group_size;
     moeint4_format format;
     int zero_offset;
-    int32_t *expert_map;         /* [num_experts] or NULL (identity) */
-    tk_matrix w13;               /* IN = K, OUT = 2N (gate rows first) */
-    tk_matrix w2;                /* IN = N, OUT = K */
+    int32_t *expert_map; /* [num_experts] or NULL (identity) */
+    tk_matrix w13;       /* IN = K, OUT = 2N (gate rows first) */
+    tk_matrix w2;        /* IN = N, OUT = K */
 } tk_layer;
 
 /* Scales chosen so activations keep unit-ish magnitude through the layer.

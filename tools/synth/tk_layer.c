@@ -15,7 +15,8 @@
  * between roughly 0.2 and 1: well inside every dtype's range. */
 double tk_unit_gain_scale(moeint4_format format, int zero_offset, int in_features)
 {
-    double mean_square = format == MOEINT4_FORMAT_GPTQ_SYM ? 21.5 : 42.5 + zero_offset * zero_offset;
+    double mean_square =
+        format == MOEINT4_FORMAT_GPTQ_SYM ? 21.5 : 42.5 + zero_offset * zero_offset;
     return 1.0 / sqrt((double)in_features * mean_square * 13.0 / 12.0);
 }
 
@@ -67,8 +68,7 @@ int tk_layer_random(tk_layer *layer, moeint4_format format, int zero_offset, int
                          tk_unit_gain_scale(format, zero_offset, hidden_size), 0, rng) != 0 ||
         tk_matrix_random(&layer->w2, format, zero_offset, local, intermediate_size, hidden_size,
                          group_size, scales_dtype,
-                         tk_unit_gain_scale(format, zero_offset, intermediate_size), 0,
-                         rng) != 0) {
+                         tk_unit_gain_scale(format, zero_offset, intermediate_size), 0, rng) != 0) {
         tk_layer_free(layer);
         return -1;
     }

@@ -7,7 +7,7 @@
 #include "synth.h"
 
 /* AWQ: nibble i of a packed word holds column 8*w + awq_column_of_nibble[i]. */
-static const int awq_column_of_nibble[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+static const int awq_column_of_nibble[8] = { 0, 2, 4, 6, 1, 3, 5, 7 };
 
 static size_t matrix_weights(const tk_matrix *m)
 {
@@ -20,8 +20,8 @@ static size_t matrix_group_entries(const tk_matrix *m)
 }
 
 int tk_matrix_alloc(tk_matrix *m, moeint4_format format, int zero_offset, int num_experts,
-                    int in_features, int out_features, int group_size,
-                    moeint4_dtype scales_dtype, int with_g_idx)
+                    int in_features, int out_features, int group_size, moeint4_dtype scales_dtype,
+                    int with_g_idx)
 {
     memset(m, 0, sizeof *m);
     int gptq = format == MOEINT4_FORMAT_GPTQ_SYM || format == MOEINT4_FORMAT_GPTQ_ASYM;
@@ -180,13 +180,13 @@ void tk_matrix_pack(tk_matrix *m)
 }
 
 int tk_matrix_random(tk_matrix *m, moeint4_format format, int zero_offset, int num_experts,
-                     int in_features, int out_features, int group_size,
-                     moeint4_dtype scales_dtype, double scale_base, int with_g_idx, tk_rng *rng)
+                     int in_features, int out_features, int group_size, moeint4_dtype scales_dtype,
+                     double scale_base, int with_g_idx, tk_rng *rng)
 {
     if (!(scale_base > 0.0))
         return -1;
-    if (tk_matrix_alloc(m, format, zero_offset, num_experts, in_features, out_features,
-                        group_size, scales_dtype, with_g_idx) != 0)
+    if (tk_matrix_alloc(m, format, zero_offset, num_experts, in_features, out_features, group_size,
+                        scales_dtype, with_g_idx) != 0)
         return -1;
     /* Codes: 16 uniform nibbles from each 64-bit draw, spread to bytes 8 at
      * a time (the order they land in is irrelevant: all are uniform). */
@@ -209,8 +209,8 @@ int tk_matrix_random(tk_matrix *m, moeint4_format format, int zero_offset, int n
                           ? 8
                           : (uint8_t)((tk_rng_next(rng) & 15) + (uint64_t)zero_offset);
         float scale = (float)(scale_base * tk_rng_range(rng, 0.5, 1.5));
-        m->scales[g] = scales_dtype == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(scale)
-                                                         : tk_f32_to_bf16(scale);
+        m->scales[g] =
+            scales_dtype == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(scale) : tk_f32_to_bf16(scale);
     }
     tk_matrix_pack(m);
     return 0;

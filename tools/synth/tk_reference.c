@@ -36,9 +36,7 @@ static void activate(const tk_activation *act, const double *h, int n, double *a
     for (int i = 0; i < n; i++) {
         double gate = h[i], up = h[n + i];
         switch (act->kind) {
-        case MOEINT4_ACTIVATION_GELU:
-            a[i] = 0.5 * gate * (1.0 + erf(gate / sqrt(2.0))) * up;
-            break;
+        case MOEINT4_ACTIVATION_GELU: a[i] = 0.5 * gate * (1.0 + erf(gate / sqrt(2.0))) * up; break;
         case MOEINT4_ACTIVATION_SWIGLU_CLAMP: {
             double g = fmin(gate, act->limit);
             double u = fmax(fmin(up, act->limit), -act->limit);
@@ -46,9 +44,7 @@ static void activate(const tk_activation *act, const double *h, int n, double *a
             break;
         }
         case MOEINT4_ACTIVATION_SILU:
-        default:
-            a[i] = gate * sigmoid(gate) * up;
-            break;
+        default: a[i] = gate * sigmoid(gate) * up; break;
         }
     }
 }

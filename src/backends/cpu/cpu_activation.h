@@ -23,8 +23,7 @@ static inline float mi4_cpu_activate(const mi4_cpu_activation *act, float gate, 
         float u = fminf(fmaxf(up, -act->limit), act->limit);
         return (u + act->beta) * g / (1.0f + expf(-act->alpha * g));
     }
-    default:
-        return gate / (1.0f + expf(-gate)) * up;
+    default: return gate / (1.0f + expf(-gate)) * up;
     }
 }
 

@@ -17,9 +17,9 @@ static inline __attribute__((always_inline)) __m256 mi4_avx2_load8(moeint4_dtype
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k)));
     case MOEINT4_DTYPE_BF16:
         return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))), 16));
-    default:
-        return _mm256_loadu_ps((const float *)src + k);
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + k))),
+            16));
+    default: return _mm256_loadu_ps((const float *)src + k);
     }
 }
 

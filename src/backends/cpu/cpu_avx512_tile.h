@@ -40,12 +40,10 @@ static MI4_AVX512_INLINE void mi4_avx512_clear(__m512 (*acc)[MI4_AVX512_BLOCK_TO
 
 /* y[t] += scale * dot[t] - (zero - zero_bias) * scale * xsum[t][g] for the
  * two tiles' rows of group g, dot[t] the sum of acc[0..sets)[t]. */
-static MI4_AVX512_INLINE void mi4_avx512_group_end(const mi4_cpu_tile_job *a,
-                                                   const mi4_cpu_tile_job *b, int g,
-                                                   float zero_bias,
-                                                   __m512 (*acc)[MI4_AVX512_BLOCK_TOKENS],
-                                                   int sets, const float *const *sums,
-                                                   int tokens, float (*y)[16])
+static MI4_AVX512_INLINE void
+mi4_avx512_group_end(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int g, float zero_bias,
+                     __m512 (*acc)[MI4_AVX512_BLOCK_TOKENS], int sets, const float *const *sums,
+                     int tokens, float (*y)[16])
 {
     const mi4_cpu_pack_geometry *geo = a->geo;
     const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
@@ -53,9 +51,10 @@ static MI4_AVX512_INLINE void mi4_avx512_group_end(const mi4_cpu_tile_job *a,
     __m256i scale_bits = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(a->tile + scale_at))),
         _mm_loadu_si128((const __m128i *)(b->tile + scale_at)), 1);
-    __m512 scale = a->scales_bf16
-                       ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(scale_bits), 16))
-                       : _mm512_cvtph_ps(scale_bits);
+    __m512 scale =
+        a->scales_bf16
+            ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(scale_bits), 16))
+            : _mm512_cvtph_ps(scale_bits);
     __m128i zero_bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(a->tile + zero_at)),
                                             _mm_loadl_epi64((const __m128i *)(b->tile + zero_at)));
     __m512 zero = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(zero_bytes));
@@ -86,10 +85,10 @@ static MI4_AVX512_INLINE void mi4_avx512_store_pair(const mi4_cpu_tile_job *a,
 
 /* block_TB: the register block of TB tokens, from the file's
  * pair_tokens(a, b, t_first, TB, S) with S accumulator sets. */
-#define MI4_AVX512_BLOCK(TB, S)                                                             \
-    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)     \
-    {                                                                                       \
-        pair_tokens(a, b, t, TB, S);                                                        \
+#define MI4_AVX512_BLOCK(TB, S)                                                                    \
+    static void block_##TB(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int t)            \
+    {                                                                                              \
+        pair_tokens(a, b, t, TB, S);                                                               \
     }
 
 /* A register block of one token count. */
@@ -98,9 +97,9 @@ typedef void (*mi4_avx512_block_fn)(const mi4_cpu_tile_job *a, const mi4_cpu_til
 
 /* All of a->tokens in blocks of MI4_AVX512_BLOCK_TOKENS, then the rest;
  * by_count[n] runs n tokens. */
-static MI4_AVX512_INLINE void mi4_avx512_run_blocks(
-    const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
-    const mi4_avx512_block_fn by_count[MI4_AVX512_BLOCK_TOKENS + 1])
+static MI4_AVX512_INLINE void
+mi4_avx512_run_blocks(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b,
+                      const mi4_avx512_block_fn by_count[MI4_AVX512_BLOCK_TOKENS + 1])
 {
     int t = 0;
     for (; t + MI4_AVX512_BLOCK_TOKENS <= a->tokens; t += MI4_AVX512_BLOCK_TOKENS)

@@ -33,7 +33,8 @@ static int cpu_supports(void *user_data, const moeint4_problem *problem, char *r
     }
     if (!mi4_layout_is_group_size(problem->group_size)) {
         mi4_fail_into(reason, reason_cap, MOEINT4_UNSUPPORTED,
-                      "cpu: group size %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT, problem->group_size);
+                      "cpu: group size %d is not " MI4_LAYOUT_GROUP_SIZES_TEXT,
+                      problem->group_size);
         return 0;
     }
     if (reason && reason_cap > 0)
@@ -173,10 +174,10 @@ moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weigh
     w->hidden_size = desc->hidden_size;
     w->intermediate_size = desc->intermediate_size;
     w->scales_bf16 = moeint4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
-    w->geo13 = mi4_cpu_pack_geometry_make(desc->hidden_size, desc->intermediate_size,
-                                          desc->group_size);
-    w->geo2 = mi4_cpu_pack_geometry_make(desc->intermediate_size, desc->hidden_size,
-                                         desc->group_size);
+    w->geo13 =
+        mi4_cpu_pack_geometry_make(desc->hidden_size, desc->intermediate_size, desc->group_size);
+    w->geo2 =
+        mi4_cpu_pack_geometry_make(desc->intermediate_size, desc->hidden_size, desc->group_size);
     w->w13_expert_bytes = 2 * mi4_cpu_pack_bytes(&w->geo13);
     w->w2_expert_bytes = mi4_cpu_pack_bytes(&w->geo2);
     w->expert_map = mi4_malloc(sizeof(int32_t) * (size_t)desc->num_experts);
@@ -191,7 +192,7 @@ moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weigh
     for (int e = 0; e < desc->num_experts; e++)
         w->expert_map[e] = desc->expert_map ? desc->expert_map[e] : e;
 
-    prepare_job job = {.desc = desc, .w = w};
+    prepare_job job = { .desc = desc, .w = w };
     atomic_init(&job.next_expert, 0);
     atomic_init(&job.failed, 0);
     if (mi4_cpu_pool_try_run(ctx->pool, prepare_worker, &job) != 0)
@@ -245,17 +246,17 @@ static moeint4_status cpu_forward(void *backend_context, const void *backend_wei
     return mi4_cpu_forward_with(ctx, ctx->kernels, backend_weights, args, err, err_cap);
 }
 
-static void cpu_memory_usage(void *backend_context, const void *backend_weights,
-                             size_t *host_bytes, size_t *device_bytes)
+static void cpu_memory_usage(void *backend_context, const void *backend_weights, size_t *host_bytes,
+                             size_t *device_bytes)
 {
     (void)backend_context;
     const mi4_cpu_weights *w = backend_weights;
     if (host_bytes)
-        *host_bytes = sizeof *w + sizeof(int32_t) * (size_t)w->num_experts +
-                      (w->input_perm ? sizeof(int32_t) * (size_t)w->num_local_experts *
-                                           (size_t)w->hidden_size
-                                     : 0) +
-                      (w->w13_expert_bytes + w->w2_expert_bytes) * (size_t)w->num_local_experts;
+        *host_bytes =
+            sizeof *w + sizeof(int32_t) * (size_t)w->num_experts +
+            (w->input_perm ? sizeof(int32_t) * (size_t)w->num_local_experts * (size_t)w->hidden_size
+                           : 0) +
+            (w->w13_expert_bytes + w->w2_expert_bytes) * (size_t)w->num_local_experts;
     if (device_bytes)
         *device_bytes = 0;
 }

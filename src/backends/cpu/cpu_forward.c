@@ -37,7 +37,7 @@
 #define MI4_CPU_KEPT_SCRATCH_BYTES ((size_t)32 << 20)
 
 typedef struct phase2_item {
-    int active;   /* index into active_expert */
+    int active; /* index into active_expert */
     int tile_begin, tile_end;
 } phase2_item;
 
@@ -64,26 +64,26 @@ typedef struct forward_plan {
     int input_row_count;
     char *gathered;
     size_t x_stride;
-    float *xsum;                  /* [tokens][geo13.num_groups] */
-    float *a;                     /* [pairs][a_stride] activation rows, kernels' form */
+    float *xsum; /* [tokens][geo13.num_groups] */
+    float *a;    /* [pairs][a_stride] activation rows, kernels' form */
     size_t a_stride;
-    float *a_tile_sum;            /* [pairs][geo2.in_blocks] */
-    float *a_group_sum;           /* [pairs][geo2.num_groups] */
+    float *a_tile_sum;  /* [pairs][geo2.in_blocks] */
+    float *a_group_sum; /* [pairs][geo2.num_groups] */
     /* per pair: its token's input row and sums, its activation row and sums */
     const float **pair_x, **pair_xsum, **pair_a, **pair_a_sum;
-    int on_input;                 /* router weight on the input */
+    int on_input; /* router weight on the input */
     const phase2_item *items;
     int num_items;
     int out_tiles_per_item;
     int num_out_items;
-    float *thread_scratch;        /* per thread: phase 2/3 buffers */
+    float *thread_scratch; /* per thread: phase 2/3 buffers */
     size_t thread_scratch_floats;
     int max_pairs;
-    atomic_int next_row;          /* phase 1 rows taken / converted */
+    atomic_int next_row; /* phase 1 rows taken / converted */
     atomic_int rows_done;
-    atomic_int next_item;         /* phase 2 items taken */
+    atomic_int next_item;          /* phase 2 items taken */
     atomic_int *expert_items_left; /* [num_active] phase 2 items not yet done */
-    atomic_int *expert_ready;     /* [num_active] 1: activations and sums written */
+    atomic_int *expert_ready;      /* [num_active] 1: activations and sums written */
     atomic_int next_out_item;
 } forward_plan;
 
@@ -109,8 +109,7 @@ static void phase1_inputs(forward_plan *plan)
     }
 }
 
-static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *y_gate,
-                            float *y_up)
+static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *y_gate, float *y_up)
 {
     const mi4_cpu_weights *w = plan->w;
     const mi4_cpu_pack_geometry *geo = &w->geo13;
@@ -145,7 +144,8 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
         for (int i = 0; i < tokens; i++) {
             float values[MI4_CPU_TILE_ROWS];
             for (int r = 0; r < MI4_CPU_TILE_ROWS; r++)
-                values[r] = t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
+                values[r] =
+                    t * MI4_CPU_TILE_ROWS + r < n ? y_gate[i * MI4_CPU_TILE_ROWS + r] : 0.0f;
             float *a = plan->a + (size_t)(first + i) * plan->a_stride;
             plan->a_tile_sum[(size_t)(first + i) * w->geo2.in_blocks + t] =
                 plan->kernels->pack_block(values, a, t);
@@ -162,7 +162,8 @@ static void expert_group_sums(forward_plan *plan, int ai)
         float *sums = plan->a_group_sum + (size_t)p * geo->num_groups;
         for (int g = 0; g < geo->num_groups; g++) {
             float s = 0.0f;
-            for (int b = g * geo->group_blocks; b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
+            for (int b = g * geo->group_blocks;
+                 b < (g + 1) * geo->group_blocks && b < geo->in_blocks; b++)
                 s += tile_sums[b];
             sums[g] = s;
         }
@@ -306,9 +307,8 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     plan->x = arena_take(a, sizeof(float) * (size_t)rows * plan->x_stride);
     plan->xsum = arena_take(a, sizeof(float) * (size_t)rows * w->geo13.num_groups);
     size_t elem = plan->args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
-    plan->gathered = w->input_perm
-                         ? arena_take(a, elem * (size_t)max_pairs * (size_t)w->hidden_size)
-                         : NULL;
+    plan->gathered =
+        w->input_perm ? arena_take(a, elem * (size_t)max_pairs * (size_t)w->hidden_size) : NULL;
     plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_xsum = arena_take(a, sizeof(float *) * (size_t)max_pairs);
     plan->pair_a = arena_take(a, sizeof(float *) * (size_t)max_pairs);
@@ -355,8 +355,8 @@ static void gather_act_order_rows(forward_plan *plan, size_t elem)
 {
     const mi4_cpu_weights *w = plan->w;
     size_t k = (size_t)w->hidden_size;
-    const char *tokens = (const char *)plan->args->hidden_states +
-                         (size_t)plan->token_begin * k * elem;
+    const char *tokens =
+        (const char *)plan->args->hidden_states + (size_t)plan->token_begin * k * elem;
     for (int ai = 0; ai < plan->num_active; ai++) {
         const int32_t *perm = w->input_perm + (size_t)plan->active_expert[ai] * k;
         for (int p = plan->active_start[ai]; p < plan->active_start[ai + 1]; p++) {
@@ -389,8 +389,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
      * activations of every pair stay under MI4_CPU_ACTIVATION_FLOATS */
     size_t a_floats_per_token = (size_t)topk * w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS;
-    int chunk = clamp_int((int)(MI4_CPU_ACTIVATION_FLOATS / a_floats_per_token), 16,
-                          MI4_CPU_TOKEN_CHUNK);
+    int chunk =
+        clamp_int((int)(MI4_CPU_ACTIVATION_FLOATS / a_floats_per_token), 16, MI4_CPU_TOKEN_CHUNK);
     if (args->num_tokens < chunk)
         chunk = (int)args->num_tokens;
     int max_pairs = chunk * topk;
@@ -406,8 +406,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
      * there are many pairs (the activations outgrow the caches), many narrow
      * ones for decode. */
     int many_pairs = max_pairs >= 4 * hit_bound;
-    int out_tiles = clamp_int(w->geo2.tiles / ((many_pairs ? 4 : 8) * threads), 1,
-                              MI4_CPU_MAX_OUT_TILES);
+    int out_tiles =
+        clamp_int(w->geo2.tiles / ((many_pairs ? 4 : 8) * threads), 1, MI4_CPU_MAX_OUT_TILES);
 
     forward_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -427,8 +427,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
      * One expert's rows (y) number up to max_pairs, not chunk: a token may
      * list the same expert in several of its top-k slots. */
     size_t phase2_floats = 2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
-    size_t phase3_floats = (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS +
-                           2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
+    size_t phase3_floats =
+        (size_t)chunk * out_tiles * MI4_CPU_TILE_ROWS + 2 * (size_t)max_pairs * MI4_CPU_TILE_ROWS;
     plan.max_pairs = max_pairs;
     plan.thread_scratch_floats =
         round_up_floats(phase2_floats > phase3_floats ? phase2_floats : phase3_floats);
@@ -436,11 +436,11 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     int *counts, *active, *starts, *pair_token;
     float *in_factor, *out_factor;
     phase2_item *items;
-    arena sizing = {NULL, 0};
+    arena sizing = { NULL, 0 };
     plan_layout(&plan, &sizing, chunk, max_pairs, threads, &counts, &active, &starts, &pair_token,
                 &in_factor, &out_factor, &items, max_items);
     int kept;
-    arena block = {scratch_take(ctx, sizing.used, &kept), 0};
+    arena block = { scratch_take(ctx, sizing.used, &kept), 0 };
     if (!block.base)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
                              "cpu forward: cannot allocate %zu bytes of scratch", sizing.used);

@@ -28,12 +28,12 @@ typedef struct mi4_cpu_context {
 typedef struct mi4_cpu_weights {
     int num_experts;
     int num_local_experts;
-    int32_t *expert_map;          /* [num_experts] global -> local or -1 */
-    int hidden_size;              /* K */
-    int intermediate_size;        /* N */
+    int32_t *expert_map;   /* [num_experts] global -> local or -1 */
+    int hidden_size;       /* K */
+    int intermediate_size; /* N */
     int scales_bf16;
-    mi4_cpu_pack_geometry geo13;  /* one half of w13: IN = K, rows = N */
-    mi4_cpu_pack_geometry geo2;   /* IN = N, rows = K */
+    mi4_cpu_pack_geometry geo13; /* one half of w13: IN = K, rows = N */
+    mi4_cpu_pack_geometry geo2;  /* IN = N, rows = K */
     size_t w13_expert_bytes;
     size_t w2_expert_bytes;
     uint8_t *w13;

@@ -35,17 +35,17 @@
  *   y[t][r] = sum_g scale[g][r] * (sum_{k in g} code[r][k] * x[t][k]
  *                                  - zero[g][r] * xsum[t][g]) */
 typedef struct mi4_cpu_tile_job {
-    const uint8_t *tile;           /* one tile of `geo` */
+    const uint8_t *tile; /* one tile of `geo` */
     const mi4_cpu_pack_geometry *geo;
-    int scales_bf16;               /* scales are bf16 bits (else f16) */
-    const float *const *x;         /* [tokens] scaled rows of >= in_blocks * 8 floats */
-    const float *const *xsum;      /* [tokens] group sums, num_groups each */
+    int scales_bf16;          /* scales are bf16 bits (else f16) */
+    const float *const *x;    /* [tokens] scaled rows of >= in_blocks * 8 floats */
+    const float *const *xsum; /* [tokens] group sums, num_groups each */
     int tokens;
-    float *y;                      /* [tokens][8] */
+    float *y; /* [tokens][8] */
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
-    const char *name;              /* "scalar", "avx2", "avx512", "avx512bf16" */
+    const char *name; /* "scalar", "avx2", "avx512", "avx512bf16" */
     void (*tile)(const mi4_cpu_tile_job *job);
     /* Two jobs that differ only in tile and y (same geo, rows, tokens), each
      * written bit for bit as tile() writes it; NULL: call tile() twice. The
@@ -79,16 +79,15 @@ const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
 void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
                             int group_columns, float *dst, float *sums);
 void mi4_cpu_avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst);
-void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up,
-                           int count);
+void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count);
 #endif
 
 /* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|
  * avx512bf16 caps it (the best this CPU runs at or below the named one). */
 const mi4_cpu_kernels *mi4_cpu_kernels_select(void);
 
-static inline void mi4_cpu_run_tile_pair(const mi4_cpu_kernels *kernels,
-                                         const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
+static inline void mi4_cpu_run_tile_pair(const mi4_cpu_kernels *kernels, const mi4_cpu_tile_job *a,
+                                         const mi4_cpu_tile_job *b)
 {
     if (kernels->tile_pair) {
         kernels->tile_pair(a, b);

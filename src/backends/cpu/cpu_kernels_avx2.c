@@ -60,7 +60,8 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
                 _mm_prefetch((const char *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES +
                                             MI4_CPU_PREFETCH_BYTES),
                              _MM_HINT_T0);
-            __m256i word = _mm256_load_si256((const __m256i *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES));
+            __m256i word =
+                _mm256_load_si256((const __m256i *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES));
             const size_t column = column0 + (size_t)b * MI4_CPU_BLOCK_COLUMNS;
             for (int c = 0; c < 8; c++) {
                 __m256 q = nibble_as_float(word, c);
@@ -69,18 +70,18 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
                                                     acc[c % S][t]);
             }
         }
-        __m256 scale = load_scales(job->tile + geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2,
-                                   job->scales_bf16);
-        __m128i zero_bytes =
-            _mm_loadl_epi64((const __m128i *)(job->tile + geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS));
-        __m256 zero_scale = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(zero_bytes)), scale);
+        __m256 scale = load_scales(
+            job->tile + geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2, job->scales_bf16);
+        __m128i zero_bytes = _mm_loadl_epi64(
+            (const __m128i *)(job->tile + geo->zeros_offset + (size_t)g * MI4_CPU_TILE_ROWS));
+        __m256 zero_scale =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(zero_bytes)), scale);
         for (int t = 0; t < TB; t++) {
             __m256 v = acc[0][t];
             for (int s = 1; s < S; s++)
                 v = _mm256_add_ps(v, acc[s][t]);
             y[t] = _mm256_fmadd_ps(v, scale, y[t]);
-            y[t] = _mm256_fnmadd_ps(zero_scale,
-                                    _mm256_broadcast_ss(sums[t] + g), y[t]);
+            y[t] = _mm256_fnmadd_ps(zero_scale, _mm256_broadcast_ss(sums[t] + g), y[t]);
         }
     }
     for (int t = 0; t < TB; t++)
@@ -99,7 +100,8 @@ static void tile_8(const mi4_cpu_tile_job *job, int t) { tile_tokens(job, t, 8, 
 static void avx2_tile(const mi4_cpu_tile_job *job)
 {
     static void (*const by_count[MAX_BLOCK_TOKENS + 1])(const mi4_cpu_tile_job *, int) = {
-        NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6, tile_7, tile_8};
+        NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6, tile_7, tile_8
+    };
     int t = 0;
     for (; t + MAX_BLOCK_TOKENS <= job->tokens; t += MAX_BLOCK_TOKENS)
         tile_8(job, t);
@@ -107,11 +109,11 @@ static void avx2_tile(const mi4_cpu_tile_job *job)
         by_count[job->tokens - t](job, t);
 }
 
-static const float column_scales[8] = {1.0f,       0x1p-4f,  0x1p-8f,  0x1p-12f,
-                                       0x1p-16f,   0x1p-20f, 0x1p-24f, 1.0f};
+static const float column_scales[8] = { 1.0f,     0x1p-4f,  0x1p-8f,  0x1p-12f,
+                                        0x1p-16f, 0x1p-20f, 0x1p-24f, 1.0f };
 
 void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
-                           int group_columns, float *dst, float *sums)
+                            int group_columns, float *dst, float *sums)
 {
     const __m256 scales = _mm256_loadu_ps(column_scales);
     const __m256 f = _mm256_set1_ps(factor);
@@ -170,7 +172,8 @@ static ALWAYS_INLINE __m256 exp_ps(__m256 x)
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i bits =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
 

@@ -83,8 +83,9 @@ MI4_AVX512_BLOCK(8, 1)
 
 static void avx512_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
-    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
-        NULL, block_1, block_2, block_3, block_4, block_5, block_6, block_7, block_8};
+    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = { NULL,    block_1, block_2,
+                                                                        block_3, block_4, block_5,
+                                                                        block_6, block_7, block_8 };
     mi4_avx512_run_blocks(a, b, by_count);
 }
 

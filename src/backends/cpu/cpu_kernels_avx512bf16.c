@@ -130,8 +130,9 @@ MI4_AVX512_BLOCK(8, 2)
 
 static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 {
-    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = {
-        NULL, block_1, block_2, block_3, block_4, block_5, block_6, block_7, block_8};
+    static const mi4_avx512_block_fn by_count[MAX_BLOCK_TOKENS + 1] = { NULL,    block_1, block_2,
+                                                                        block_3, block_4, block_5,
+                                                                        block_6, block_7, block_8 };
     mi4_avx512_run_blocks(a, b, by_count);
 }
 
@@ -168,7 +169,7 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
             if (k + 8 <= end) {
                 v = mi4_avx2_load8(dtype, src, k);
             } else { /* only per-channel rows with count % 8 != 0 */
-                float tail[8] = {0};
+                float tail[8] = { 0 };
                 for (int i = 0; k + i < end; i++)
                     tail[i] = mi4_cpu_load_value(dtype, src, (size_t)(k + i));
                 v = _mm256_loadu_ps(tail);

@@ -28,9 +28,9 @@ static void scalar_tile(const mi4_cpu_tile_job *job)
     for (int t = 0; t < job->tokens; t++) {
         const float *x = job->x[t];
         const float *xsum = job->xsum[t];
-        float y[MI4_CPU_TILE_ROWS] = {0};
+        float y[MI4_CPU_TILE_ROWS] = { 0 };
         for (int g = 0; g < geo->num_groups; g++) {
-            float acc[MI4_CPU_TILE_ROWS] = {0};
+            float acc[MI4_CPU_TILE_ROWS] = { 0 };
             int b_end = (g + 1) * geo->group_blocks;
             for (int b = g * geo->group_blocks; b < b_end; b++) {
                 const uint8_t *block = job->tile + (size_t)b * MI4_CPU_BLOCK_BYTES;
@@ -58,7 +58,8 @@ static void scalar_tile(const mi4_cpu_tile_job *job)
 static void scalar_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
                              int group_columns, float *dst, float *sums)
 {
-    int padded = (count + MI4_CPU_BLOCK_COLUMNS - 1) / MI4_CPU_BLOCK_COLUMNS * MI4_CPU_BLOCK_COLUMNS;
+    int padded =
+        (count + MI4_CPU_BLOCK_COLUMNS - 1) / MI4_CPU_BLOCK_COLUMNS * MI4_CPU_BLOCK_COLUMNS;
     float sum = 0.0f;
     for (int k = 0; k < count; k++) {
         float v = mi4_cpu_load_value(dtype, src, (size_t)k) * factor;

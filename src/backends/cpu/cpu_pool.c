@@ -34,19 +34,19 @@ struct mi4_cpu_pool {
     int num_threads;
     pthread_t *threads;
     worker_arg *worker_args;
-    int started;                 /* workers actually running */
-    pthread_mutex_t run_lock;    /* one job at a time */
-    pthread_mutex_t lock;        /* guards sleeping and `done` */
+    int started;              /* workers actually running */
+    pthread_mutex_t run_lock; /* one job at a time */
+    pthread_mutex_t lock;     /* guards sleeping and `done` */
     pthread_cond_t wake;
     pthread_cond_t done;
     mi4_cpu_job_fn job;
     void *job_arg;
     _Atomic uint64_t state;
-    atomic_int finished;         /* joined workers done with the job */
+    atomic_int finished; /* joined workers done with the job */
     atomic_int stop;
-    atomic_int sleeping;         /* workers asleep on `wake` */
-    atomic_uint wake_calls;      /* mi4_cpu_pool_wake calls: sleepers start spinning */
-    int64_t idle_ns;             /* yield this long before sleeping */
+    atomic_int sleeping;    /* workers asleep on `wake` */
+    atomic_uint wake_calls; /* mi4_cpu_pool_wake calls: sleepers start spinning */
+    int64_t idle_ns;        /* yield this long before sleeping */
 };
 
 static void cpu_relax(void)
@@ -71,7 +71,7 @@ typedef struct spinner {
 
 static spinner spinner_start(int64_t budget_ns)
 {
-    spinner s = {monotonic_ns() + budget_ns, 0};
+    spinner s = { monotonic_ns() + budget_ns, 0 };
     return s;
 }
 

@@ -187,7 +187,7 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
                                          void **backend_context, char *err, size_t cap)
 {
     (void)user_data;
-    moeint4_context_options defaults = {0};
+    moeint4_context_options defaults = { 0 };
     defaults.struct_size = sizeof defaults;
     const moeint4_context_options *o = options ? options : &defaults;
     mi4_xpu_context *ctx = calloc(1, sizeof *ctx);
@@ -229,8 +229,8 @@ static void xpu_release(void *backend_context, void *backend_weights)
     mi4_xpu_weights *w = backend_weights;
     if (!w)
         return;
-    void *buffers[] = {w->expert_map, w->w13_packed, w->w13_scales, w->w2_packed, w->w2_scales,
-                       w->errors};
+    void *buffers[] = { w->expert_map, w->w13_packed, w->w13_scales,
+                        w->w2_packed,  w->w2_scales,  w->errors };
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
         ctx->rt->ops->free(ctx->rt, buffers[i]);
     free(w);
@@ -304,14 +304,14 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
     /* error records: the synchronous one clear, the sticky one empty */
-    const int32_t records[6] = {INT32_MAX, INT32_MAX, 0, 0, 0, 0};
+    const int32_t records[6] = { INT32_MAX, INT32_MAX, 0, 0, 0, 0 };
     if (st == MOEINT4_SUCCESS)
         st = upload(ctx, w, records, sizeof records, (void **)&w->errors, err, cap);
     /* forwards of up to reserve_tokens tokens (top-8) allocate nothing */
     if (st == MOEINT4_SUCCESS)
-        st = mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
-                             mi4_xpu_chunk_scratch_bytes(w, ctx->reserve_tokens, 8), NULL, err,
-                             cap);
+        st =
+            mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
+                            mi4_xpu_chunk_scratch_bytes(w, ctx->reserve_tokens, 8), NULL, err, cap);
     pthread_mutex_unlock(&ctx->lock);
     free(map);
     if (st != MOEINT4_SUCCESS) {
@@ -322,8 +322,8 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     return MOEINT4_SUCCESS;
 }
 
-static void xpu_memory_usage(void *backend_context, const void *backend_weights,
-                             size_t *host_bytes, size_t *device_bytes)
+static void xpu_memory_usage(void *backend_context, const void *backend_weights, size_t *host_bytes,
+                             size_t *device_bytes)
 {
     (void)backend_context;
     const mi4_xpu_weights *w = backend_weights;

@@ -23,33 +23,33 @@
  * forward) when a forward needs more; owned by the context, whose lock
  * serialises forwards. */
 typedef struct mi4_xpu_scratch {
-    void *chunk;               /* route table, slot lists, f32 intermediates of one chunk */
+    void *chunk; /* route table, slot lists, f32 intermediates of one chunk */
     size_t chunk_bytes;
-    void *staging;             /* a forward of several chunks combines here first */
+    void *staging; /* a forward of several chunks combines here first */
     size_t staging_bytes;
-    void *dnnl[6];             /* oneDNN operands (whole allocations: see xpu_forward.c) */
+    void *dnnl[6]; /* oneDNN operands (whole allocations: see xpu_forward.c) */
     size_t dnnl_bytes[6];
 } mi4_xpu_scratch;
 
 typedef struct mi4_xpu_context {
     mi4_xpu_runtime *rt;
-    mi4_xpu_dnnl *dnnl;      /* NULL: the int4 kernels serve every expert */
-    int onednn_min_tokens;   /* experts with at least this many slots use oneDNN */
-    int64_t chunk_tokens;    /* 0: from MI4_XPU_SCRATCH_BUDGET */
-    int64_t reserve_tokens;  /* scratch reserved at prepare for this many tokens */
+    mi4_xpu_dnnl *dnnl;     /* NULL: the int4 kernels serve every expert */
+    int onednn_min_tokens;  /* experts with at least this many slots use oneDNN */
+    int64_t chunk_tokens;   /* 0: from MI4_XPU_SCRATCH_BUDGET */
+    int64_t reserve_tokens; /* scratch reserved at prepare for this many tokens */
     mi4_xpu_scratch scratch;
-    pthread_mutex_t lock;    /* kernel objects carry arguments: one forward at a time */
+    pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;
 
 typedef struct mi4_xpu_weights {
     int num_experts, num_local, hidden, intermediate;
-    int group13, group2;     /* effective group sizes along K (w13) and N (w2) */
+    int group13, group2; /* effective group sizes along K (w13) and N (w2) */
     int scales_bf16;
-    int32_t *expert_map;     /* device [num_experts] */
-    uint8_t *w13_packed;     /* device [E_l, 2N, K/2] */
-    uint16_t *w13_scales;    /* device [E_l, 2N, K/g] */
-    uint8_t *w2_packed;      /* device [E_l, K, N/2] */
-    uint16_t *w2_scales;     /* device [E_l, K, N/g] */
+    int32_t *expert_map;  /* device [num_experts] */
+    uint8_t *w13_packed;  /* device [E_l, 2N, K/2] */
+    uint16_t *w13_scales; /* device [E_l, 2N, K/g] */
+    uint8_t *w2_packed;   /* device [E_l, K, N/2] */
+    uint16_t *w2_scales;  /* device [E_l, K, N/g] */
     /* device [6]: [0, 2) the synchronous forwards' error record (reset by
      * each), [2, 6) the sticky record of asynchronous forwards that
      * forward_check reads and clears (kernels/routing.cl) */

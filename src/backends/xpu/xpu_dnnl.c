@@ -14,7 +14,8 @@
 #include "xpu_common.h"
 
 #define MI4_DNNL_3 (DNNL_VERSION_MAJOR >= 3)
-#define MI4_DNNL_INT4 (DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 5))
+#define MI4_DNNL_INT4                                                                              \
+    (DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 5))
 
 struct mi4_xpu_dnnl {
     dnnl_engine_t engine;
@@ -28,8 +29,8 @@ static void detect_int4(mi4_xpu_dnnl *d);
 
 static moeint4_status dnnl_failed(char *err, size_t cap, const char *what, dnnl_status_t rc)
 {
-    return mi4_xpu_fail(err, cap, rc == dnnl_out_of_memory ? MOEINT4_OUT_OF_MEMORY
-                                                           : MOEINT4_DEVICE_ERROR,
+    return mi4_xpu_fail(err, cap,
+                        rc == dnnl_out_of_memory ? MOEINT4_OUT_OF_MEMORY : MOEINT4_DEVICE_ERROR,
                         "oneDNN: %s returned %d", what, (int)rc);
 }
 
@@ -49,16 +50,16 @@ moeint4_status mi4_xpu_dnnl_create_cpu(mi4_xpu_dnnl **out, char *err, size_t cap
     return MOEINT4_SUCCESS;
 }
 
-moeint4_status mi4_xpu_dnnl_create_ocl(void *device, void *context, void *queue,
-                                       mi4_xpu_dnnl **out, char *err, size_t cap)
+moeint4_status mi4_xpu_dnnl_create_ocl(void *device, void *context, void *queue, mi4_xpu_dnnl **out,
+                                       char *err, size_t cap)
 {
     mi4_xpu_dnnl *d = calloc(1, sizeof *d);
     if (!d)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "oneDNN: out of memory");
     d->is_gpu = 1;
     d->cl_ctx = (cl_context)context;
-    dnnl_status_t rc = dnnl_ocl_interop_engine_create(&d->engine, (cl_device_id)device,
-                                                      (cl_context)context);
+    dnnl_status_t rc =
+        dnnl_ocl_interop_engine_create(&d->engine, (cl_device_id)device, (cl_context)context);
     if (rc == dnnl_success)
         rc = dnnl_ocl_interop_stream_create(&d->stream, d->engine, (cl_command_queue)queue);
     if (rc != dnnl_success) {
@@ -88,7 +89,9 @@ moeint4_dtype mi4_xpu_dnnl_dtype(const mi4_xpu_dnnl *d, moeint4_dtype activation
 
 static dnnl_data_type_t dnnl_type(moeint4_dtype dtype)
 {
-    return dtype == MOEINT4_DTYPE_F16 ? dnnl_f16 : dtype == MOEINT4_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    return dtype == MOEINT4_DTYPE_F16    ? dnnl_f16
+           : dtype == MOEINT4_DTYPE_BF16 ? dnnl_bf16
+                                         : dnnl_f32;
 }
 
 #if MI4_DNNL_3
@@ -97,7 +100,7 @@ typedef const_dnnl_memory_desc_t mi4_md_ref;
 static dnnl_status_t make_md(mi4_md *md, int64_t rows, int64_t cols, dnnl_data_type_t type,
                              dnnl_format_tag_t tag)
 {
-    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t dims = { rows, cols };
     return dnnl_memory_desc_create_with_tag(md, 2, dims, type, tag);
 }
 static mi4_md_ref md_ref(const mi4_md *md) { return *md; }
@@ -113,7 +116,7 @@ typedef const dnnl_memory_desc_t *mi4_md_ref;
 static dnnl_status_t make_md(mi4_md *md, int64_t rows, int64_t cols, dnnl_data_type_t type,
                              dnnl_format_tag_t tag)
 {
-    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t dims = { rows, cols };
     return dnnl_memory_desc_init_by_tag(md, 2, dims, type, tag);
 }
 static mi4_md_ref md_ref(const mi4_md *md) { return md; }
@@ -150,15 +153,14 @@ static dnnl_status_t wrap(mi4_xpu_dnnl *d, mi4_md_ref md, void *ptr, int from_ho
 /* Creates the primitive, wraps every operand, executes, waits, cleans up.
  * Operands from index num_device_args on are host memory. */
 static moeint4_status run_matmul(mi4_xpu_dnnl *d, const mi4_md *a_md, const mi4_md *b_md,
-                                 const mi4_md *c_md, const_dnnl_primitive_attr_t attr,
-                                 int num_args, int num_device_args, const int *arg_kinds,
-                                 const mi4_md *const *mds, void *const *ptrs, char *err,
-                                 size_t cap)
+                                 const mi4_md *c_md, const_dnnl_primitive_attr_t attr, int num_args,
+                                 int num_device_args, const int *arg_kinds,
+                                 const mi4_md *const *mds, void *const *ptrs, char *err, size_t cap)
 {
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_exec_arg_t args[MAX_EXEC_ARGS];
-    cl_mem wrappers[MAX_EXEC_ARGS] = {0};
+    cl_mem wrappers[MAX_EXEC_ARGS] = { 0 };
     int made = 0;
     dnnl_status_t rc = make_matmul(&pd, d->engine, a_md, b_md, c_md, attr);
     const char *what = "creating the matmul primitive descriptor";
@@ -194,9 +196,9 @@ static moeint4_status run_matmul(mi4_xpu_dnnl *d, const mi4_md *a_md, const mi4_
     return rc == dnnl_success ? MOEINT4_SUCCESS : dnnl_failed(err, cap, what, rc);
 }
 
-moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
-                                   int64_t N, int64_t K, const void *a, const void *b, void *c,
-                                   char *err, size_t cap)
+moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M, int64_t N,
+                                   int64_t K, const void *a, const void *b, void *c, char *err,
+                                   size_t cap)
 {
     mi4_md a_md, b_md, c_md;
     dnnl_data_type_t type = dnnl_type(operands);
@@ -205,9 +207,9 @@ moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *d, moeint4_dtype operands, int6
         make_md(&b_md, K, N, type, dnnl_ba) != dnnl_success ||
         make_md(&c_md, M, N, dnnl_f32, dnnl_ab) != dnnl_success)
         return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR, "oneDNN: bad matmul shape");
-    const int kinds[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    const mi4_md *mds[3] = {&a_md, &b_md, &c_md};
-    void *ptrs[3] = {(void *)a, (void *)b, c};
+    const int kinds[3] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST };
+    const mi4_md *mds[3] = { &a_md, &b_md, &c_md };
+    void *ptrs[3] = { (void *)a, (void *)b, c };
     moeint4_status status =
         run_matmul(d, &a_md, &b_md, &c_md, NULL, 3, 3, kinds, mds, ptrs, err, cap);
     md_free(a_md), md_free(b_md), md_free(c_md);
@@ -246,15 +248,15 @@ static void detect_int4(mi4_xpu_dnnl *d)
  * oneDNN's GPU matmul takes u4 weights in "ba" is unverified. */
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
                                         int64_t N, int64_t K, int group_size, const void *a,
-                                        const void *packed, const void *scales, void *c,
-                                        char *err, size_t cap)
+                                        const void *packed, const void *scales, void *c, char *err,
+                                        size_t cap)
 {
     static const int32_t zero_point = 8;
     dnnl_data_type_t src_type = dnnl_type(operands);
     dnnl_fpmath_mode_t math = src_type == dnnl_bf16 ? dnnl_fpmath_mode_bf16 : dnnl_fpmath_mode_f16;
     mi4_md a_md, b_md, c_md, s_md, z_md;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_dims_t groups = {group_size, 1};
+    dnnl_dims_t groups = { group_size, 1 };
     if (make_md(&a_md, M, K, src_type, dnnl_ab) != dnnl_success ||
         make_md(&b_md, K, N, dnnl_u4, dnnl_ba) != dnnl_success ||
         make_md(&c_md, M, N, dnnl_f32, dnnl_ab) != dnnl_success ||
@@ -266,13 +268,14 @@ moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands,
             dnnl_success ||
         dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_WEIGHTS, 0) != dnnl_success) {
         dnnl_primitive_attr_destroy(attr);
-        return mi4_xpu_fail(err, cap, MOEINT4_UNSUPPORTED, "oneDNN: int4 matmul attributes refused");
+        return mi4_xpu_fail(err, cap, MOEINT4_UNSUPPORTED,
+                            "oneDNN: int4 matmul attributes refused");
     }
-    const int kinds[5] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
-                          DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
-                          DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS};
-    const mi4_md *mds[5] = {&a_md, &b_md, &c_md, &s_md, &z_md};
-    void *ptrs[5] = {(void *)a, (void *)packed, c, (void *)scales, (void *)&zero_point};
+    const int kinds[5] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                           DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                           DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS };
+    const mi4_md *mds[5] = { &a_md, &b_md, &c_md, &s_md, &z_md };
+    void *ptrs[5] = { (void *)a, (void *)packed, c, (void *)scales, (void *)&zero_point };
     moeint4_status status =
         run_matmul(d, &a_md, &b_md, &c_md, attr, 5, 4, kinds, mds, ptrs, err, cap);
     dnnl_primitive_attr_destroy(attr);
@@ -286,17 +289,17 @@ static int int4_matmul_accepted(mi4_xpu_dnnl *d)
     mi4_md a_md, b_md, c_md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_dims_t groups = {32, 1};
-    int ok = make_md(&a_md, 32, 64, dnnl_f16, dnnl_ab) == dnnl_success &&
-             make_md(&b_md, 64, 32, dnnl_u4, dnnl_ba) == dnnl_success &&
-             make_md(&c_md, 32, 32, dnnl_f32, dnnl_ab) == dnnl_success &&
-             dnnl_primitive_attr_create(&attr) == dnnl_success &&
-             dnnl_primitive_attr_set_fpmath_mode_v2(attr, dnnl_fpmath_mode_f16, 1) ==
-                 dnnl_success &&
-             dnnl_primitive_attr_set_scales(attr, DNNL_ARG_WEIGHTS, 3, 2, groups, dnnl_f16) ==
-                 dnnl_success &&
-             dnnl_matmul_primitive_desc_create(&pd, d->engine, a_md, b_md, NULL, c_md, attr) ==
-                 dnnl_success;
+    dnnl_dims_t groups = { 32, 1 };
+    int ok =
+        make_md(&a_md, 32, 64, dnnl_f16, dnnl_ab) == dnnl_success &&
+        make_md(&b_md, 64, 32, dnnl_u4, dnnl_ba) == dnnl_success &&
+        make_md(&c_md, 32, 32, dnnl_f32, dnnl_ab) == dnnl_success &&
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_fpmath_mode_v2(attr, dnnl_fpmath_mode_f16, 1) == dnnl_success &&
+        dnnl_primitive_attr_set_scales(attr, DNNL_ARG_WEIGHTS, 3, 2, groups, dnnl_f16) ==
+            dnnl_success &&
+        dnnl_matmul_primitive_desc_create(&pd, d->engine, a_md, b_md, NULL, c_md, attr) ==
+            dnnl_success;
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
@@ -307,11 +310,11 @@ static int int4_matmul_accepted(mi4_xpu_dnnl *d)
 
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *d, moeint4_dtype operands, int64_t M,
                                         int64_t N, int64_t K, int group_size, const void *a,
-                                        const void *packed, const void *scales, void *c,
-                                        char *err, size_t cap)
+                                        const void *packed, const void *scales, void *c, char *err,
+                                        size_t cap)
 {
-    (void)d, (void)operands, (void)M, (void)N, (void)K, (void)group_size, (void)a, (void)packed, (void)scales,
-        (void)c;
+    (void)d, (void)operands, (void)M, (void)N, (void)K, (void)group_size, (void)a, (void)packed,
+        (void)scales, (void)c;
     return mi4_xpu_fail(err, cap, MOEINT4_UNSUPPORTED,
                         "oneDNN %d.%d has no int4 weights (needs >= 3.5)", DNNL_VERSION_MAJOR,
                         DNNL_VERSION_MINOR);

@@ -14,8 +14,8 @@
 typedef struct mi4_xpu_dnnl mi4_xpu_dnnl;
 
 /* OpenCL GPU engine on (cl_device_id, cl_context, cl_command_queue). */
-moeint4_status mi4_xpu_dnnl_create_ocl(void *device, void *context, void *queue,
-                                       mi4_xpu_dnnl **out, char *err, size_t cap);
+moeint4_status mi4_xpu_dnnl_create_ocl(void *device, void *context, void *queue, mi4_xpu_dnnl **out,
+                                       char *err, size_t cap);
 /* CPU engine (pointers are host pointers). */
 moeint4_status mi4_xpu_dnnl_create_cpu(mi4_xpu_dnnl **out, char *err, size_t cap);
 void mi4_xpu_dnnl_destroy(mi4_xpu_dnnl *dnnl);
@@ -28,9 +28,9 @@ moeint4_dtype mi4_xpu_dnnl_dtype(const mi4_xpu_dnnl *dnnl, moeint4_dtype activat
 /* c[M][N] (f32) = a[M][K] . b[N][K]^T, a and b in `operands`. The pointers
  * are SVM pointers on the GPU engine, host pointers on the CPU engine. Waits
  * for completion. */
-moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *dnnl, moeint4_dtype operands, int64_t M,
-                                   int64_t N, int64_t K, const void *a, const void *b, void *c,
-                                   char *err, size_t cap);
+moeint4_status mi4_xpu_dnnl_matmul(mi4_xpu_dnnl *dnnl, moeint4_dtype operands, int64_t M, int64_t N,
+                                   int64_t K, const void *a, const void *b, void *c, char *err,
+                                   size_t cap);
 
 /* 1 when this build can multiply int4 weights with grouped scales directly
  * (oneDNN >= 3.5 on a GPU engine); then mi4_xpu_dnnl_matmul_int4 replaces the
@@ -40,8 +40,8 @@ int mi4_xpu_dnnl_has_int4(const mi4_xpu_dnnl *dnnl);
  * * scales, packed [N][K/2] (low nibble = even k), scales [K/group][N] f16
  * (oneDNN's logical order; the backend transposes its [N][K/group]). */
 moeint4_status mi4_xpu_dnnl_matmul_int4(mi4_xpu_dnnl *dnnl, moeint4_dtype operands, int64_t M,
-                                        int64_t N, int64_t K,
-                                        int group_size, const void *a, const void *packed,
-                                        const void *scales, void *c, char *err, size_t cap);
+                                        int64_t N, int64_t K, int group_size, const void *a,
+                                        const void *packed, const void *scales, void *c, char *err,
+                                        size_t cap);
 
 #endif

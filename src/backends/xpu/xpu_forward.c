@@ -19,28 +19,28 @@
 #define ALIGN 256
 
 typedef struct chunk_buffers {
-    int32_t *route;        /* 4E+2 ints, see kernels/routing.cl */
-    int32_t *slot_expert;  /* [S] */
-    int32_t *sorted;       /* [S] */
-    float *act;            /* [S, N] */
-    float *slot_out;       /* [S, K] */
+    int32_t *route;       /* 4E+2 ints, see kernels/routing.cl */
+    int32_t *slot_expert; /* [S] */
+    int32_t *sorted;      /* [S] */
+    float *act;           /* [S, N] */
+    float *slot_out;      /* [S, K] */
 } chunk_buffers;
 
 enum { DNNL_A, DNNL_W, DNNL_A2, DNNL_C13, DNNL_C2, DNNL_S };
 
 typedef struct fwd_state {
     mi4_xpu_context *ctx;
-    int async;             /* MOEINT4_FORWARD_ASYNC: enqueue only */
-    int32_t *record;       /* the error record this forward writes */
-    void *staging;         /* several chunks: the combined output before the copy */
+    int async;       /* MOEINT4_FORWARD_ASYNC: enqueue only */
+    int32_t *record; /* the error record this forward writes */
+    void *staging;   /* several chunks: the combined output before the copy */
     const mi4_xpu_weights *w;
     const moeint4_forward_args *args;
     mi4_xpu_runtime *rt;
     void *queue;
     int64_t chunk_tokens;
-    int use_dnnl;          /* oneDNN may serve experts of this forward */
+    int use_dnnl; /* oneDNN may serve experts of this forward */
     chunk_buffers buf;
-    void **dnnl;           /* ctx->scratch.dnnl */
+    void **dnnl; /* ctx->scratch.dnnl */
     char *err;
     size_t cap;
 } fwd_state;
@@ -53,8 +53,8 @@ static size_t round_up(size_t value, size_t multiple)
 static moeint4_status launch(fwd_state *s, mi4_xpu_kernel kernel, size_t size0, size_t size1,
                              int num_args, const mi4_xpu_arg *args)
 {
-    size_t local[2] = {size0 > 1 ? LOCAL_SIZE : 1, 1};
-    size_t global[2] = {round_up(size0, local[0]), size1};
+    size_t local[2] = { size0 > 1 ? LOCAL_SIZE : 1, 1 };
+    size_t global[2] = { round_up(size0, local[0]), size1 };
     if (size0 == 0 || size1 == 0)
         return MOEINT4_SUCCESS;
     return s->rt->ops->launch(s->rt, s->queue, kernel, global, local, num_args, args, s->err,
@@ -114,19 +114,19 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
     int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
     const float *weights = s->args->topk_weights + first_token * topk;
-    mi4_xpu_arg init_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                               MI4_XPU_PTR(s->record), MI4_XPU_INT(no_reset)};
-    mi4_xpu_arg count_args[] = {MI4_XPU_PTR(ids), MI4_XPU_PTR(weights),
-                                MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
-                                MI4_XPU_INT(slot_base), MI4_XPU_INT(num_experts),
-                                MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.slot_expert),
-                                MI4_XPU_PTR(s->buf.route), MI4_XPU_PTR(s->record)};
-    mi4_xpu_arg scan_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                               MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(s->record),
-                               MI4_XPU_INT(gated)};
-    mi4_xpu_arg scatter_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_INT(num_slots),
-                                  MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.route),
-                                  MI4_XPU_PTR(s->buf.sorted)};
+    mi4_xpu_arg init_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                                MI4_XPU_PTR(s->record), MI4_XPU_INT(no_reset) };
+    mi4_xpu_arg count_args[] = { MI4_XPU_PTR(ids),           MI4_XPU_PTR(weights),
+                                 MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
+                                 MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
+                                 MI4_XPU_INT(num_local),     MI4_XPU_PTR(s->buf.slot_expert),
+                                 MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->record) };
+    mi4_xpu_arg scan_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                                MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(s->record),
+                                MI4_XPU_INT(gated) };
+    mi4_xpu_arg scatter_args[] = { MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_INT(num_slots),
+                                   MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.route),
+                                   MI4_XPU_PTR(s->buf.sorted) };
     moeint4_status st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, init_args);
     if (!st)
         st = launch(s, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count_args);
@@ -143,8 +143,8 @@ static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, i
 {
     if (is_id)
         return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
-                            "topk_ids[%lld][%d] = %d is outside [0, %d)",
-                            (long long)(slot / topk), (int)(slot % topk), (int)bits, num_experts);
+                            "topk_ids[%lld][%d] = %d is outside [0, %d)", (long long)(slot / topk),
+                            (int)(slot % topk), (int)bits, num_experts);
     float value;
     memcpy(&value, &bits, sizeof value);
     return mi4_xpu_fail(err, cap, MOEINT4_INVALID_ARGUMENT,
@@ -165,8 +165,7 @@ static moeint4_status read_errors(fwd_state *s)
     const void *source = is_id ? (const void *)(s->args->topk_ids + slot)
                                : (const void *)(s->args->topk_weights + slot);
     st = s->rt->ops->copy(s->rt, s->queue, &bits, source, sizeof bits, s->err, s->cap);
-    return st ? st
-              : bad_slot(s->err, s->cap, is_id, slot, s->args->topk, bits, s->w->num_experts);
+    return st ? st : bad_slot(s->err, s->cap, is_id, slot, s->args->topk, bits, s->w->num_experts);
 }
 
 /* oneDNN reads what the kernels wrote: the queue may be the caller's, not
@@ -176,8 +175,7 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
 {
     moeint4_status st = s->rt->ops->wait(s->rt, s->queue, s->err, s->cap);
     moeint4_dtype operands = mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
-    return st ? st
-              : mi4_xpu_dnnl_matmul(s->ctx->dnnl, operands, M, N, K, a, b, c, s->err, s->cap);
+    return st ? st : mi4_xpu_dnnl_matmul(s->ctx->dnnl, operands, M, N, K, a, b, c, s->err, s->cap);
 }
 
 /* c[rows][out] (f32) = a[rows][in] . W[expert]^T for one projection of one
@@ -186,9 +184,9 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
  * buffer and its scales transposed (oneDNN's [in/group][out] order), because
  * only whole SVM allocations may back the OpenCL buffers oneDNN is given.
  * Otherwise the expert is dequantized just in time into the weight buffer. */
-static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed,
-                                        const uint16_t *scales, int expert, int out, int in,
-                                        int group_size, int rows, const void *a, float *c)
+static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed, const uint16_t *scales,
+                                        int expert, int out, int in, int group_size, int rows,
+                                        const void *a, float *c)
 {
     const mi4_xpu_weights *w = s->w;
     int bf16 = w->scales_bf16, groups = in / group_size;
@@ -197,21 +195,22 @@ static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed,
     size_t expert_bytes = (size_t)out * (size_t)(in / 2);
     moeint4_status st;
     if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && operands != MOEINT4_DTYPE_F32) {
-        mi4_xpu_arg args[] = {MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
-                              MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[DNNL_S])};
+        mi4_xpu_arg args[] = { MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
+                               MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[DNNL_S]) };
         st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)out, (size_t)groups, 5, args);
         if (!st) /* the copy waits for everything before it */
             st = s->rt->ops->copy(s->rt, s->queue, s->dnnl[DNNL_W],
                                   packed + (size_t)expert * expert_bytes, expert_bytes, s->err,
                                   s->cap);
         return st ? st
-                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, operands, rows, out, in, group_size,
-                                             a, s->dnnl[DNNL_W], s->dnnl[DNNL_S], c, s->err,
-                                             s->cap);
+                  : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, operands, rows, out, in, group_size, a,
+                                             s->dnnl[DNNL_W], s->dnnl[DNNL_S], c, s->err, s->cap);
     }
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales), MI4_XPU_INT(bf16),
-                          MI4_XPU_INT(expert),     MI4_XPU_INT(out),    MI4_XPU_INT(in),
-                          MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[DNNL_W])};
+    mi4_xpu_arg args[] = {
+        MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales), MI4_XPU_INT(bf16),
+        MI4_XPU_INT(expert),     MI4_XPU_INT(out),    MI4_XPU_INT(in),
+        MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[DNNL_W])
+    };
     st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 9, args);
     return st ? st : dnnl_matmul(s, rows, out, in, a, s->dnnl[DNNL_W], c);
 }
@@ -228,25 +227,30 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
     int on_input = a->apply_router_weight_on_input != 0;
     int mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     float limit = a->swiglu_limit, alpha = a->swiglu_alpha, beta = a->swiglu_beta;
-    mi4_xpu_arg gather_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                 MI4_XPU_INT(expert), MI4_XPU_PTR(s->buf.sorted),
-                                 MI4_XPU_PTR(hidden), MI4_XPU_INT(dtype),
-                                 MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
-                                 MI4_XPU_INT(topk), MI4_XPU_INT(K), MI4_XPU_INT(mdt),
-                                 MI4_XPU_PTR(s->dnnl[DNNL_A])};
-    mi4_xpu_arg act_args[] = {MI4_XPU_PTR(s->dnnl[DNNL_C13]), MI4_XPU_INT(rows), MI4_XPU_INT(N),
-                              MI4_XPU_INT(act_kind), MI4_XPU_FLOAT(limit), MI4_XPU_FLOAT(alpha),
-                              MI4_XPU_FLOAT(beta), MI4_XPU_INT(mdt),
-                              MI4_XPU_PTR(s->dnnl[DNNL_A2])};
-    mi4_xpu_arg scatter_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                  MI4_XPU_INT(expert), MI4_XPU_PTR(s->buf.sorted),
-                                  MI4_XPU_PTR(s->dnnl[DNNL_C2]), MI4_XPU_PTR(topk_weights),
-                                  MI4_XPU_INT(on_input), MI4_XPU_INT(K),
-                                  MI4_XPU_PTR(s->buf.slot_out)};
+    mi4_xpu_arg gather_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                                  MI4_XPU_INT(expert),       MI4_XPU_PTR(s->buf.sorted),
+                                  MI4_XPU_PTR(hidden),       MI4_XPU_INT(dtype),
+                                  MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
+                                  MI4_XPU_INT(topk),         MI4_XPU_INT(K),
+                                  MI4_XPU_INT(mdt),          MI4_XPU_PTR(s->dnnl[DNNL_A]) };
+    mi4_xpu_arg act_args[] = { MI4_XPU_PTR(s->dnnl[DNNL_C13]),
+                               MI4_XPU_INT(rows),
+                               MI4_XPU_INT(N),
+                               MI4_XPU_INT(act_kind),
+                               MI4_XPU_FLOAT(limit),
+                               MI4_XPU_FLOAT(alpha),
+                               MI4_XPU_FLOAT(beta),
+                               MI4_XPU_INT(mdt),
+                               MI4_XPU_PTR(s->dnnl[DNNL_A2]) };
+    mi4_xpu_arg scatter_args[] = { MI4_XPU_PTR(s->buf.route),     MI4_XPU_INT(num_local),
+                                   MI4_XPU_INT(expert),           MI4_XPU_PTR(s->buf.sorted),
+                                   MI4_XPU_PTR(s->dnnl[DNNL_C2]), MI4_XPU_PTR(topk_weights),
+                                   MI4_XPU_INT(on_input),         MI4_XPU_INT(K),
+                                   MI4_XPU_PTR(s->buf.slot_out) };
     moeint4_status st = launch(s, MI4_XPU_DNNL_GATHER, (size_t)K, (size_t)rows, 12, gather_args);
     if (!st)
-        st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13,
-                               rows, s->dnnl[DNNL_A], s->dnnl[DNNL_C13]);
+        st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13, rows,
+                               s->dnnl[DNNL_A], s->dnnl[DNNL_C13]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_ACTIVATE, (size_t)N, (size_t)rows, 9, act_args);
     if (!st)
@@ -259,16 +263,15 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
 
 /* The oneDNN part of a chunk: the one place the host reads the routing
  * back (it sizes oneDNN's matmuls). Stops at a bad input. */
-static moeint4_status run_dnnl_experts(fwd_state *s, const void *hidden,
-                                       const float *topk_weights)
+static moeint4_status run_dnnl_experts(fwd_state *s, const void *hidden, const float *topk_weights)
 {
     int num_local = s->w->num_local;
     size_t count_bytes = (2 * (size_t)num_local + 1) * sizeof(int32_t);
     int32_t *counts = malloc(count_bytes);
     if (!counts)
         return mi4_xpu_fail(s->err, s->cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
-    moeint4_status st = s->rt->ops->copy(s->rt, s->queue, counts, s->buf.route, count_bytes,
-                                         s->err, s->cap);
+    moeint4_status st =
+        s->rt->ops->copy(s->rt, s->queue, counts, s->buf.route, count_bytes, s->err, s->cap);
     if (!st)
         st = read_errors(s);
     if (!st)
@@ -295,32 +298,56 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     const float *topk_weights = a->topk_weights + first_token * topk;
     size_t slots = (size_t)tokens * (size_t)topk;
     /* the most tiles a chunk can have: every expert's last tile may be partial */
-    size_t max_tiles = slots / MI4_XPU_TILE_ROWS +
-                       ((size_t)num_local < slots ? (size_t)num_local : slots);
+    size_t max_tiles =
+        slots / MI4_XPU_TILE_ROWS + ((size_t)num_local < slots ? (size_t)num_local : slots);
 
     moeint4_status st = route(s, first_token, tokens, 1);
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
         st = run_dnnl_experts(s, hidden, topk_weights);
     if (st)
         return st;
-    mi4_xpu_arg w13_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                              MI4_XPU_PTR(s->buf.sorted), MI4_XPU_PTR(hidden), MI4_XPU_INT(dtype),
-                              MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input), MI4_XPU_INT(topk),
-                              MI4_XPU_PTR(w->w13_packed), MI4_XPU_PTR(w->w13_scales),
-                              MI4_XPU_INT(bf16), MI4_XPU_INT(K), MI4_XPU_INT(N), MI4_XPU_INT(gs13),
-                              MI4_XPU_INT(act_kind), MI4_XPU_FLOAT(limit), MI4_XPU_FLOAT(alpha),
-                              MI4_XPU_FLOAT(beta), MI4_XPU_PTR(s->buf.act)};
-    mi4_xpu_arg w2_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                             MI4_XPU_PTR(s->buf.sorted), MI4_XPU_PTR(s->buf.act),
-                             MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
-                             MI4_XPU_PTR(w->w2_packed), MI4_XPU_PTR(w->w2_scales),
-                             MI4_XPU_INT(bf16), MI4_XPU_INT(K), MI4_XPU_INT(N), MI4_XPU_INT(gs2),
-                             MI4_XPU_PTR(s->buf.slot_out)};
+    mi4_xpu_arg w13_args[] = { MI4_XPU_PTR(s->buf.route),
+                               MI4_XPU_INT(num_local),
+                               MI4_XPU_PTR(s->buf.sorted),
+                               MI4_XPU_PTR(hidden),
+                               MI4_XPU_INT(dtype),
+                               MI4_XPU_PTR(topk_weights),
+                               MI4_XPU_INT(on_input),
+                               MI4_XPU_INT(topk),
+                               MI4_XPU_PTR(w->w13_packed),
+                               MI4_XPU_PTR(w->w13_scales),
+                               MI4_XPU_INT(bf16),
+                               MI4_XPU_INT(K),
+                               MI4_XPU_INT(N),
+                               MI4_XPU_INT(gs13),
+                               MI4_XPU_INT(act_kind),
+                               MI4_XPU_FLOAT(limit),
+                               MI4_XPU_FLOAT(alpha),
+                               MI4_XPU_FLOAT(beta),
+                               MI4_XPU_PTR(s->buf.act) };
+    mi4_xpu_arg w2_args[] = { MI4_XPU_PTR(s->buf.route),
+                              MI4_XPU_INT(num_local),
+                              MI4_XPU_PTR(s->buf.sorted),
+                              MI4_XPU_PTR(s->buf.act),
+                              MI4_XPU_PTR(topk_weights),
+                              MI4_XPU_INT(on_input),
+                              MI4_XPU_PTR(w->w2_packed),
+                              MI4_XPU_PTR(w->w2_scales),
+                              MI4_XPU_INT(bf16),
+                              MI4_XPU_INT(K),
+                              MI4_XPU_INT(N),
+                              MI4_XPU_INT(gs2),
+                              MI4_XPU_PTR(s->buf.slot_out) };
     int gated = !s->async;
-    mi4_xpu_arg combine_args[] = {MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_PTR(s->buf.slot_out),
-                                  MI4_XPU_INT(num_tokens), MI4_XPU_INT(topk), MI4_XPU_INT(K),
-                                  MI4_XPU_INT(dtype), MI4_XPU_PTR(s->record), MI4_XPU_INT(gated),
-                                  MI4_XPU_PTR(target)};
+    mi4_xpu_arg combine_args[] = { MI4_XPU_PTR(s->buf.slot_expert),
+                                   MI4_XPU_PTR(s->buf.slot_out),
+                                   MI4_XPU_INT(num_tokens),
+                                   MI4_XPU_INT(topk),
+                                   MI4_XPU_INT(K),
+                                   MI4_XPU_INT(dtype),
+                                   MI4_XPU_PTR(s->record),
+                                   MI4_XPU_INT(gated),
+                                   MI4_XPU_PTR(target) };
     st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, max_tiles, 19, w13_args);
     if (!st)
         st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, max_tiles, 13, w2_args);
@@ -352,8 +379,8 @@ static moeint4_status copy_out(fwd_state *s)
     size_t width = words < (1 << 16) ? (size_t)words : (size_t)1 << 16;
     size_t height = (size_t)((words + (long long)width - 1) / (long long)width);
     int gated = !s->async;
-    mi4_xpu_arg args[] = {MI4_XPU_PTR(s->staging), MI4_XPU_LONG(words), MI4_XPU_PTR(s->record),
-                          MI4_XPU_INT(gated), MI4_XPU_PTR(s->args->output)};
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(s->staging), MI4_XPU_LONG(words), MI4_XPU_PTR(s->record),
+                           MI4_XPU_INT(gated), MI4_XPU_PTR(s->args->output) };
     return launch(s, MI4_XPU_COPY_OUT, width, height, 5, args);
 }
 
@@ -402,9 +429,9 @@ static moeint4_status take_scratch(fwd_state *s, int chunked)
                                         mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk),
                                         s->queue, s->err, s->cap);
     if (!st && chunked)
-        st = mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes,
-                             staging_bytes(s->w, a->num_tokens, a->dtype), s->queue, s->err,
-                             s->cap);
+        st =
+            mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes,
+                            staging_bytes(s->w, a->num_tokens, a->dtype), s->queue, s->err, s->cap);
     if (st)
         return st;
     s->record = s->w->errors;
@@ -421,8 +448,8 @@ static moeint4_status forward_locked(fwd_state *s)
     moeint4_status st = take_scratch(s, chunked);
     if (st)
         return st;
-    mi4_xpu_arg reset_args[] = {MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                MI4_XPU_PTR(s->record), MI4_XPU_INT(reset)};
+    mi4_xpu_arg reset_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
+                                 MI4_XPU_PTR(s->record), MI4_XPU_INT(reset) };
     st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, reset_args);
     /* several chunks: check every slot before the first chunk computes */
     for (int64_t m = 0; !st && chunked && m < total; m += chunk)
@@ -435,9 +462,9 @@ static moeint4_status forward_locked(fwd_state *s)
     if (!st && chunked)
         st = copy_out(s);
     if (!st && s->async) { /* enqueue only: the sticky record keeps a bad slot */
-        mi4_xpu_arg merge_args[] = {MI4_XPU_PTR(s->record), MI4_XPU_PTR(a->topk_ids),
-                                    MI4_XPU_PTR(a->topk_weights), MI4_XPU_INT(topk),
-                                    MI4_XPU_PTR(s->w->errors + 2)};
+        mi4_xpu_arg merge_args[] = { MI4_XPU_PTR(s->record), MI4_XPU_PTR(a->topk_ids),
+                                     MI4_XPU_PTR(a->topk_weights), MI4_XPU_INT(topk),
+                                     MI4_XPU_PTR(s->w->errors + 2) };
         return launch(s, MI4_XPU_RECORD_MERGE, 1, 1, 5, merge_args);
     }
     if (!st)
@@ -485,7 +512,7 @@ moeint4_status mi4_xpu_forward_check(void *backend_context, const void *backend_
     mi4_xpu_context *ctx = backend_context;
     const mi4_xpu_weights *w = backend_weights;
     mi4_xpu_runtime *rt = ctx->rt;
-    int32_t sticky[4], cleared[4] = {0, 0, 0, 0};
+    int32_t sticky[4], cleared[4] = { 0, 0, 0, 0 };
     moeint4_status st = rt->ops->check_queue(rt, stream, err, cap);
     if (st)
         return st;

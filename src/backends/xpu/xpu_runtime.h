@@ -24,10 +24,10 @@ typedef struct mi4_xpu_arg {
     const void *value; /* scalar: its bytes; pointer: the device pointer itself */
 } mi4_xpu_arg;
 
-#define MI4_XPU_PTR(p) ((mi4_xpu_arg){1, sizeof(void *), (const void *)(p)})
-#define MI4_XPU_INT(v) ((mi4_xpu_arg){0, sizeof(int), &(v)})
-#define MI4_XPU_FLOAT(v) ((mi4_xpu_arg){0, sizeof(float), &(v)})
-#define MI4_XPU_LONG(v) ((mi4_xpu_arg){0, sizeof(long long), &(v)})
+#define MI4_XPU_PTR(p) ((mi4_xpu_arg){ 1, sizeof(void *), (const void *)(p) })
+#define MI4_XPU_INT(v) ((mi4_xpu_arg){ 0, sizeof(int), &(v) })
+#define MI4_XPU_FLOAT(v) ((mi4_xpu_arg){ 0, sizeof(float), &(v) })
+#define MI4_XPU_LONG(v) ((mi4_xpu_arg){ 0, sizeof(long long), &(v) })
 
 typedef enum mi4_xpu_runtime_kind {
     MI4_XPU_LEVEL_ZERO = 1,
@@ -37,8 +37,7 @@ typedef enum mi4_xpu_runtime_kind {
 typedef struct mi4_xpu_runtime mi4_xpu_runtime;
 
 typedef struct mi4_xpu_runtime_ops {
-    moeint4_status (*alloc)(mi4_xpu_runtime *rt, size_t bytes, void **ptr, char *err,
-                            size_t cap);
+    moeint4_status (*alloc)(mi4_xpu_runtime *rt, size_t bytes, void **ptr, char *err, size_t cap);
     void (*free)(mi4_xpu_runtime *rt, void *ptr);
     /* Enqueues a copy on `queue` and waits for it (and all work before it). */
     moeint4_status (*copy)(mi4_xpu_runtime *rt, void *queue, void *dst, const void *src,

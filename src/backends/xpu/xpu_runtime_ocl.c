@@ -100,8 +100,7 @@ static int device_acceptable(cl_platform_id platform, cl_device_id device, int t
 }
 
 /* Finds the device_index-th acceptable device; on failure fills `reason`. */
-static int find_device(int device_index, cl_device_id *found, int *is_cpu, char *reason,
-                       size_t cap)
+static int find_device(int device_index, cl_device_id *found, int *is_cpu, char *reason, size_t cap)
 {
     cl_platform_id platforms[MAX_PLATFORMS];
     cl_uint num_platforms = 0;
@@ -116,8 +115,8 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
     for (cl_uint p = 0; p < num_platforms && p < MAX_PLATFORMS; ++p) {
         cl_device_id devices[MAX_DEVICES];
         cl_uint num_devices = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, devices,
-                           &num_devices) != CL_SUCCESS)
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, devices, &num_devices) !=
+            CL_SUCCESS)
             continue;
         for (cl_uint d = 0; d < num_devices && d < MAX_DEVICES; ++d) {
             char seen[96];
@@ -141,8 +140,9 @@ static int find_device(int device_index, cl_device_id *found, int *is_cpu, char 
     else
         snprintf(reason, cap, "OpenCL: no Intel GPU platform (found: %s)%s",
                  seen_list[0] ? seen_list : "no devices",
-                 (test_mode & TEST_CPU) ? ""
-                                        : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
+                 (test_mode & TEST_CPU)
+                     ? ""
+                     : "; MOEINT4_XPU_TEST_CPU_DEVICE=1 accepts PoCL's CPU device");
     return 0;
 }
 
@@ -184,8 +184,8 @@ static moeint4_status ocl_copy(mi4_xpu_runtime *base, void *queue, void *dst, co
     ocl_runtime *rt = as_ocl(base);
     if (bytes == 0)
         return MOEINT4_SUCCESS;
-    cl_int rc = clEnqueueSVMMemcpy(queue_or_default(rt, queue), CL_TRUE, dst, src, bytes, 0,
-                                   NULL, NULL);
+    cl_int rc =
+        clEnqueueSVMMemcpy(queue_or_default(rt, queue), CL_TRUE, dst, src, bytes, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: clEnqueueSVMMemcpy of %zu bytes returned %d", bytes, (int)rc);
@@ -243,8 +243,8 @@ static moeint4_status ocl_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_ker
         profile_collect(rt);
     }
     cl_event *event = timed ? &rt->profile->pending[rt->profile->num_pending] : NULL;
-    cl_int rc = clEnqueueNDRangeKernel(queue_or_default(rt, queue), kernel, 2, NULL, global,
-                                       local, 0, NULL, event);
+    cl_int rc = clEnqueueNDRangeKernel(queue_or_default(rt, queue), kernel, 2, NULL, global, local,
+                                       0, NULL, event);
     if (timed && rc == CL_SUCCESS)
         rt->profile->pending_kernel[rt->profile->num_pending++] = which;
     if (rc != CL_SUCCESS)
@@ -319,9 +319,8 @@ static moeint4_status create_kernels(ocl_runtime *rt, char *err, size_t cap)
         cl_int rc;
         rt->kernels[i] = clCreateKernel(rt->program, mi4_xpu_kernel_names[i], &rc);
         if (rc != CL_SUCCESS)
-            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR,
-                                "OpenCL: kernel %s missing (%d)", mi4_xpu_kernel_names[i],
-                                (int)rc);
+            return mi4_xpu_fail(err, cap, MOEINT4_INTERNAL_ERROR, "OpenCL: kernel %s missing (%d)",
+                                mi4_xpu_kernel_names[i], (int)rc);
     }
     return MOEINT4_SUCCESS;
 }
@@ -341,13 +340,13 @@ static int load_aot_binary(ocl_runtime *rt)
         const unsigned char *bytes = mi4_xpu_aot_binaries[i];
         size_t size = mi4_xpu_aot_sizes[i];
         cl_int rc, binary_status;
-        cl_program program = clCreateProgramWithBinary(rt->context, 1, &rt->device, &size,
-                                                       &bytes, &binary_status, &rc);
+        cl_program program = clCreateProgramWithBinary(rt->context, 1, &rt->device, &size, &bytes,
+                                                       &binary_status, &rc);
         if (rc == CL_SUCCESS && binary_status == CL_SUCCESS &&
             clBuildProgram(program, 1, &rt->device, "", NULL, NULL) == CL_SUCCESS) {
             rt->program = program;
-            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
-                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "ocloc binary for %s",
+                     mi4_xpu_aot_targets[i]);
             return 1;
         }
         if (program)
@@ -429,7 +428,7 @@ static moeint4_status create_own(ocl_runtime *rt, int device_index, char *err, s
     rt->base.is_test_cpu_device = is_cpu;
     cl_int rc;
     rt->context = clCreateContext(NULL, 1, &rt->device, NULL, NULL, &rc);
-    cl_queue_properties timed[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    cl_queue_properties timed[] = { CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0 };
     if (env_is_1("MOEINT4_XPU_PROFILE"))
         rt->profile = calloc(1, sizeof *rt->profile);
     if (rc == CL_SUCCESS)
@@ -449,8 +448,9 @@ moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xp
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY, "OpenCL runtime: out of memory");
     rt->base.ops = &ocl_ops;
     rt->base.kind = MI4_XPU_OPENCL;
-    moeint4_status status = options->native_device ? adopt_native(rt, options, err, cap)
-                                                   : create_own(rt, options->device_index, err, cap);
+    moeint4_status status = options->native_device
+                                ? adopt_native(rt, options, err, cap)
+                                : create_own(rt, options->device_index, err, cap);
     if (status == MOEINT4_SUCCESS) {
         clGetDeviceInfo(rt->device, CL_DEVICE_NAME, sizeof rt->base.device_name - 1,
                         rt->base.device_name, NULL);

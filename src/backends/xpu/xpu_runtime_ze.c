@@ -25,7 +25,7 @@
 typedef struct mi4_ze_init_driver_type_desc {
     ze_structure_type_t stype; /* ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC = 0x00020021 */
     const void *pNext;
-    uint32_t flags;            /* ZE_INIT_DRIVER_TYPE_FLAG_GPU = 1 */
+    uint32_t flags; /* ZE_INIT_DRIVER_TYPE_FLAG_GPU = 1 */
 } mi4_ze_init_driver_type_desc;
 typedef ze_result_t (*mi4_ze_init_drivers_fn)(uint32_t *, ze_driver_handle_t *,
                                               mi4_ze_init_driver_type_desc *);
@@ -90,14 +90,14 @@ static const char *result_name(ze_result_t rc)
     }
 }
 
-#define LOAD(field, symbol)                                                          \
-    do {                                                                             \
-        *(void **)&api->field = dlsym(api->library, symbol);                         \
-        if (!api->field) {                                                           \
-            snprintf(reason, cap, "Level Zero: libze_loader.so.1 lacks %s", symbol); \
-            dlclose(api->library);                                                   \
-            return 0;                                                                \
-        }                                                                            \
+#define LOAD(field, symbol)                                                                        \
+    do {                                                                                           \
+        *(void **)&api->field = dlsym(api->library, symbol);                                       \
+        if (!api->field) {                                                                         \
+            snprintf(reason, cap, "Level Zero: libze_loader.so.1 lacks %s", symbol);               \
+            dlclose(api->library);                                                                 \
+            return 0;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* Once initialised, the loader and its drivers hold process-wide state that
@@ -156,17 +156,20 @@ static void describe_missing_device(char *why, size_t cap)
     }
     void *driver = dlopen("libze_intel_gpu.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!driver) {
-        snprintf(why, cap, "Intel's GPU driver is not installed (libze_intel_gpu.so.1: Debian "
-                           "package intel-opencl-icd)");
+        snprintf(why, cap,
+                 "Intel's GPU driver is not installed (libze_intel_gpu.so.1: Debian "
+                 "package intel-opencl-icd)");
         return;
     }
     dlclose(driver);
     if (access("/dev/dri", F_OK) != 0)
-        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but the "
-                           "kernel exposes no GPU (no /dev/dri)");
+        snprintf(why, cap,
+                 "Intel's GPU driver (libze_intel_gpu.so.1) is installed but the "
+                 "kernel exposes no GPU (no /dev/dri)");
     else
-        snprintf(why, cap, "Intel's GPU driver (libze_intel_gpu.so.1) is installed but no "
-                           "/dev/dri render node is an Intel GPU it supports");
+        snprintf(why, cap,
+                 "Intel's GPU driver (libze_intel_gpu.so.1) is installed but no "
+                 "/dev/dri render node is an Intel GPU it supports");
 }
 
 /* Initialises the drivers and lists them; fills `reason` on failure. */
@@ -177,7 +180,7 @@ static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *coun
     const char *how;
     *count = MAX_DRIVERS;
     if (api->init_drivers) {
-        mi4_ze_init_driver_type_desc desc = {(ze_structure_type_t)0x00020021, NULL, 1u};
+        mi4_ze_init_driver_type_desc desc = { (ze_structure_type_t)0x00020021, NULL, 1u };
         uint32_t available = 0;
         how = "zeInitDrivers";
         rc = api->init_drivers(&available, NULL, &desc);
@@ -196,8 +199,7 @@ static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *coun
         describe_missing_device(why, sizeof why);
         snprintf(reason, cap,
                  "no Level Zero driver: libze_loader found but %s returned 0x%x (%s)%s; %s", how,
-                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "",
-                 why);
+                 (unsigned)rc, result_name(rc), rc == ZE_RESULT_SUCCESS ? ", no drivers" : "", why);
         return 0;
     }
     return 1;
@@ -262,8 +264,8 @@ static moeint4_status ze_alloc(mi4_xpu_runtime *base, size_t bytes, void **ptr, 
     ze_device_mem_alloc_desc_t desc;
     memset(&desc, 0, sizeof desc);
     desc.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC;
-    ze_result_t rc = rt->api.mem_alloc_device(rt->context, &desc, bytes ? bytes : 1, 64,
-                                              rt->device, ptr);
+    ze_result_t rc =
+        rt->api.mem_alloc_device(rt->context, &desc, bytes ? bytes : 1, 64, rt->device, ptr);
     if (rc != ZE_RESULT_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_OUT_OF_MEMORY,
                             "Level Zero: zeMemAllocDevice of %zu bytes returned 0x%x (%s)", bytes,
@@ -305,8 +307,8 @@ static moeint4_status ze_copy(mi4_xpu_runtime *base, void *queue, void *dst, con
         rc = rt->api.append_copy(list, dst, src, bytes, NULL, 0, NULL);
     if (rc != ZE_RESULT_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
-                            "Level Zero: copying %zu bytes returned 0x%x (%s)", bytes,
-                            (unsigned)rc, result_name(rc));
+                            "Level Zero: copying %zu bytes returned 0x%x (%s)", bytes, (unsigned)rc,
+                            result_name(rc));
     return ze_wait(base, queue, err, cap);
 }
 
@@ -321,8 +323,8 @@ static moeint4_status ze_launch(mi4_xpu_runtime *base, void *queue, mi4_xpu_kern
         rc = rt->api.kernel_argument(kernel, (uint32_t)i, args[i].size,
                                      args[i].is_pointer ? (const void *)&args[i].value
                                                         : args[i].value);
-    ze_group_count_t groups = {(uint32_t)(global[0] / local[0]), (uint32_t)(global[1] / local[1]),
-                               1};
+    ze_group_count_t groups = { (uint32_t)(global[0] / local[0]), (uint32_t)(global[1] / local[1]),
+                                1 };
     ze_command_list_handle_t list = list_or_default(rt, queue);
     if (rc == ZE_RESULT_SUCCESS)
         rc = rt->api.append_launch(list, kernel, &groups, NULL, 0, NULL);
@@ -382,8 +384,8 @@ static int load_aot_module(ze_runtime *rt)
         desc.pInputModule = mi4_xpu_aot_binaries[i];
         if (rt->api.module_create(rt->context, rt->device, &desc, &rt->module, NULL) ==
             ZE_RESULT_SUCCESS) {
-            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from,
-                     "ocloc binary for %s", mi4_xpu_aot_targets[i]);
+            snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "ocloc binary for %s",
+                     mi4_xpu_aot_targets[i]);
             return 1;
         }
         rt->module = NULL;
@@ -396,7 +398,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
     ze_api *api = &rt->api;
     ze_result_t rc = ZE_RESULT_SUCCESS;
     if (!rt->context) {
-        ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+        ze_context_desc_t desc = { ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0 };
         rc = api->context_create(rt->driver, &desc, &rt->context);
         rt->owns_context = rc == ZE_RESULT_SUCCESS;
     }
@@ -409,13 +411,13 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
         rt->owns_list = rc == ZE_RESULT_SUCCESS;
     }
     if (rc == ZE_RESULT_SUCCESS) {
-        ze_event_pool_desc_t pool = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
-                                     ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+        ze_event_pool_desc_t pool = { ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
+                                      ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1 };
         rc = api->event_pool_create(rt->context, &pool, 1, &rt->device, &rt->event_pool);
     }
     if (rc == ZE_RESULT_SUCCESS) {
-        ze_event_desc_t event = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST,
-                                 ZE_EVENT_SCOPE_FLAG_HOST};
+        ze_event_desc_t event = { ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST,
+                                  ZE_EVENT_SCOPE_FLAG_HOST };
         rc = api->event_create(rt->event_pool, &event, &rt->done);
     }
     if (rc == ZE_RESULT_SUCCESS && !load_aot_module(rt)) {
@@ -436,7 +438,7 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
             api->build_log_destroy(build_log);
     }
     for (int i = 0; i < MI4_XPU_KERNEL_COUNT && rc == ZE_RESULT_SUCCESS; ++i) {
-        ze_kernel_desc_t desc = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, mi4_xpu_kernel_names[i]};
+        ze_kernel_desc_t desc = { ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, mi4_xpu_kernel_names[i] };
         rc = api->kernel_create(rt->module, &desc, &rt->kernels[i]);
     }
     return rc;
@@ -479,8 +481,8 @@ moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu
     if (rc != ZE_RESULT_SUCCESS) {
         ze_destroy(&rt->base);
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
-                            "Level Zero: setting up the device returned 0x%x (%s) %s",
-                            (unsigned)rc, result_name(rc), log);
+                            "Level Zero: setting up the device returned 0x%x (%s) %s", (unsigned)rc,
+                            result_name(rc), log);
     }
     *out = &rt->base;
     return MOEINT4_SUCCESS;

@@ -34,19 +34,20 @@ int main(void)
     size_t count = sizeof tests / sizeof tests[0];
     char program[] = "self", none[] = "", only_passes[] = "passes", only_skip[] = "skips_*",
          nothing[] = "no_such_test", skip_out[] = "skips_*";
-    char *all_args[] = {program};
-    char *passes_args[] = {program, only_passes};
-    char *skip_args[] = {program, only_skip};
-    char *nothing_args[] = {program, nothing};
-    char *leave_out_args[] = {program, none, skip_out};
+    char *all_args[] = { program };
+    char *passes_args[] = { program, only_passes };
+    char *skip_args[] = { program, only_skip };
+    char *nothing_args[] = { program, nothing };
+    char *leave_out_args[] = { program, none, skip_out };
     int failures = 0;
-    failures += expect("one test skipped", tk_cmocka_run("all", tests, count, NULL, NULL, 1, all_args),
-                       TK_SKIP_EXIT_CODE);
+    failures +=
+        expect("one test skipped", tk_cmocka_run("all", tests, count, NULL, NULL, 1, all_args),
+               TK_SKIP_EXIT_CODE);
     failures += expect("only the passing test",
                        tk_cmocka_run("passes", tests, count, NULL, NULL, 2, passes_args), 0);
-    failures += expect("only the skipping test",
-                       tk_cmocka_run("skip", tests, count, NULL, NULL, 2, skip_args),
-                       TK_SKIP_EXIT_CODE);
+    failures +=
+        expect("only the skipping test",
+               tk_cmocka_run("skip", tests, count, NULL, NULL, 2, skip_args), TK_SKIP_EXIT_CODE);
     failures += expect("the skipping test left out",
                        tk_cmocka_run("leave out", tests, count, NULL, NULL, 3, leave_out_args), 0);
     failures += expect("a filter that selects nothing",

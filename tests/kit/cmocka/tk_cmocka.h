@@ -20,10 +20,10 @@ void tk_cmocka_note_skip(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Skips the running test, saying why (printf format). */
-#define tk_skip(...)                                                                             \
-    do {                                                                                         \
-        tk_cmocka_note_skip(__FILE__, __LINE__, __VA_ARGS__);                                    \
-        skip();                                                                                  \
+#define tk_skip(...)                                                                               \
+    do {                                                                                           \
+        tk_cmocka_note_skip(__FILE__, __LINE__, __VA_ARGS__);                                      \
+        skip();                                                                                    \
     } while (0)
 
 /* Runs `tests` as group `name`. argv[1], when given and not empty, is a
