@@ -132,9 +132,13 @@ static int check_failed_call(moeint4_status status, long live_before, const char
 static void fail_each_prepare_allocation(fixture *f)
 {
     moeint4_weights_desc desc = tk_layer_desc(&f->layer);
-    /* the first prepare also creates the context's CPU state (pool), which
-     * lives as long as the context: test_first_prepare_sites covers it */
+    /* the first prepare also creates the context's CPU state (pool) and the
+     * first forward the scratch the context keeps, both as long as the
+     * context lives: test_first_prepare_sites and
+     * fail_each_forward_allocation cover those */
     assert_int_equal(moeint4_weights_prepare(f->ctx, &desc, &f->weights), MOEINT4_SUCCESS);
+    assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
+    memcpy(f->expected, f->out, f->out_bytes);
     moeint4_weights_release(f->weights);
     mi4_alloc_fail_after(-1);
     long live_before = mi4_alloc_live();
@@ -142,8 +146,6 @@ static void fail_each_prepare_allocation(fixture *f)
     long sites = mi4_alloc_count();
     assert_true(sites > 0); /* prepare allocates: otherwise this test proves nothing */
     printf("prepare: %ld allocations, each failed in turn\n", sites);
-    assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
-    memcpy(f->expected, f->out, f->out_bytes);
     moeint4_weights_release(f->weights);
     assert_int_equal(mi4_alloc_live(), live_before);
 
@@ -167,30 +169,55 @@ static void fail_each_prepare_allocation(fixture *f)
     }
 }
 
-static void fail_each_forward_allocation(fixture *f)
+static void open_context(fixture *f, int threads);
+
+/* Each allocation of a context's first forward fails in turn (that forward
+ * allocates the scratch the context then keeps; later forwards allocate
+ * nothing), each on a fresh context: OOM with words or a fallback, the
+ * output untouched on failure, the next forward right, and nothing left
+ * once the context is destroyed. The caller's context is replaced. */
+static void fail_each_forward_allocation(fixture *f, int threads)
 {
     moeint4_weights_desc desc = tk_layer_desc(&f->layer);
-    assert_int_equal(moeint4_weights_prepare(f->ctx, &desc, &f->weights), MOEINT4_SUCCESS);
+    moeint4_context_destroy(f->ctx);
+    f->ctx = NULL;
     mi4_alloc_fail_after(-1);
-    long live_before = mi4_alloc_live();
-    assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
-    long sites = mi4_alloc_count();
-    assert_true(sites > 0);
-    printf("forward (M = %lld): %ld allocations, each failed in turn\n",
-           (long long)f->args.num_tokens, sites);
-    memcpy(f->expected, f->out, f->out_bytes);
-    for (long site = 0; site < sites; site++) {
+    long live_empty = mi4_alloc_live();
+    long sites = -1;
+    for (long site = -1; sites < 0 || site < sites; site++) { /* -1: the reference run */
+        open_context(f, threads);
+        assert_int_equal(moeint4_weights_prepare(f->ctx, &desc, &f->weights), MOEINT4_SUCCESS);
         mi4_alloc_fail_after(site);
         moeint4_status status = run_forward(f, f->weights);
+        long attempted = mi4_alloc_count();
         mi4_alloc_fail_after(-1);
-        if (check_failed_call(status, live_before, "forward", site) &&
-            !tk_still_poisoned(f->out, f->out_bytes))
-            fail_msg("forward, allocation %ld failing: output written", site);
+        if (site < 0) {
+            assert_int_equal(status, MOEINT4_SUCCESS);
+            sites = attempted;
+            assert_true(sites > 0); /* the first forward allocates its scratch */
+            printf("forward (M = %lld): %ld allocations, each failed in turn\n",
+                   (long long)f->args.num_tokens, sites);
+            memcpy(f->expected, f->out, f->out_bytes);
+        } else if (status == MOEINT4_SUCCESS) {
+            fallbacks++;
+            assert_memory_equal(f->out, f->expected, f->out_bytes);
+        } else {
+            if (status != MOEINT4_OUT_OF_MEMORY || moeint4_last_error()[0] == '\0')
+                fail_msg("forward, allocation %ld failing: status %s (%s), expected "
+                         "OUT_OF_MEMORY with a message",
+                         site, moeint4_status_string(status), moeint4_last_error());
+            if (!tk_still_poisoned(f->out, f->out_bytes))
+                fail_msg("forward, allocation %ld failing: output written", site);
+        }
+        /* the library still works, with the same bits */
         assert_int_equal(run_forward(f, f->weights), MOEINT4_SUCCESS);
         assert_memory_equal(f->out, f->expected, f->out_bytes);
-        assert_int_equal(mi4_alloc_live(), live_before);
+        moeint4_weights_release(f->weights);
+        moeint4_context_destroy(f->ctx);
+        f->ctx = NULL;
+        assert_int_equal(mi4_alloc_live(), live_empty);
     }
-    moeint4_weights_release(f->weights);
+    open_context(f, threads);
 }
 
 static void open_context(fixture *f, int threads)
@@ -216,7 +243,7 @@ static void test_prepare_and_forward_sites(void **state)
             make_args(&f, &forward_cases[c], &rng);
             open_context(&f, 1);
             fail_each_prepare_allocation(&f);
-            fail_each_forward_allocation(&f);
+            fail_each_forward_allocation(&f, 1);
             moeint4_context_destroy(f.ctx);
             free_args(&f);
             tk_layer_free(&f.layer);
@@ -236,7 +263,7 @@ static void test_sites_with_two_workers(void **state)
     make_args(&f, &forward_cases[2], &rng);
     open_context(&f, 2);
     fail_each_prepare_allocation(&f);
-    fail_each_forward_allocation(&f);
+    fail_each_forward_allocation(&f, 2);
     moeint4_context_destroy(f.ctx);
     free_args(&f);
     tk_layer_free(&f.layer);
