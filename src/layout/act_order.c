@@ -8,22 +8,10 @@
 #include "base/error.h"
 #include "layout/layout.h"
 
-/* The test itself is the backend kit's (moeint4_backend.h), so plugins and
- * the layout module read g_idx the same way. */
-int mi4_layout_expert_has_act_order(const moeint4_quant_matrix *m, int expert)
-{
-    return moeint4_quant_matrix_expert_has_act_order(m, expert);
-}
-
-int mi4_layout_has_act_order(const moeint4_quant_matrix *m)
-{
-    return moeint4_quant_matrix_has_act_order(m);
-}
-
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc)
 {
     moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
-    return mi4_layout_has_act_order(&w13) || mi4_layout_has_act_order(&w2);
+    return moeint4_quant_matrix_has_act_order(&w13) || moeint4_quant_matrix_has_act_order(&w2);
 }
 
 void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size, int32_t *perm)

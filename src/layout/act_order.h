@@ -19,11 +19,10 @@
 
 #include "moeint4.h"
 
-/* 1 when any g_idx entry of a validated matrix (of one expert) differs from
- * k / group_size. */
-int mi4_layout_has_act_order(const moeint4_quant_matrix *m);
-int mi4_layout_expert_has_act_order(const moeint4_quant_matrix *m, int expert);
-/* 1 when either projection of a validated descriptor is act-order. */
+/* Whether one matrix (or one expert of it) is act-order is the backend kit's
+ * moeint4_quant_matrix_has_act_order / _expert_has_act_order
+ * (moeint4_backend.h), so plugins and layout read g_idx the same way.
+ * 1 when either projection of a validated descriptor is act-order. */
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc);
 
 /* perm[i] = the input row at sorted position i: rows in group order, stable.

@@ -10,6 +10,7 @@
 #include "base/half.h"
 #include "layout/act_order.h"
 #include "layout/layout.h"
+#include "moeint4_backend.h"
 
 #define MAX_BLOCK_ROWS 64
 
@@ -82,7 +83,7 @@ static void dequantize_expert_act_order(const moeint4_quant_matrix *m, int exper
 static void dequantize_expert(const moeint4_quant_matrix *m, int expert, float *out_f32,
                               uint16_t *out_bf16)
 {
-    if (mi4_layout_expert_has_act_order(m, expert)) {
+    if (moeint4_quant_matrix_expert_has_act_order(m, expert)) {
         dequantize_expert_act_order(m, expert, out_f32, out_bf16);
         return;
     }

@@ -119,7 +119,7 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, ui
      * whose byte counts validate_shape has checked. */
     if ((status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)
         return status;
-    if (mi4_layout_has_act_order(src))
+    if (moeint4_quant_matrix_has_act_order(src))
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "src_g_idx is act-order: the XPU layout keeps groups contiguous along "
                         "IN and has no permutation");
