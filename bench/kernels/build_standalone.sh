@@ -13,7 +13,7 @@ flags="-O3 -std=c11 -D_GNU_SOURCE -DMOEINT4_HAVE_X86_KERNELS=1 -DMOEINT4_BUILDIN
 $cc $flags -mavx2 -mfma -mf16c -c src/backends/cpu/cpu_kernels_avx2.c -o "$tmp/avx2.o"
 $cc $flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c \
   -c src/backends/cpu/cpu_kernels_avx512.c -o "$tmp/avx512.o"
-$cc $flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512bf16 -mfma -mf16c \
+$cc $flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512bf16 -mavx512vbmi2 -mfma -mf16c \
   -c src/backends/cpu/cpu_kernels_avx512bf16.c -o "$tmp/avx512bf16.o"
 simd="$tmp/avx2.o $tmp/avx512.o $tmp/avx512bf16.o"
 if pkg-config --exists openblas 2>/dev/null; then

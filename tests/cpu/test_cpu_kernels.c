@@ -27,7 +27,7 @@
 
 /* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
  * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts).
- * level 1: AVX2, 2: AVX-512, 3: AVX-512 with BF16. */
+ * level 1: AVX2, 2: AVX-512, 3: AVX-512 with BF16 and VBMI2. */
 static int builtin_has(int level)
 {
 #if defined(__x86_64__)
@@ -35,7 +35,8 @@ static int builtin_has(int level)
     int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     if (level == 3)
-        return avx512 && __builtin_cpu_supports("avx512bf16");
+        return avx512 && __builtin_cpu_supports("avx512bf16") &&
+               __builtin_cpu_supports("avx512vbmi2");
     if (level == 2)
         return avx512;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -97,7 +98,7 @@ static void test_avx512bf16_present_where_supported(void **state)
 {
     (void)state;
     if (!builtin_has(3))
-        tk_skip("this CPU or OS has no AVX512-BF16");
+        tk_skip("this CPU or OS has no AVX512-BF16 with VBMI2");
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     assert_int_equal(count, 4);
@@ -112,13 +113,16 @@ static float scale_value(moeint4_dtype dtype, uint16_t bits)
 }
 
 /* The y of `tokens` rows through tile `which` (0, 1) of a 16-row pack, as
- * a plain double loop, within the f32 bound. */
+ * a plain double loop, within the f32 bound of the sums the kernel forms:
+ * the bf16 table sums (128 + code) * x and takes (128 + zero) * sum(x) off
+ * at the group's end, so its terms carry that offset. */
 static void check_tile_rows(const char *name, const float *y, int which, int tokens, int in,
                             int group_size, const uint8_t *codes, const uint8_t *zeros,
                             const float *scales, float raw[][1024], double held_error)
 {
     const int rows = 16;
     int group_columns = group_size == -1 ? in : group_size;
+    double code_offset = strcmp(name, "avx512bf16") == 0 ? 128.0 : 0.0;
     for (int t = 0; t < tokens; t++)
         for (int r = 0; r < 8; r++) {
             int row = which * 8 + r;
@@ -128,7 +132,7 @@ static void check_tile_rows(const char *name, const float *y, int which, int tok
                 double s = scales[g * rows + row];
                 double q = codes[row * in + k], z = zeros[g * rows + row];
                 want += (q - z) * s * raw[tokens - 1 - t][k];
-                magnitude += (q + z) * s * fabs(raw[tokens - 1 - t][k]);
+                magnitude += (q + z + 2 * code_offset) * s * fabs(raw[tokens - 1 - t][k]);
             }
             /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2
              * margin; plus the relative error of the inputs as a row holds them */
@@ -289,11 +293,12 @@ static void test_tile_kernels(void **state)
                                  (enum row_source)source, &rng);
 }
 
-/* Column k of a bf16 table's row: a block holds (x0, x4, x1, x5, x2, x6,
- * x3, x7) as bf16. */
+/* Column k of a bf16 table's row: a block holds (x0, x4, x3, x7, x2, x6,
+ * x5, x1) as bf16. */
 static double bf16_row_value(const float *row, int k)
 {
-    int c = k % 8, at = c < 4 ? 2 * c : 2 * (c - 4) + 1;
+    static const int position[8] = { 0, 7, 4, 2, 1, 6, 5, 3 }; /* of column c */
+    int c = k % 8, at = position[c];
     uint16_t bits;
     memcpy(&bits, (const uint8_t *)row + (size_t)(k / 8) * 16 + 2 * at, 2);
     return tk_bf16_to_f32(bits);

@@ -47,13 +47,18 @@ static inline int mi4_cpu_has_avx512(void)
     return (mi4_cpu_xcr0() & 0xe6u) == 0xe6u;
 }
 
-/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) on top of the above: CPUID leaf 7
- * subleaf 1, EAX bit 5. */
+/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16: CPUID leaf 7 subleaf 1, EAX bit
+ * 5) and AVX512_VBMI2 (vpshrdw: leaf 7 subleaf 0, ECX bit 6) on top of the
+ * above: the bf16 table's instructions. Every CPU with both but Intel's
+ * Cooper Lake (BF16 without VBMI2, which runs the AVX-512F table). */
 static inline int mi4_cpu_has_avx512_bf16(void)
 {
     if (!mi4_cpu_has_avx512() || __get_cpuid_max(0, NULL) < 7)
         return 0;
     unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    if ((c & (1u << 6)) == 0)
+        return 0;
     __cpuid_count(7, 1, a, b, c, d);
     return (a & (1u << 5)) != 0;
 }

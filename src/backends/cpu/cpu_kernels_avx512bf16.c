@@ -1,29 +1,42 @@
-/* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16 -mfma
- * -mf16c, called only after a run-time check for AVX512_BF16), for BF16
- * activations; F16 and F32 activations run on the AVX-512F table
- * (wide_input), whose f32 FMAs multiply them exactly (two bf16 planes per
- * f16 value would be exact too, but halve the speed: 161 against 211 GFLOP/s
- * per core for the f32 table, measured with bench_cpu_kernels).
+/* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16
+ * -mavx512vbmi2 -mfma -mf16c, called only after a run-time check for
+ * AVX512_BF16 and VBMI2), for BF16 activations; F16 and F32 activations run
+ * on the AVX-512F table (wide_input), whose f32 FMAs multiply them exactly
+ * (two bf16 planes per f16 value would be exact too, but halve the speed:
+ * 161 against 211 GFLOP/s per core for the f32 table, measured with
+ * bench_cpu_kernels).
  *
  * The tile layout is the AVX2 one (cpu_repack.h). As in the AVX-512F table a
- * 16-lane register holds rows 0-7 of two tiles, one 32-bit word per row. A
- * 16-bit shift by 4c leaves in each half word the nibble of column c (low
- * half) or c + 4 (high half) in its low four bits, and one vpermw through a
- * 32-entry table (bits 0-4 of each half word; entry i = bf16(i % 16 - 8))
- * turns both into bf16 codes minus 8, exactly. vdpbf16ps then multiplies
- * that pair of columns with the input pair (x[c], x[c + 4]) and adds both
- * products to the row's f32 accumulator: products of 8-bit significands are
- * exact, so per 32 weights one shift, one vpermw and one vdpbf16ps per token,
- * twice the multiply-adds per instruction of the f32 FMA tables. The group
- * scale is applied once per group, and the zero point through the group
- * sums: code - zero = (code - 8) - (zero - 8), which is 0 for GPTQ sym.
+ * 16-lane register holds rows 0-7 of two tiles, one 32-bit word per row
+ * (nibble c = column c of the block). A code becomes a bf16 without a table:
+ * OR-ed into the low mantissa bits of 0x4300 (bf16 128.0) it reads 128 +
+ * code, exactly. Two nibbles per 16-bit half come out with one instruction
+ * each: the low one by one vpternlogd ((half & 0xF) | 0x4300), the top one by
+ * one vpshrdw (half >> 12, 0x43 shifted in above it). The word and its 8-bit
+ * rotation hold all eight columns in those places:
+ *   word      halves (c0..c3 | c4..c7): low = (c0, c4), top = (c3, c7)
+ *   rotated   halves (c2..c5 | c6, c7, c0, c1): low = (c2, c6), top = (c5, c1)
+ * so 64 bytes of codes (128 weights) cost one load and insert, one rotate,
+ * four extractions and four vdpbf16ps per token, against three shifts and
+ * four vpermw table lookups before: that smaller instruction count is what
+ * lets a core keep more weight lines in flight from DRAM (bench/kernels/
+ * RESULTS.md: decode per core 17 -> 32 GB/s with the longer prefetch).
+ * vdpbf16ps multiplies each column pair with the input pair broadcast from
+ * memory and adds both products to the row's f32 accumulator; products of
+ * 8-bit significands are exact. The group scale is applied once per group,
+ * the offset and the zero point through the group sums of the inputs:
+ * code - zero = (128 + code) - (128 + zero). The f32 sums carry the 128
+ * offset until the group ends: their rounding (f32 accumulation, as
+ * src/registry/precision.c states) is up to ~17x larger in absolute terms
+ * than with codes centred on 0, still ~1e-6 of the row's magnitude.
  *
- * Input rows: per 8-column block, 16 bytes of bf16 in the order (x0, x4, x1,
- * x5, x2, x6, x3, x7). BF16 activations are held exactly; the activations
- * between the projections are rounded to bf16 once (to nearest even), as
- * GPU kernels keep them in the activation dtype (the CPU's BF16 row of
- * src/registry/precision.c says so). vdpbf16ps treats bf16
- * subnormals (below 2^-126) as zero and flushes subnormal results. */
+ * Input rows: per 8-column block, 16 bytes of bf16 in the order of the
+ * column pairs above: (x0, x4, x3, x7, x2, x6, x5, x1). BF16 activations
+ * are held exactly; the activations between the projections are rounded to
+ * bf16 once (to nearest even), as GPU kernels keep them in the activation
+ * dtype (the CPU's BF16 row of src/registry/precision.c says so).
+ * vdpbf16ps treats bf16 subnormals (below 2^-126) as zero and flushes
+ * subnormal results. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -39,14 +52,26 @@
 
 typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
 
-/* entry i (32 of them, vpermw reads 5 index bits) = bf16(i % 16 - 8) */
-static ALWAYS_INLINE __m512i code_table(void)
+/* How far ahead of each tile stream this table prefetches: farther than the
+ * f32 tables (MI4_CPU_PREFETCH_BYTES), as measured on the AMD EPYC VM (one
+ * token, tile pairs from DRAM, 1 / 2 threads): 8 KB 18 / 35 GB/s, 16 KB
+ * 16-28 / 40-57, 32 KB 32 / 60 (bench/kernels/RESULTS.md). */
+#define BF16_PREFETCH_BYTES 32768
+
+/* bf16 of 128 + (half & 0xF) in each 16-bit half */
+static ALWAYS_INLINE __m512i low_codes(__m512i word)
 {
-    const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    return (__m512i)_mm512_cvtne2ps_pbh(codes, codes);
+    return _mm512_ternarylogic_epi32(word, _mm512_set1_epi32(0x000F000F),
+                                     _mm512_set1_epi32(0x43004300), 0xEA); /* (a & b) | c */
 }
 
-/* acc + w . (x[c], x[c + 4]) of block k, the pair broadcast to every lane
+/* bf16 of 128 + (half >> 12) in each 16-bit half: 0x0430 << 4 = 0x4300 */
+static ALWAYS_INLINE __m512i top_codes(__m512i word)
+{
+    return _mm512_shrdi_epi16(word, _mm512_set1_epi16(0x0430), 12);
+}
+
+/* acc + w . (column pair c of block k), the pair broadcast to every lane
  * from memory inside the instruction (GCC 12 issues a separate broadcast
  * for the intrinsic: one more uop per multiply). */
 static ALWAYS_INLINE __m512 dot_pair(__m512 acc, __m512bh w, const float *row, size_t k, int c)
@@ -65,16 +90,20 @@ static ALWAYS_INLINE __m512 dot_pair(__m512 acc, __m512bh w, const float *row, s
  * first_set + c (mod S), c = column pair 0..3. */
 static ALWAYS_INLINE void block_step(__m512 (*acc)[MAX_BLOCK_TOKENS], const uint8_t *block_a,
                                      const uint8_t *block_b, int k, size_t row_block,
-                                     const float *const *rows, const __m512i table, const int TB,
-                                     const int S, const int first_set)
+                                     const float *const *rows, const int TB, const int S,
+                                     const int first_set)
 {
     const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
     __m512i word = _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
         _mm256_load_si256((const __m256i *)(block_b + at)), 1);
+    __m512i rotated = _mm512_ror_epi32(word, 8);
     for (int c = 0; c < 4; c++) {
-        __m512i index = c == 0 ? word : _mm512_srli_epi16(word, 4 * c);
-        __m512bh w = (__m512bh)_mm512_permutexvar_epi16(index, table);
+        __m512i codes = c == 0   ? low_codes(word)
+                        : c == 1 ? top_codes(word)
+                        : c == 2 ? low_codes(rotated)
+                                 : top_codes(rotated);
+        __m512bh w = (__m512bh)codes;
         for (int t = 0; t < TB; t++)
             acc[(first_set + c) % S][t] =
                 dot_pair(acc[(first_set + c) % S][t], w, rows[t], row_block, c);
@@ -88,7 +117,6 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
                                       int t_first, const int TB, const int S)
 {
     const mi4_cpu_pack_geometry *geo = a->geo;
-    const __m512i table = code_table();
     const float *rows[MAX_BLOCK_TOKENS];
     const float *sums[MAX_BLOCK_TOKENS];
     __attribute__((aligned(64))) float y[MAX_BLOCK_TOKENS][16];
@@ -106,15 +134,15 @@ static ALWAYS_INLINE void pair_tokens(const mi4_cpu_tile_job *a, const mi4_cpu_t
              * count: the first pass over a tile pair streams it from DRAM
              * (Qwen3 M = 64 forward on one core: 30-31 -> 23 ms of CPU) */
             const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
-            _mm_prefetch((const char *)(block_a + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
-            _mm_prefetch((const char *)(block_b + at + MI4_CPU_PREFETCH_BYTES), _MM_HINT_T0);
-            block_step(acc, block_a, block_b, k, block0 + k, rows, table, TB, S, 0);
-            block_step(acc, block_a, block_b, k + 1, block0 + k + 1, rows, table, TB, S, 4);
+            _mm_prefetch((const char *)(block_a + at + BF16_PREFETCH_BYTES), _MM_HINT_T0);
+            _mm_prefetch((const char *)(block_b + at + BF16_PREFETCH_BYTES), _MM_HINT_T0);
+            block_step(acc, block_a, block_b, k, block0 + k, rows, TB, S, 0);
+            block_step(acc, block_a, block_b, k + 1, block0 + k + 1, rows, TB, S, 4);
         }
         if (k < geo->group_blocks) /* per-channel rows of an odd block count */
-            block_step(acc, block_a, block_b, k, block0 + k, rows, table, TB, S, 0);
-        /* the table holds code - 8: take zero - 8 off */
-        mi4_avx512_group_end(a, b, g, 8.0f, acc, S, sums, TB, y);
+            block_step(acc, block_a, block_b, k, block0 + k, rows, TB, S, 0);
+        /* the accumulators hold 128 + code: take 128 + zero off */
+        mi4_avx512_group_end(a, b, g, -128.0f, acc, S, sums, TB, y);
     }
     mi4_avx512_store_pair(a, b, t_first, TB, y);
 }
@@ -138,12 +166,13 @@ static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 
 static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
 
-/* 8 f32 values -> one row block (x0 x4 x1 x5 ...), rounded to bf16; returns
- * the sum of the rounded values. */
+/* 8 f32 values -> one row block (x0 x4 x3 x7 x2 x6 x5 x1), rounded to bf16;
+ * returns the sum of the rounded values. */
 static ALWAYS_INLINE float pack_values(__m256 v, uint8_t *dst)
 {
+    const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 6, 7, 14, 15, 4, 5, 12, 13, 10, 11, 2, 3);
     __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
-    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(bits, _mm_srli_si128(bits, 8)));
+    _mm_storeu_si128((__m128i *)dst, _mm_shuffle_epi8(bits, order));
     __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
     return mi4_avx2_sum8(held);
 }
