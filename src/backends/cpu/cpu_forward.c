@@ -14,10 +14,13 @@
  *                      whole of phase 2), so each output value is summed by
  *                      one thread in a fixed order (same bits for any thread
  *                      count).
- * Work items are taken from atomic counters, so both cores stream weights
- * even at M = 1 with only topk experts, and a phase ends when its work is
- * done, whoever did it (cpu_pool.h: a worker that wakes late is not waited
- * for). The scratch block is kept by the context between forwards. */
+ * Work items are shared out dynamically, so both cores stream weights even
+ * at M = 1 with only topk experts, and a phase ends when its work is done,
+ * whoever did it (cpu_pool.h: a worker that wakes late is not waited for).
+ * Each thread owns a contiguous share of a phase's items and takes them in
+ * address order before it helps with the others' (cpu_work.h), so its
+ * prefetches run on into its own next item. The scratch block is kept by the
+ * context between forwards. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@
 #include "backends/cpu/cpu_activation.h"
 #include "backends/cpu/cpu_internal.h"
 #include "backends/cpu/cpu_scalar_io.h"
+#include "backends/cpu/cpu_work.h"
 #include "base/alloc.h"
 #include "base/error.h"
 
@@ -81,10 +85,11 @@ typedef struct forward_plan {
     int max_pairs;
     atomic_int next_row; /* phase 1 rows taken / converted */
     atomic_int rows_done;
-    atomic_int next_item;          /* phase 2 items taken */
+    mi4_cpu_work_share *item_shares; /* [threads] phase 2 items, per thread */
     atomic_int *expert_items_left; /* [num_active] phase 2 items not yet done */
     atomic_int *expert_ready;      /* [num_active] 1: activations and sums written */
-    atomic_int next_out_item;
+    mi4_cpu_work_share *out_item_shares; /* [threads] phase 3 items, per thread */
+    int threads;
 } forward_plan;
 
 static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
@@ -170,13 +175,13 @@ static void expert_group_sums(forward_plan *plan, int ai)
     }
 }
 
-static void phase2_w13(forward_plan *plan, float *scratch)
+static void phase2_w13(forward_plan *plan, int thread, float *scratch)
 {
     float *y_gate = scratch;
     float *y_up = scratch + (size_t)plan->max_expert_tokens * MI4_CPU_TILE_ROWS;
     for (;;) {
-        int index = atomic_fetch_add_explicit(&plan->next_item, 1, memory_order_relaxed);
-        if (index >= plan->num_items)
+        int index = mi4_cpu_work_take(plan->item_shares, plan->threads, thread);
+        if (index < 0)
             return;
         const phase2_item *item = &plan->items[index];
         phase2_item_run(plan, item, y_gate, y_up);
@@ -202,7 +207,7 @@ static void phase3_accumulate(const forward_plan *plan, int first, int tokens, c
     }
 }
 
-static void phase3_w2(forward_plan *plan, float *scratch)
+static void phase3_w2(forward_plan *plan, int thread, float *scratch)
 {
     const mi4_cpu_weights *w = plan->w;
     const mi4_cpu_pack_geometry *geo = &w->geo2;
@@ -213,8 +218,8 @@ static void phase3_w2(forward_plan *plan, float *scratch)
     float *y = scratch + (size_t)plan->token_count * columns;
     float *y_next = y + (size_t)plan->max_pairs * MI4_CPU_TILE_ROWS;
     for (;;) {
-        int index = atomic_fetch_add_explicit(&plan->next_out_item, 1, memory_order_relaxed);
-        if (index >= plan->num_out_items)
+        int index = mi4_cpu_work_take(plan->out_item_shares, plan->threads, thread);
+        if (index < 0)
             return;
         int tile_begin = index * plan->out_tiles_per_item;
         int tile_end = tile_begin + plan->out_tiles_per_item;
@@ -270,8 +275,8 @@ static void forward_job(void *arg, int thread, int threads)
     float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
     phase1_inputs(plan);
     mi4_cpu_wait_count(&plan->rows_done, plan->input_row_count);
-    phase2_w13(plan, scratch);
-    phase3_w2(plan, scratch);
+    phase2_w13(plan, thread, scratch);
+    phase3_w2(plan, thread, scratch);
 }
 
 /* Bump allocation inside one aligned block. */
@@ -316,6 +321,8 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     plan->a = arena_take(a, sizeof(float) * (size_t)max_pairs * plan->a_stride);
     plan->a_tile_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.in_blocks);
     plan->a_group_sum = arena_take(a, sizeof(float) * (size_t)max_pairs * w->geo2.num_groups);
+    plan->item_shares = arena_take(a, sizeof(mi4_cpu_work_share) * (size_t)threads);
+    plan->out_item_shares = arena_take(a, sizeof(mi4_cpu_work_share) * (size_t)threads);
     plan->thread_scratch =
         arena_take(a, sizeof(float) * (size_t)threads * plan->thread_scratch_floats);
 }
@@ -415,6 +422,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.kernels = kernels;
     plan.args = args;
     plan.pool = ctx->pool;
+    plan.threads = threads;
     plan.act.kind = args->activation;
     plan.act.limit = args->swiglu_limit;
     plan.act.alpha = args->swiglu_alpha;
@@ -511,8 +519,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         plan.on_input = on_input;
         atomic_store(&plan.next_row, 0);
         atomic_store(&plan.rows_done, 0);
-        atomic_store(&plan.next_item, 0);
-        atomic_store(&plan.next_out_item, 0);
+        mi4_cpu_work_split(plan.item_shares, threads, num_items);
+        mi4_cpu_work_split(plan.out_item_shares, threads, plan.num_out_items);
         size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
         plan.input_rows = (const char *)args->hidden_states + (size_t)begin * w->hidden_size * elem;
         plan.input_row_count = count;

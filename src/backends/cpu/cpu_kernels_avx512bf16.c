@@ -97,13 +97,15 @@ static ALWAYS_INLINE void block_step(__m512 (*acc)[MAX_BLOCK_TOKENS], const uint
     __m512i word = _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
         _mm256_load_si256((const __m256i *)(block_b + at)), 1);
+    /* each register's last use is the (destructive) vpternlogd: no copies */
     __m512i rotated = _mm512_ror_epi32(word, 8);
+    __m512i codes[4];
+    codes[1] = top_codes(word);
+    codes[0] = low_codes(word);
+    codes[3] = top_codes(rotated);
+    codes[2] = low_codes(rotated);
     for (int c = 0; c < 4; c++) {
-        __m512i codes = c == 0   ? low_codes(word)
-                        : c == 1 ? top_codes(word)
-                        : c == 2 ? low_codes(rotated)
-                                 : top_codes(rotated);
-        __m512bh w = (__m512bh)codes;
+        __m512bh w = (__m512bh)codes[c];
         for (int t = 0; t < TB; t++)
             acc[(first_set + c) % S][t] =
                 dot_pair(acc[(first_set + c) % S][t], w, rows[t], row_block, c);
