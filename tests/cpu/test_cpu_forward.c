@@ -1,7 +1,7 @@
 /* The CPU forward pass against the test kit's double-precision reference,
  * for every kernel table, format, group size, dtype, activation, expert map
  * and router-weight placement, at few and many tokens per expert; and the
- * same bits from 1 and 2 threads. */
+ * same bits from 1 and 2 threads, and for a token alone and in a batch. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,6 +260,66 @@ static void test_repeated_expert_ids(void **state)
     }
 }
 
+/* Phase 3 runs w2 by expert for few pairs (decode) and by output slice for
+ * many: a token's output row is the same bits alone (the first) and in a
+ * batch of 1100 tokens (2200 pairs: the second), on every table. */
+static void test_w2_paths_agree(void **state)
+{
+    (void)state;
+    const int64_t batch = 1100;
+    const int topk = 2, hidden = 128;
+    tk_rng rng;
+    tk_rng_seed(&rng, 600);
+    tk_layer layer;
+    assert_int_equal(tk_layer_random(&layer, MOEINT4_FORMAT_GPTQ_ASYM, 0, 4, hidden, 96, 32,
+                                     MOEINT4_DTYPE_BF16, 0, &rng),
+                     0);
+    moeint4_weights_desc desc = tk_layer_desc(&layer);
+    size_t row_bytes = (size_t)hidden * 2;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)batch * topk);
+    float *weights = malloc(sizeof(float) * (size_t)batch * topk);
+    uint16_t *x = malloc(row_bytes * (size_t)batch);
+    uint16_t *out = malloc(row_bytes * (size_t)batch);
+    uint16_t alone[128];
+    assert_non_null(ids);
+    assert_non_null(weights);
+    assert_non_null(x);
+    assert_non_null(out);
+    tk_route_random(&rng, batch, 4, topk, ids, weights);
+    tk_fill_activations(&rng, MOEINT4_DTYPE_BF16, (size_t)batch * hidden, 1.0, x);
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int num_tables = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
+    for (int ti = 0; ti < num_tables; ti++) {
+        mi4_cpu_context *ctx = NULL;
+        assert_int_equal(mi4_cpu_context_create_with(2, tables[ti], &ctx), MOEINT4_SUCCESS);
+        mi4_cpu_weights *w = NULL;
+        char err[256] = "";
+        assert_int_equal(mi4_cpu_weights_prepare(ctx, &desc, &w, err, sizeof err),
+                         MOEINT4_SUCCESS);
+        moeint4_forward_args args =
+            tk_forward_args(MOEINT4_DTYPE_BF16, batch, topk, x, ids, weights, out, NULL);
+        assert_int_equal(mi4_cpu_forward_with(ctx, tables[ti], w, &args, err, sizeof err),
+                         MOEINT4_SUCCESS);
+        for (int64_t m = 0; m < batch; m += 137) {
+            moeint4_forward_args one =
+                tk_forward_args(MOEINT4_DTYPE_BF16, 1, topk, x + m * hidden, ids + m * topk,
+                                weights + m * topk, alone, NULL);
+            assert_int_equal(mi4_cpu_forward_with(ctx, tables[ti], w, &one, err, sizeof err),
+                             MOEINT4_SUCCESS);
+            if (!cpu_test_same_bits(alone, out + m * hidden, row_bytes))
+                fail_msg("kernel %s: token %lld alone and in the batch differ", tables[ti]->name,
+                         (long long)m);
+        }
+        mi4_cpu_weights_release(w);
+        mi4_cpu_context_destroy(ctx);
+    }
+    free(ids);
+    free(weights);
+    free(x);
+    free(out);
+    tk_layer_free(&layer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_odd_shapes),
         cmocka_unit_test(test_many_tokens),
         cmocka_unit_test(test_repeated_expert_ids),
+        cmocka_unit_test(test_w2_paths_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * after the job closed); a job's caller-side wait sees all the work; a
  * nested run is refused. Idle workers go to sleep after MOEINT4_CPU_IDLE_MS
  * (set to 1 ms here, so the spaced jobs find them asleep) and a job wakes
- * them; with the default they sleep right away instead of burning a core. */
+ * them; with the default (2 ms of spinning) they sleep well within a 50 ms
+ * pause instead of burning a core. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -149,9 +150,9 @@ static double process_cpu_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* After a job, idle workers sleep (the default, MOEINT4_CPU_IDLE_MS unset):
- * over a 50 ms pause the process uses a small part of a core, not a whole
- * one. */
+/* After a job, idle workers spin for 2 ms and then sleep (the default,
+ * MOEINT4_CPU_IDLE_MS unset): over a 50 ms pause the process uses a small
+ * part of a core (two workers: ~4 ms), not a whole one. */
 static void test_idle_workers_sleep(void **state)
 {
     (void)state;
@@ -185,7 +186,7 @@ int main(void)
         cmocka_unit_test(test_idle_workers_sleep),
     };
     /* Read at pool creation: short, so that idle workers sleep within the
-     * test (the default keeps them yielding much longer). */
+     * tests' pauses (the default keeps them spinning for 2 ms). */
     setenv("MOEINT4_CPU_IDLE_MS", "1", 1);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

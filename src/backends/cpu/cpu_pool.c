@@ -8,18 +8,22 @@
 
 #include "base/alloc.h"
 
-/* How long a thread spins before it sleeps (between jobs) or yields (while
- * waiting for work). Short: on a loaded machine a spinning thread takes the
- * core from the very thread it waits for (measured: 20000 pause-spins turned
- * a 10 us job into 0.5-1.5 ms on a busy 2-core VM). */
-#define MI4_POOL_SPIN_NS 50000
+/* How long a thread spins while waiting for work inside a job before it
+ * yields. Short: on a loaded machine a spinning thread takes the core from
+ * the very thread it waits for (measured: 20000 pause-spins turned a 10 us
+ * job into 0.5-1.5 ms on a busy 2-core VM). */
 #define MI4_WAIT_SPIN_NS 50000
-/* After spinning, an idle worker may keep yielding for a while before it
- * sleeps (MOEINT4_CPU_IDLE_MS). Default 0: it sleeps right after spinning,
- * so no core burns between decode steps; a forward wakes the workers
- * (mi4_cpu_pool_wake) before it plans, and the caller starts the work
- * alone while they wake (jobs are work-conserving). */
-#define MI4_POOL_IDLE_NS_DEFAULT 0
+/* How long an idle worker spins for the next job before it sleeps
+ * (MOEINT4_CPU_IDLE_MS overrides; 0 keeps only a 50 us spin). Waking a
+ * sleeper costs the caller a futex wake (20-60 us of system call on the
+ * development VM, a nested KVM guest whose idle vCPUs halt at once) and the
+ * sleeper another 50-150 us before it runs, against a decode forward of
+ * ~0.5 ms (Qwen3 M = 1); the MoE layers of a decode step follow each other
+ * within a millisecond or two (attention in between), so a worker that
+ * spins that long is already running when the next layer starts. Past it,
+ * it sleeps: no core burns between decode steps. */
+#define MI4_POOL_IDLE_NS_DEFAULT 2000000
+#define MI4_POOL_IDLE_NS_MIN 50000
 
 /* state = generation << 32 | closed bit | workers joined */
 #define STATE_CLOSED 0x80000000ull
@@ -46,7 +50,7 @@ struct mi4_cpu_pool {
     atomic_int stop;
     atomic_int sleeping;    /* workers asleep on `wake` */
     atomic_uint wake_calls; /* mi4_cpu_pool_wake calls: sleepers start spinning */
-    int64_t idle_ns;        /* yield this long before sleeping */
+    int64_t idle_ns;        /* spin this long for the next job before sleeping */
 };
 
 static void cpu_relax(void)
@@ -104,18 +108,11 @@ static void *worker_main(void *opaque)
     mi4_cpu_pool *pool = self->pool;
     uint32_t seen = 0; /* the generation at pool creation, whenever this thread starts */
     for (;;) {
-        spinner spin = spinner_start(MI4_POOL_SPIN_NS);
-        int64_t idle_deadline = 0;
+        spinner spin = spinner_start(pool->idle_ns);
         while (state_generation(atomic_load_explicit(&pool->state, memory_order_acquire)) == seen &&
                !atomic_load(&pool->stop)) {
             if (spinner_keep_spinning(&spin))
                 continue;
-            if (idle_deadline == 0)
-                idle_deadline = monotonic_ns() + pool->idle_ns;
-            if (monotonic_ns() < idle_deadline) {
-                sched_yield();
-                continue;
-            }
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleeping, 1);
             unsigned wake_calls = atomic_load(&pool->wake_calls);
@@ -125,8 +122,7 @@ static void *worker_main(void *opaque)
             atomic_fetch_sub(&pool->sleeping, 1);
             pthread_mutex_unlock(&pool->lock);
             /* a job is coming (or has come): spin for it again */
-            spin = spinner_start(MI4_POOL_SPIN_NS);
-            idle_deadline = 0;
+            spin = spinner_start(MI4_POOL_IDLE_NS_MIN);
         }
         if (atomic_load(&pool->stop))
             return NULL;
@@ -155,7 +151,7 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
         char *end = NULL;
         long ms = strtol(idle_ms, &end, 10);
         if (end && *end == '\0' && ms >= 0 && ms <= 10000)
-            pool->idle_ns = (int64_t)ms * 1000000;
+            pool->idle_ns = ms > 0 ? (int64_t)ms * 1000000 : MI4_POOL_IDLE_NS_MIN;
     }
     pool->threads = mi4_calloc((size_t)num_threads, sizeof *pool->threads);
     pool->worker_args = mi4_calloc((size_t)num_threads, sizeof *pool->worker_args);
@@ -231,7 +227,7 @@ int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
 
     int joined = (int)(atomic_fetch_or_explicit(&pool->state, STATE_CLOSED, memory_order_acq_rel) &
                        STATE_JOINED_MASK);
-    spinner spin = spinner_start(MI4_POOL_SPIN_NS);
+    spinner spin = spinner_start(MI4_WAIT_SPIN_NS);
     while (atomic_load_explicit(&pool->finished, memory_order_acquire) < joined) {
         if (spinner_keep_spinning(&spin))
             continue;

@@ -1,7 +1,8 @@
 /* A small thread pool owned by one CPU context: num_threads - 1 workers plus
- * the calling thread run one job at a time. Workers spin briefly between
- * jobs and then sleep (no core burns between decode steps);
- * mi4_cpu_pool_wake starts sleepers early, before the job is ready.
+ * the calling thread run one job at a time. Workers spin for the next job
+ * for a while (2 ms, MOEINT4_CPU_IDLE_MS: the layers of one decode step)
+ * and then sleep (no core burns between decode steps); mi4_cpu_pool_wake
+ * starts sleepers early, before the job is ready.
  *
  * Jobs must be work-conserving: the caller alone can finish a job, and no
  * thread ever waits for another particular thread, only for work to be done
