@@ -5,7 +5,8 @@
  * nested run is refused. Idle workers go to sleep after MOEINT4_CPU_IDLE_MS
  * (set to 1 ms here, so the spaced jobs find them asleep) and a job wakes
  * them; with the default (2 ms of spinning) they sleep well within a 50 ms
- * pause instead of burning a core. */
+ * pause instead of burning a core. The forward's work shares: every item
+ * taken once, a thread's own items in address order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "backends/cpu/cpu_pool.h"
+#include "backends/cpu/cpu_work.h"
 
 #define UNITS 257
 
@@ -73,7 +75,7 @@ static void run_jobs(int threads, int spaced)
         if (round == 0)
             assert_int_equal(atomic_load(&job.nested_refused), 1);
         if (spaced) {
-            pause_ms(5); /* workers spin 50 us, yield 1 ms, then sleep */
+            pause_ms(5); /* workers spin 1 ms (set below), then sleep */
         }
     }
     mi4_cpu_pool_destroy(pool);
@@ -177,6 +179,80 @@ static void test_idle_workers_sleep(void **state)
         fail_msg("idle workers used %.1f ms of CPU over a 50 ms pause", burned * 1e3);
 }
 
+/* Work shares (cpu_work.h) taken by a pool job's threads: every item once;
+ * each thread's items from its own share in increasing order, then stolen
+ * ones in decreasing order per share. */
+#define SHARE_ITEMS 301
+#define SHARE_THREADS 3
+
+typedef struct share_job {
+    mi4_cpu_work_share shares[SHARE_THREADS];
+    atomic_int hits[SHARE_ITEMS];
+    int taken[SHARE_THREADS][SHARE_ITEMS];
+    int count[SHARE_THREADS];
+} share_job;
+
+static void take_shares(void *arg, int thread, int threads)
+{
+    share_job *job = arg;
+    assert_true(threads == SHARE_THREADS);
+    for (int item; (item = mi4_cpu_work_take(job->shares, SHARE_THREADS, thread)) >= 0;) {
+        assert_true(item < SHARE_ITEMS);
+        atomic_fetch_add(&job->hits[item], 1);
+        job->taken[thread][job->count[thread]++] = item;
+    }
+}
+
+static int share_of(int item)
+{
+    for (int p = 0; p < SHARE_THREADS; p++)
+        if (item < SHARE_ITEMS * (p + 1) / SHARE_THREADS)
+            return p;
+    return -1;
+}
+
+static void test_work_shares(void **state)
+{
+    (void)state;
+    mi4_cpu_pool *pool = mi4_cpu_pool_create(SHARE_THREADS);
+    assert_non_null(pool);
+    for (int round = 0; round < 200; round++) {
+        share_job *job = calloc(1, sizeof *job);
+        assert_non_null(job);
+        mi4_cpu_work_split(job->shares, SHARE_THREADS, SHARE_ITEMS);
+        assert_int_equal(mi4_cpu_pool_try_run(pool, take_shares, job), 0);
+        for (int i = 0; i < SHARE_ITEMS; i++)
+            assert_int_equal(atomic_load(&job->hits[i]), 1);
+        for (int t = 0; t < SHARE_THREADS; t++) {
+            int last_own = -1, last_stolen[SHARE_THREADS];
+            for (int p = 0; p < SHARE_THREADS; p++)
+                last_stolen[p] = SHARE_ITEMS;
+            for (int i = 0; i < job->count[t]; i++) {
+                int item = job->taken[t][i], p = share_of(item);
+                if (p == t) {
+                    assert_true(item > last_own);
+                    last_own = item;
+                } else {
+                    assert_true(item < last_stolen[p]);
+                    last_stolen[p] = item;
+                }
+            }
+        }
+        free(job);
+    }
+    mi4_cpu_pool_destroy(pool);
+    /* alone (a busy pool's caller): everything, own share first */
+    share_job *job = calloc(1, sizeof *job);
+    assert_non_null(job);
+    mi4_cpu_work_split(job->shares, SHARE_THREADS, SHARE_ITEMS);
+    int n = 0;
+    for (int item; (item = mi4_cpu_work_take(job->shares, SHARE_THREADS, 0)) >= 0; n++)
+        if (n < SHARE_ITEMS / SHARE_THREADS)
+            assert_int_equal(item, n);
+    assert_int_equal(n, SHARE_ITEMS);
+    free(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_spaced),
         cmocka_unit_test(test_workers_sleep_and_wake),
         cmocka_unit_test(test_idle_workers_sleep),
+        cmocka_unit_test(test_work_shares),
     };
     /* Read at pool creation: short, so that idle workers sleep within the
      * tests' pauses (the default keeps them spinning for 2 ms). */
