@@ -20,7 +20,8 @@
  * four extractions and four vdpbf16ps per token, against three shifts and
  * four vpermw table lookups before: that smaller instruction count is what
  * lets a core keep more weight lines in flight from DRAM (bench/kernels/
- * RESULTS.md: decode per core 17 -> 32 GB/s with the longer prefetch).
+ * RESULTS.md, bench_cpu_kernels' gemv, one token, CPU time: 17.9 -> 28.2
+ * GB/s on one core, 35.8 -> 55.5 on two; 59.7 -> 66.4 from L2).
  * vdpbf16ps multiplies each column pair with the input pair broadcast from
  * memory and adds both products to the row's f32 accumulator; products of
  * 8-bit significands are exact. The group scale is applied once per group,
@@ -52,11 +53,16 @@
 
 typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
 
-/* How far ahead of each tile stream this table prefetches: farther than the
- * f32 tables (MI4_CPU_PREFETCH_BYTES), as measured on the AMD EPYC VM (one
- * token, tile pairs from DRAM, 1 / 2 threads): 8 KB 18 / 35 GB/s, 16 KB
- * 16-28 / 40-57, 32 KB 32 / 60 (bench/kernels/RESULTS.md). */
-#define BF16_PREFETCH_BYTES 32768
+/* How far ahead of each tile stream this table prefetches. Measured on the
+ * AMD EPYC VM, one token, one core, CPU time, tiles from DRAM: with the two
+ * tiles of a pair far apart (two independent streams, as the decode forward
+ * runs them) 8, 16 and 32 KB all stream 38-40 GB/s (w13 and w2 shapes), the
+ * one-core read limit; with adjacent tiles (one stream, the many-pairs w2
+ * path) 8 KB gave 18 and 32 KB 32 GB/s; the Qwen3 forward on one core ran
+ * within 5% for 8-24 KB, 48 KB was 10% slower (bench/kernels/RESULTS.md). */
+#ifndef BF16_PREFETCH_BYTES
+#define BF16_PREFETCH_BYTES 16384
+#endif
 
 /* bf16 of 128 + (half & 0xF) in each 16-bit half */
 static ALWAYS_INLINE __m512i low_codes(__m512i word)
