@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the CPU bench set and writes bench/results/cpu-<date>.json and
-# .md (plus cpu-<date>-qwen3.png): Qwen3-30B-A3B GPTQ sym at M = 1, 8, 64,
-# 512; Mixtral-8x7B at M = 1 and 8; every format at M = 1. About 5 minutes
-# on a quiet 2-core machine (plus up to QUIET_WAIT per run on a busy one).
+# Runs the CPU bench set and writes bench/results/cpu-<date>-<commit>.json
+# and .md (plus cpu-<date>-<commit>-qwen3.png): Qwen3-30B-A3B GPTQ sym at
+# M = 1, 8, 64, 512; Mixtral-8x7B at M = 1 and 8; every format at M = 1;
+# then Qwen3 M = 1 and 8 again with the library's idle workers kept spinning
+# (decode steady state, appended to the page). About 2 minutes on a quiet
+# 2-core machine (plus up to QUIET_WAIT per run on a busy one).
 # Env: BUILD_DIR (default build-bench), ITERS (default 15), THREADS (default all),
 # BASELINE_CORETYPE (OpenBLAS kernels of the baseline; default: the widest the CPU has),
 # RESULTS_DIR (default bench/results),
@@ -41,6 +43,8 @@ fi
 coretype_note=${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE }
 
 date=$(date -u +%Y-%m-%d)
+commit=$(git -C "$root" rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+name=cpu-$date-$commit
 results=${RESULTS_DIR:-$root/bench/results}
 mkdir -p "$results"
 scratch=$(mktemp -d)
@@ -80,7 +84,7 @@ failed=0
 for i in "${!runs[@]}"; do
   read -r -a args <<<"${runs[$i]}"
   extra=()
-  if [ "$i" -eq 0 ]; then extra=(--plot "$results/cpu-$date-qwen3.png"); fi
+  if [ "$i" -eq 0 ]; then extra=(--plot "$results/$name-qwen3.png"); fi
   command="${coretype_note}moeint4 bench ${runs[$i]} --backend cpu --iters $iters ${threads_arg[*]:-}"
   echo "== $command" >&2
   wait_for_quiet
@@ -101,7 +105,41 @@ else
 fi
 export REPORT_NOTES="source tree: $tree_note
 made by bench/run_cpu.sh (ITERS=$iters${OPENBLAS_CORETYPE:+, OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE})"
-/usr/bin/python3 "$root/bench/cpu_report.py" "$results/cpu-$date.json" "$results/cpu-$date.md" \
+/usr/bin/python3 "$root/bench/cpu_report.py" "$results/$name.json" "$results/$name.md" \
   "${report_args[@]}"
-echo "wrote $results/cpu-$date.json and .md" >&2
+
+# Decode steady state: the timed forwards above each follow a cache flush of
+# several milliseconds, long enough for the library's idle worker to fall
+# asleep (it spins 2 ms, MOEINT4_CPU_IDLE_MS), so each pays a wake-up (50-150
+# us on the development VM). In a decode step the MoE layers follow each
+# other faster than that; kept spinning, the worker is running when the
+# forward starts. The CLI's own table, appended to the page.
+steady="qwen3-30b-a3b gptq-sym, M = 1 and 8"
+steady_command="MOEINT4_CPU_IDLE_MS=100 ${coretype_note}moeint4 bench --preset qwen3-30b-a3b --format gptq-sym --tokens 1,8 --backend cpu --iters $iters ${threads_arg[*]:-}"
+echo "== $steady_command" >&2
+wait_for_quiet
+load=$(cut -d' ' -f1 /proc/loadavg)
+if MOEINT4_CPU_IDLE_MS=100 "$cli" bench --preset qwen3-30b-a3b --format gptq-sym --tokens 1,8 \
+     --backend cpu --iters "$iters" "${threads_arg[@]}" >"$scratch/steady.txt"; then
+  {
+    echo
+    echo "## Decode steady state: $steady, workers kept spinning"
+    echo
+    echo "The runs above flush the caches before every timed forward, for several"
+    echo "milliseconds: the library's idle worker falls asleep meanwhile and each forward"
+    echo "pays its wake-up. In decode the MoE layers follow each other faster; with"
+    echo "MOEINT4_CPU_IDLE_MS=100 the worker is running when the forward starts. Load"
+    echo "average $load when it began. Command:"
+    echo
+    echo "    $steady_command"
+    echo
+    echo '```'
+    cat "$scratch/steady.txt"
+    echo '```'
+  } >>"$results/$name.md"
+else
+  failed=1
+  echo "run_cpu.sh: the steady-state run failed" >&2
+fi
+echo "wrote $results/$name.json and .md" >&2
 exit "$failed"
