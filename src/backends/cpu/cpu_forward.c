@@ -13,7 +13,10 @@
  *                      expert taken as soon as it is ready (no wait for the
  *                      whole of phase 2), so each output value is summed by
  *                      one thread in a fixed order (same bits for any thread
- *                      count).
+ *                      count). Decode (few pairs) runs it by expert instead,
+ *                      like phase 2 (items = (expert, tiles), two far-apart
+ *                      tile streams), keeping each pair's w2 rows; the caller
+ *                      then sums each token's rows in the same fixed order.
  * Work items are shared out dynamically, so both cores stream weights even
  * at M = 1 with only topk experts, and a phase ends when its work is done,
  * whoever did it (cpu_pool.h: a worker that wakes late is not waited for).
