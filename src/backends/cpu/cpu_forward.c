@@ -130,6 +130,39 @@ static void phase1_inputs(forward_plan *plan)
     }
 }
 
+/* A tile job over the pairs of active expert `ai`: their rows in `rows` and
+ * group sums in `sums` (per pair), y rows to `y`; the tile is set per run. */
+static mi4_cpu_tile_job expert_job(const forward_plan *plan, const mi4_cpu_pack_geometry *geo,
+                                   int ai, const float *const *rows, const float *const *sums,
+                                   float *y)
+{
+    int first = plan->active_start[ai];
+    mi4_cpu_tile_job job = {
+        .geo = geo,
+        .scales_bf16 = plan->w->scales_bf16,
+        .x = rows + first,
+        .xsum = sums + first,
+        .tokens = plan->active_start[ai + 1] - first,
+        .y = y,
+    };
+    return job;
+}
+
+/* Items (active expert, tiles [t, t + item_tiles)) over tiles [0, tiles) of
+ * every active expert, expert by expert; returns how many. */
+static int make_items(phase2_item *items, int num_active, int tiles, int item_tiles)
+{
+    int count = 0;
+    for (int ai = 0; ai < num_active; ai++)
+        for (int t = 0; t < tiles; t += item_tiles) {
+            items[count].active = ai;
+            items[count].tile_begin = t;
+            items[count].tile_end = t + item_tiles < tiles ? t + item_tiles : tiles;
+            count++;
+        }
+    return count;
+}
+
 static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *y_gate, float *y_up)
 {
     const mi4_cpu_weights *w = plan->w;
@@ -139,14 +172,8 @@ static void phase2_item_run(forward_plan *plan, const phase2_item *item, float *
     int first = plan->active_start[item->active];
     int tokens = plan->active_start[item->active + 1] - first;
     const uint8_t *expert_w13 = w->w13 + (size_t)expert * w->w13_expert_bytes;
-    mi4_cpu_tile_job gate = {
-        .geo = geo,
-        .scales_bf16 = w->scales_bf16,
-        .x = plan->pair_x + first,
-        .xsum = plan->pair_xsum + first,
-        .tokens = tokens,
-        .y = y_gate,
-    };
+    mi4_cpu_tile_job gate =
+        expert_job(plan, geo, item->active, plan->pair_x, plan->pair_xsum, y_gate);
     mi4_cpu_tile_job up = gate;
     up.y = y_up;
     for (int t = item->tile_begin; t < item->tile_end; t++) {
@@ -248,14 +275,7 @@ static void phase3_w2(forward_plan *plan, int thread, float *scratch)
             int tokens = plan->active_start[ai + 1] - first;
             const uint8_t *expert_w2 = w->w2 + (size_t)expert * w->w2_expert_bytes;
             mi4_cpu_wait_count(&plan->expert_ready[ai], 1);
-            mi4_cpu_tile_job job = {
-                .geo = geo,
-                .scales_bf16 = w->scales_bf16,
-                .x = plan->pair_a + first,
-                .xsum = plan->pair_a_sum + first,
-                .tokens = tokens,
-                .y = y,
-            };
+            mi4_cpu_tile_job job = expert_job(plan, geo, ai, plan->pair_a, plan->pair_a_sum, y);
             mi4_cpu_tile_job next = job;
             next.y = y_next;
             int t = tile_begin;
@@ -307,14 +327,8 @@ static void phase3_by_expert(forward_plan *plan, int thread, float *scratch)
         const uint8_t *expert_w2 =
             w->w2 + (size_t)plan->active_expert[item->active] * w->w2_expert_bytes;
         mi4_cpu_wait_count(&plan->expert_ready[item->active], 1);
-        mi4_cpu_tile_job job = {
-            .geo = geo,
-            .scales_bf16 = w->scales_bf16,
-            .x = plan->pair_a + first,
-            .xsum = plan->pair_a_sum + first,
-            .tokens = tokens,
-            .y = y,
-        };
+        mi4_cpu_tile_job job =
+            expert_job(plan, geo, item->active, plan->pair_a, plan->pair_a_sum, y);
         mi4_cpu_tile_job far = job;
         far.y = y_far;
         for (int t = item->tile_begin; t < item->tile_end; t++) {
@@ -607,14 +621,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
             in_factor[p] = on_input ? weights[s] : 1.0f;
             out_factor[p] = on_input ? 1.0f : weights[s];
         }
-        int num_items = 0;
-        for (int ai = 0; ai < num_active; ai++)
-            for (int t = 0; t < tiles13; t += item_tiles) {
-                items[num_items].active = ai;
-                items[num_items].tile_begin = t;
-                items[num_items].tile_end = t + item_tiles < tiles13 ? t + item_tiles : tiles13;
-                num_items++;
-            }
+        int num_items = make_items(items, num_active, tiles13, item_tiles);
         plan.token_begin = begin;
         plan.token_count = count;
         plan.num_pairs = num_pairs;
@@ -631,15 +638,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         atomic_store(&plan.next_row, 0);
         atomic_store(&plan.rows_done, 0);
         mi4_cpu_work_split(plan.item_shares, threads, num_items);
-        int num_w2_items = 0;
-        if (w2_by_expert)
-            for (int ai = 0; ai < num_active; ai++)
-                for (int t = 0; t < half2; t += w2_item_tiles) {
-                    w2_items[num_w2_items].active = ai;
-                    w2_items[num_w2_items].tile_begin = t;
-                    w2_items[num_w2_items].tile_end = t + w2_item_tiles < half2 ? t + w2_item_tiles : half2;
-                    num_w2_items++;
-                }
+        int num_w2_items = w2_by_expert ? make_items(w2_items, num_active, half2, w2_item_tiles) : 0;
         plan.w2_items = w2_items;
         plan.num_w2_items = num_w2_items;
         mi4_cpu_work_split(plan.out_item_shares, threads,
