@@ -26,7 +26,8 @@
  * one core, CPU time): 2 KB: M = 1 1.13-1.15 ms, M = 8 7.5 ms; 8 KB:
  * 0.67-0.68 / 4.5 ms; 16-32 KB no better in the forward (past an item's
  * last tile they fetch what another core may read). The Intel VM of the
- * first measurements had 1-4 KB within 10% of each other. */
+ * first measurements had 1-4 KB within 10% of each other. The f32 tables
+ * use it; the bf16 table has its own (BF16_PREFETCH_BYTES). */
 #ifndef MI4_CPU_PREFETCH_BYTES
 #define MI4_CPU_PREFETCH_BYTES 8192
 #endif
