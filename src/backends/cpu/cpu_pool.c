@@ -51,6 +51,7 @@ struct mi4_cpu_pool {
     atomic_int sleeping;    /* workers asleep on `wake` */
     atomic_uint wake_calls; /* mi4_cpu_pool_wake calls: sleepers start spinning */
     int64_t idle_ns;        /* spin this long for the next job before sleeping */
+    atomic_int caller_cpu;  /* the CPU the last job's caller finished on, or -1 */
 };
 
 static void cpu_relax(void)
@@ -87,6 +88,31 @@ static int spinner_keep_spinning(spinner *s)
     return 1;
 }
 
+/* The CPU this thread runs on, or -1 where that is not known. */
+static int current_cpu(void)
+{
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* An idle worker's spin: while its budget lasts and it does not share the
+ * CPU the caller last ran on. On a loaded machine the scheduler may put both
+ * on one CPU, and a spinning worker there takes the caller's time. */
+static int idle_keep_spinning(mi4_cpu_pool *pool, spinner *s)
+{
+    if (!spinner_keep_spinning(s))
+        return 0;
+    if ((s->spins & 63) == 0) {
+        int cpu = current_cpu();
+        if (cpu >= 0 && cpu == atomic_load_explicit(&pool->caller_cpu, memory_order_relaxed))
+            return 0;
+    }
+    return 1;
+}
+
 static uint32_t state_generation(uint64_t state) { return (uint32_t)(state >> 32); }
 
 /* Joins the job of `generation` if it is still open. */
@@ -111,7 +137,7 @@ static void *worker_main(void *opaque)
         spinner spin = spinner_start(pool->idle_ns);
         while (state_generation(atomic_load_explicit(&pool->state, memory_order_acquire)) == seen &&
                !atomic_load(&pool->stop)) {
-            if (spinner_keep_spinning(&spin))
+            if (idle_keep_spinning(pool, &spin))
                 continue;
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleeping, 1);
@@ -166,6 +192,7 @@ mi4_cpu_pool *mi4_cpu_pool_create(int num_threads)
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
     atomic_init(&pool->state, STATE_CLOSED);
+    atomic_init(&pool->caller_cpu, -1);
     for (int i = 1; i < num_threads; i++) {
         pool->worker_args[i].pool = pool;
         pool->worker_args[i].index = i;
@@ -224,6 +251,7 @@ int mi4_cpu_pool_try_run(mi4_cpu_pool *pool, mi4_cpu_job_fn job, void *arg)
     pthread_mutex_unlock(&pool->lock);
 
     job(arg, 0, pool->num_threads);
+    atomic_store_explicit(&pool->caller_cpu, current_cpu(), memory_order_relaxed);
 
     int joined = (int)(atomic_fetch_or_explicit(&pool->state, STATE_CLOSED, memory_order_acq_rel) &
                        STATE_JOINED_MASK);
