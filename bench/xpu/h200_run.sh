@@ -1,9 +1,14 @@
 #!/bin/bash
 # One call on the lent H200: the XPU backend's OpenCL runtime on NVIDIA's
 # OpenCL driver (MOEINT4_XPU_TEST_ANY_GPU=1). The build is made on the
-# Debian machine at /work/wt/xpu/build-x (see README.md beside this file) and
-# travels with the tree; /work/wt/xpu is linked to the tree here so that the
-# build's absolute paths (RPATH, ctest files, tests/data/vllm) hold.
+# Debian machine at $BUILT_AT/build-x (default /work/wt/xpu; see README.md
+# beside this file) and travels with the tree; $BUILT_AT is linked to the
+# tree here so that the build's absolute paths (RPATH, ctest files,
+# tests/data/vllm) hold.
+# Optional: BASELINE=DIR (a build's bin/ and lib/ of other kernels, carried
+# under the tree: M = 1 per-kernel times of those first), TEAMS="8 16 32"
+# (M = 1 per-kernel times with MOEINT4_XPU_GEMM_TEAM forced to each),
+# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1).
 # Writes log.txt, ctest.txt and the bench JSON under $OUT.
 set -u
 OUT=${OUT:-/tmp/xpu-out}
@@ -12,7 +17,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOG=$OUT/log.txt
 exec > >(tee -a "$LOG") 2>&1
 echo "== $(date -u +%FT%TZ) tree $ROOT commit ${COMMIT:-unknown}"
-mkdir -p /work/wt && ln -sfn "$ROOT" /work/wt/xpu
+BUILT_AT=${BUILT_AT:-/work/wt/xpu}
+mkdir -p "$(dirname "$BUILT_AT")" && ln -sfn "$ROOT" "$BUILT_AT"
 mkdir -p /tmp/xpudeps && tar xJf "$ROOT/build-xpudeps/deps.tar.xz" -C /tmp/xpudeps
 export LD_LIBRARY_PATH=/tmp/xpudeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # NVIDIA's OpenCL driver is installed without an ICD file: name it in a vendors folder
@@ -21,9 +27,9 @@ lib=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1 /{print $NF; exit}')
 echo "NVIDIA OpenCL driver: ${lib:-not found}"
 mkdir -p /tmp/vendors && echo "$lib" > /tmp/vendors/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/vendors
-export MOEINT4_XPU_TEST_ANY_GPU=1 MOEINT4_BACKEND_PATH=/work/wt/xpu/build-x/lib MOEINT4_COMMIT=${COMMIT:-unknown}
+export MOEINT4_XPU_TEST_ANY_GPU=1 MOEINT4_BACKEND_PATH=$BUILT_AT/build-x/lib MOEINT4_COMMIT=${COMMIT:-unknown}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-CLI=/work/wt/xpu/build-x/bin/moeint4
+CLI=$BUILT_AT/build-x/bin/moeint4
 $CLI info --backend xpu 2>&1 | head -30
 
 echo "== copy bandwidth (torch, 2 GiB device-to-device, bytes read + written)"
@@ -42,9 +48,32 @@ PY
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== XPU tests on the H200 (OpenCL runtime, NVIDIA driver)"
-  timeout 150 ctest --test-dir /work/wt/xpu/build-x --output-on-failure -j4 \
+  timeout 150 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j4 \
     -R '^test_xpu_(kernels|backend|conformance)$' > "$OUT/ctest.txt" 2>&1
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
+fi
+
+profile() { # label cli backend_path extra-env...
+  local label=$1 cli=$2 path=$3; shift 3
+  for preset in qwen3-30b-a3b mixtral-8x7b; do
+    echo "== $preset: M = 1, $label: device time per kernel (OpenCL profiling events)"
+    env "$@" MOEINT4_BACKEND_PATH="$path" MOEINT4_XPU_PROFILE=1 timeout 60 "$cli" bench \
+      --backend xpu --preset $preset --tokens 1 --iters 30 2>&1 | grep -E 'xpu profile|^ +1 '
+  done
+}
+if [ -n "${BASELINE:-}" ]; then
+  profile "baseline kernels ($BASELINE)" "$ROOT/$BASELINE/bin/moeint4" "$ROOT/$BASELINE/lib" X=1
+fi
+for team in ${TEAMS:-}; do
+  profile "MOEINT4_XPU_GEMM_TEAM=$team" "$CLI" "$BUILT_AT/build-x/lib" MOEINT4_XPU_GEMM_TEAM=$team
+done
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+  for preset in qwen3-30b-a3b mixtral-8x7b; do
+    echo "== $preset: M = 1, ncu (GEMM kernels)"
+    timeout 120 ncu -k regex:mi4_w -c 4 --metrics \
+      gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+      "$CLI" bench --backend xpu --preset $preset --tokens 1 --iters 1 2>&1 | grep -vE '^==PROF==|^moeint4 bench' | tail -40
+  done
 fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
