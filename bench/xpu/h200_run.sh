@@ -6,8 +6,10 @@
 # tree here so that the build's absolute paths (RPATH, ctest files,
 # tests/data/vllm) hold.
 # Optional: BASELINE=DIR (a build's bin/ and lib/ of other kernels, carried
-# under the tree: M = 1 per-kernel times of those first), TEAMS="8 16 32"
-# (M = 1 per-kernel times with MOEINT4_XPU_GEMM_TEAM forced to each),
+# under the tree: M = 1 per-kernel times of those first),
+# VARIANTS="A=1,B=2;C=3" (M = 1 per-kernel times under each ';'-separated
+# set of ','-separated environment settings, e.g. MOEINT4_XPU_GEMM_TEAM=8 or
+# MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8),
 # NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1).
 # Writes log.txt, ctest.txt and the bench JSON under $OUT.
 set -u
@@ -64,14 +66,16 @@ profile() { # label cli backend_path extra-env...
 if [ -n "${BASELINE:-}" ]; then
   profile "baseline kernels ($BASELINE)" "$ROOT/$BASELINE/bin/moeint4" "$ROOT/$BASELINE/lib" X=1
 fi
-for team in ${TEAMS:-}; do
-  profile "MOEINT4_XPU_GEMM_TEAM=$team" "$CLI" "$BUILT_AT/build-x/lib" MOEINT4_XPU_GEMM_TEAM=$team
+IFS=';' read -r -a variants <<< "${VARIANTS:-}"
+for variant in "${variants[@]}"; do
+  IFS=',' read -r -a settings <<< "$variant"
+  profile "$variant" "$CLI" "$BUILT_AT/build-x/lib" "${settings[@]}"
 done
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
   for preset in qwen3-30b-a3b mixtral-8x7b; do
     echo "== $preset: M = 1, ncu (GEMM kernels)"
     timeout 120 ncu -k regex:mi4_w -c 4 --metrics \
-      gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+      gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active \
       "$CLI" bench --backend xpu --preset $preset --tokens 1 --iters 1 2>&1 | grep -vE '^==PROF==|^moeint4 bench' | tail -40
   done
 fi

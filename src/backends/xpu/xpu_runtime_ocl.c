@@ -361,12 +361,15 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
     cl_int rc = CL_SUCCESS;
     if (load_aot_binary(rt))
         return create_kernels(rt, err, cap);
-    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text");
+    /* bench only: e.g. "-DMI4_AHEAD=8" to compare kernel variants in one run */
+    const char *options = getenv("MOEINT4_XPU_BUILD_OPTIONS");
+    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text%s%.24s",
+             options && *options ? " built with " : "", options ? options : "");
     rt->program = clCreateProgramWithSource(rt->context, 1, &text, NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: clCreateProgramWithSource returned %d", (int)rc);
-    rc = clBuildProgram(rt->program, 1, &rt->device, "", NULL, NULL);
+    rc = clBuildProgram(rt->program, 1, &rt->device, options ? options : "", NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[256] = "";
         clGetProgramBuildInfo(rt->program, rt->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log,

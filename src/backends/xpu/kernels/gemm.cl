@@ -25,7 +25,9 @@
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
+#ifndef MI4_AHEAD /* MOEINT4_XPU_BUILD_OPTIONS may set it (bench) */
 #define MI4_AHEAD 4
+#endif
 #define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
 #define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
 
