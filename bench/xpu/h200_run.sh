@@ -55,6 +55,13 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
 fi
 
+for preset in qwen3-30b-a3b mixtral-8x7b; do
+  echo "== $preset: M = 1, device time per kernel (OpenCL profiling events)"
+  MOEINT4_XPU_PROFILE=1 timeout 60 $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
+  echo "== $preset: moeint4 bench --backend xpu"
+  timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
+    --json "$OUT/xpu-$preset.json"
+done
 profile() { # label cli backend_path extra-env...
   local label=$1 cli=$2 path=$3; shift 3
   for preset in qwen3-30b-a3b mixtral-8x7b; do
@@ -74,17 +81,10 @@ done
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
   for preset in qwen3-30b-a3b mixtral-8x7b; do
     echo "== $preset: M = 1, ncu (GEMM kernels)"
-    timeout 120 ncu -k regex:mi4_w -c 4 --metrics \
+    timeout 60 ncu -k regex:mi4_w -c 4 --metrics \
       gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active \
       "$CLI" bench --backend xpu --preset $preset --tokens 1 --iters 1 2>&1 | grep -vE '^==PROF==|^moeint4 bench' | tail -40
   done
 fi
 
-for preset in qwen3-30b-a3b mixtral-8x7b; do
-  echo "== $preset: M = 1, device time per kernel (OpenCL profiling events)"
-  MOEINT4_XPU_PROFILE=1 timeout 60 $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
-  echo "== $preset: moeint4 bench --backend xpu"
-  timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
-    --json "$OUT/xpu-$preset.json"
-done
 echo "== done $(date -u +%FT%TZ)"

@@ -29,7 +29,7 @@ typedef struct route_result {
 
 static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *weights,
                         int num_slots, const int32_t *map, int num_experts, int num_local,
-                        int dnnl_min_rows, route_result *out)
+                        int dnnl_min_rows, int tile_rows, route_result *out)
 {
     size_t route_ints = 4 * (size_t)num_local + 2;
     void *ids_d = xt_upload(rt, ids, (size_t)num_slots * 4);
@@ -44,11 +44,12 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
                            MI4_XPU_PTR(map_d),           MI4_XPU_INT(num_slots),
                            MI4_XPU_INT(slot_base),       MI4_XPU_INT(num_experts),
                            MI4_XPU_INT(num_local),       MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_INT(gated),           MI4_XPU_INT(reset),
+                           MI4_XPU_INT(tile_rows),       MI4_XPU_INT(gated),
+                           MI4_XPU_INT(reset),
                            MI4_XPU_INT(sort),            MI4_XPU_PTR(slot_expert_d),
                            MI4_XPU_PTR(route_d),         MI4_XPU_PTR(sorted_d),
                            MI4_XPU_PTR(errors_d) };
-    xt_launch(rt, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 15, args);
+    xt_launch(rt, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
     xt_download(rt, out->route, route_d, route_ints * 4);
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
     xt_download(rt, out->sorted, sorted_d, (size_t)num_slots * 4);
@@ -88,8 +89,9 @@ static int random_map(tk_rng *rng, int num_experts, int32_t *map)
 }
 
 /* The routing kernel against the host's count and sort: E experts, S slots
- * (at most 320 and 512), with and without an expert_map. */
-static void check_routing(mi4_xpu_runtime *rt, int E, int S, uint64_t seed)
+ * (at most 320 and 512), with and without an expert_map, tiles of
+ * tile_rows slots. */
+static void check_routing(mi4_xpu_runtime *rt, int E, int S, int tile_rows, uint64_t seed)
 {
     tk_rng rng;
     tk_rng_seed(&rng, seed);
@@ -107,7 +109,7 @@ static void check_routing(mi4_xpu_runtime *rt, int E, int S, uint64_t seed)
         ones(weights, S);
         /* with the map, experts with >= 10 slots (S / E / 2 when more) get no tiles */
         int dnnl_min_rows = with_map ? (S / E / 2 > 10 ? S / E / 2 : 10) : INT_MAX;
-        run_routing(rt, ids, weights, S, map, E, num_local, dnnl_min_rows, &r);
+        run_routing(rt, ids, weights, S, map, E, num_local, dnnl_min_rows, tile_rows, &r);
         int running = 0, tiles = 0;
         for (int e = 0; e < num_local; ++e) {
             int n = 0;
@@ -122,7 +124,7 @@ static void check_routing(mi4_xpu_runtime *rt, int E, int S, uint64_t seed)
             assert_int_equal(r.route[3 * num_local + 1 + e], tiles); /* tile offsets */
             running += n;
             if (n < dnnl_min_rows)
-                tiles += (n + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
+                tiles += (n + tile_rows - 1) / tile_rows;
         }
         assert_int_equal(r.route[2 * num_local], running);
         assert_int_equal(r.route[4 * num_local + 1], tiles);
@@ -139,10 +141,11 @@ static void test_routing_sorts_by_expert(void **state)
     mi4_xpu_runtime *rt = xt_runtime();
     /* not an Intel GPU: no ocloc binary fits, the program is built from text */
     assert_string_equal(rt->kernels_from, "OpenCL C text");
-    check_routing(rt, 12, 41 * 3, 11);
+    check_routing(rt, 12, 41 * 3, MI4_XPU_TILE_ROWS, 11);
+    check_routing(rt, 12, 41 * 3, 1, 14); /* the GEMVs' tiles of one slot */
     /* more experts and slots than the routing work-group has work-items */
-    check_routing(rt, 300, 100 * 4, 12);
-    check_routing(rt, 5, 1, 13);
+    check_routing(rt, 300, 100 * 4, MI4_XPU_TILE_ROWS, 12);
+    check_routing(rt, 5, 1, MI4_XPU_TILE_ROWS, 13);
     rt->ops->destroy(rt);
 }
 
@@ -165,7 +168,7 @@ static void test_routing_flags_first_bad_id_and_weight(void **state)
     weights[14] = NAN;
     weights[3] = -INFINITY;
     route_result r;
-    run_routing(rt, ids, weights, S, map, E, E, INT_MAX, &r);
+    run_routing(rt, ids, weights, S, map, E, E, INT_MAX, MI4_XPU_TILE_ROWS, &r);
     assert_int_equal(r.errors[0], 9);
     assert_int_equal(r.errors[1], 3);
     assert_int_equal(r.slot_expert[9], -1);
@@ -189,8 +192,10 @@ typedef struct gemm_setup {
     float weights[128];
 } gemm_setup;
 
-/* Slots spread over experts; the host plays the routing kernel. */
-static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gemm_setup *g)
+/* Slots spread over experts; the host plays the routing kernel (tiles of
+ * tile_rows slots). */
+static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, int tile_rows,
+                       gemm_setup *g)
 {
     memset(g, 0, sizeof *g);
     g->num_local = num_local;
@@ -210,17 +215,18 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gem
             if (g->slot_local[s] == e)
                 g->sorted[row++] = s;
         g->route[e] = row - first;
-        g->num_tiles += (row - first + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
+        g->num_tiles += (row - first + tile_rows - 1) / tile_rows;
     }
     g->route[2 * num_local] = row;
     g->route[4 * num_local + 1] = g->num_tiles;
-    /* several tokens: some expert needs a second tile, which is partial */
-    assert_true(num_tokens == 1 || g->num_tiles > num_local);
+    /* several tokens in tiles of 8: some expert needs a second, partial tile */
+    assert_true(num_tokens == 1 || tile_rows == 1 || g->num_tiles > num_local);
 }
 
-/* A GEMM test's shape: experts, K, N, tokens, top-k and the team size. */
+/* A GEMM test's shape: experts, K, N, tokens, top-k, the team size, and
+ * whether the one-row kernels (GEMVs, tiles of one slot) run. */
 typedef struct gemm_dims {
-    int E, K, N, M, topk, team;
+    int E, K, N, M, topk, team, gemv;
 } gemm_dims;
 
 typedef struct xpu_matrix {
@@ -274,7 +280,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w13;
     make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
     size_t esize = tk_dtype_size(dtype);
@@ -300,8 +306,8 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
         MI4_XPU_INT(team),         MI4_XPU_PTR(act_d)
     };
     /* two groups past the last tile: they must write nothing */
-    xt_launch(rt, MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team), (size_t)g.num_tiles + 2, 20,
-              args);
+    xt_launch(rt, d.gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team),
+              (size_t)g.num_tiles + 2, 20, args);
     xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         int e = g.slot_local[s], token = s / TOPK;
@@ -350,10 +356,11 @@ static void test_w13_every_activation_and_dtype(void **state)
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     /* K = 640: 20 pieces of 32 codes, uneven over the team's work-items; 8-row
      * tiles stage it in two blocks; ~13 slots per expert: 2 tiles each */
-    gemm_dims dims = { 3, 640, 24, 20, 2, 8 };
+    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0 };
     for (int d = 0; d < 3; ++d)
         for (int act = 0; act < 3; ++act) {
             dims.team = 4 << (act + d) % 4; /* 4, 8, 16, 32 */
+            dims.gemv = act == d;           /* the GEMV on every dtype */
             check_w13(dims, dtypes[d], act, act == 1, act == 2 ? -1 : 32,
                       d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, seed++);
         }
@@ -364,14 +371,18 @@ static void test_w13_every_activation_and_dtype(void **state)
 static void test_w13_word_path_and_long_rows(void **state)
 {
     (void)state;
-    gemm_dims words = { 3, 616, 40, 20, 2, 8 }; /* 77 words; per-channel scales */
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0 }; /* 77 words; per-channel scales */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 110);
-    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4 }; /* one piece per row */
+    words.gemv = 1;
+    check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 113);
+    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0 }; /* one piece per row */
     check_w13(short_rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_BF16,
               112);
-    gemm_dims one_token = { 4, 4352, 40, 1, 2, 16 }; /* 4352 > 4096: two blocks */
-    check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128, MOEINT4_DTYPE_BF16,
-              111);
+    for (int gemv = 0; gemv < 2; ++gemv) {
+        gemm_dims one_token = { 4, 4352, 40, 1, 2, 16, gemv }; /* 4352 > 4096: two blocks */
+        check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128,
+                  MOEINT4_DTYPE_BF16, 111);
+    }
 }
 
 static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype scales_dtype,
@@ -382,7 +393,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w2;
     make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
     size_t act_bytes = (size_t)M * TOPK * N * 4;
@@ -404,8 +415,8 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
                            MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
                            MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
                            MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
-    xt_launch(rt, MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team), (size_t)g.num_tiles + 2, 14,
-              args);
+    xt_launch(rt, d.gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team),
+              (size_t)g.num_tiles + 2, 14, args);
     xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         double scale = on_input ? 1.0 : g.weights[s];
@@ -437,15 +448,17 @@ static void test_w2_router_weight_and_groups(void **state)
     (void)state;
     /* N = 320: 10 pieces of 32 codes; K = 40 columns, not a whole number of
      * work-groups for any team; ~11 slots per expert: 2 tiles */
-    gemm_dims dims = { 4, 40, 320, 15, 3, 4 };
+    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0 };
     check_w2(dims, 0, 32, MOEINT4_DTYPE_F16, 200);
     dims.team = 32;
     check_w2(dims, 1, 64, MOEINT4_DTYPE_BF16, 201);
     dims.team = 8;
     check_w2(dims, 0, -1, MOEINT4_DTYPE_F16, 202);
-    gemm_dims words = { 4, 40, 328, 15, 3, 8 }; /* 41 words: one at a time */
+    dims.gemv = 1;
+    check_w2(dims, 1, 32, MOEINT4_DTYPE_F16, 205);
+    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0 }; /* 41 words: one at a time */
     check_w2(words, 0, -1, MOEINT4_DTYPE_F16, 203);
-    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32 }; /* 4608 > 4096: two blocks */
+    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1 }; /* 4608 > 4096: two blocks */
     check_w2(one_token, 1, 128, MOEINT4_DTYPE_F16, 204);
 }
 

@@ -107,7 +107,8 @@ static moeint4_status reserve_dnnl_buffers(fwd_state *s)
  * work-group: clear, count (checking ids and weights into the error record,
  * which the forward's first launch resets) and, with sort, the offsets,
  * the tile list and the sorted slots (kernels/routing.cl). */
-static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, int sort)
+static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, int sort,
+                            int tile_rows)
 {
     const mi4_xpu_weights *w = s->w;
     int topk = s->args->topk;
@@ -121,12 +122,13 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
                            MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
                            MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
                            MI4_XPU_INT(num_local),     MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_INT(gated),         MI4_XPU_INT(reset),
+                           MI4_XPU_INT(tile_rows),     MI4_XPU_INT(gated),
+                           MI4_XPU_INT(reset),
                            MI4_XPU_INT(sort),          MI4_XPU_PTR(s->buf.slot_expert),
                            MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->buf.sorted),
                            MI4_XPU_PTR(s->record) };
     s->reset = 0;
-    return launch(s, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 15, args);
+    return launch(s, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
 }
 
 int mi4_xpu_gemm_team(int in, int forced)
@@ -305,14 +307,17 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     const void *hidden = (const uint8_t *)a->hidden_states + (size_t)first_token * K * esize;
     const float *topk_weights = a->topk_weights + first_token * topk;
     size_t slots = (size_t)tokens * (size_t)topk;
+    /* one token: tiles of one slot for the one-row kernels (GEMVs) */
+    int gemv = tokens == 1 && s->ctx->gemv;
+    int tile_rows = gemv ? 1 : MI4_XPU_TILE_ROWS;
     /* the most tiles a chunk can have: every expert's last tile may be partial */
     size_t max_tiles =
-        slots / MI4_XPU_TILE_ROWS + ((size_t)num_local < slots ? (size_t)num_local : slots);
+        slots / (size_t)tile_rows + ((size_t)num_local < slots ? (size_t)num_local : slots);
 
     int team13 = mi4_xpu_gemm_team(K, s->ctx->gemm_team);
     int team2 = mi4_xpu_gemm_team(N, s->ctx->gemm_team);
 
-    moeint4_status st = route(s, first_token, tokens, 1);
+    moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
         st = run_dnnl_experts(s, hidden, topk_weights);
     if (st)
@@ -361,9 +366,11 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
-    st = launch(s, MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13), max_tiles, 20, w13_args);
+    st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
+                max_tiles, 20, w13_args);
     if (!st)
-        st = launch(s, MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2), max_tiles, 14, w2_args);
+        st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2),
+                    max_tiles, 14, w2_args);
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;
@@ -464,7 +471,7 @@ static moeint4_status forward_locked(fwd_state *s)
     s->reset = 1;
     /* several chunks: check every slot before the first chunk computes */
     for (int64_t m = 0; !st && chunked && m < total; m += chunk)
-        st = route(s, m, total - m < chunk ? total - m : chunk, 0);
+        st = route(s, m, total - m < chunk ? total - m : chunk, 0, MI4_XPU_TILE_ROWS);
     for (int64_t m = 0; !st && m < total; m += chunk) {
         size_t offset = (size_t)m * (size_t)s->w->hidden * dtype_size(a->dtype);
         void *target = (uint8_t *)(chunked ? s->staging : a->output) + offset;

@@ -118,7 +118,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
  * (it stages activations between barriers); an inactive team (a column past
  * the end) reads no weights. */
 void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const long *x_row,
-                  int rows, int in, int halves, __global const uchar *w0,
+                  int max_rows, int rows, int in, int halves, __global const uchar *w0,
                   __global const uchar *w1, __global const ushort *s0, __global const ushort *s1,
                   int scales_bf16, int group_size, int team, int lane, int active, float *acc)
 {
@@ -134,16 +134,16 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
         int kbn = min(block, in - kb0);
 #pragma unroll
         for (int r = 0; r < MI4_TILE_ROWS; ++r)
-            if (r < rows)
+            if (r < max_rows && r < rows)
                 for (int k = lid; k < kbn; k += MI4_GROUP)
                     xf[r * block + k] = mi4_load(x, dtype, x_row[r] + kb0 + k);
         barrier(CLK_LOCAL_MEM_FENCE);
         int span = active ? kbn : 0;
-        if (rows == 1)
+        if (max_rows == 1 || rows == 1)
             mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, scales_bf16,
                       group_size, vec, team, lane, acc);
         else
-            mi4_block(xs, block, kb0, span, MI4_TILE_ROWS, rows, halves, w0, w1, s0, s1,
+            mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1,
                       scales_bf16, group_size, vec, team, lane, acc);
         barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block (xs is reused after) */
     }
@@ -152,13 +152,13 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
 /* Publishes every work-item's sums in local memory (over the staged
  * activations, which mi4_rows_dot is done with) for mi4_team_total. Every
  * work-item must call it. */
-void mi4_team_store(__local float4 *xs, const float *acc, int rows, int halves)
+void mi4_team_store(__local float4 *xs, const float *acc, int max_rows, int rows, int halves)
 {
     __local float *red = (__local float *)xs; /* 2 * MI4_TILE_ROWS * MI4_GROUP = MI4_XBLOCK */
     int lid = (int)get_local_id(0);
 #pragma unroll
     for (int i = 0; i < 2 * MI4_TILE_ROWS; ++i)
-        if (i / MI4_TILE_ROWS < halves && i % MI4_TILE_ROWS < rows)
+        if (i / MI4_TILE_ROWS < halves && i % MI4_TILE_ROWS < max_rows && i % MI4_TILE_ROWS < rows)
             red[i * MI4_GROUP + lid] = acc[i];
     barrier(CLK_LOCAL_MEM_FENCE);
 }
@@ -176,22 +176,26 @@ float mi4_team_total(__local const float4 *xs, int h, int r, int team, int lane)
 
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
- * which is the same as scaling both dot products. */
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w13_gemm(__global const int *route, int num_local,
-                  __global const int *sorted_slots, __global const uchar *hidden, int dtype,
-                  __global const float *topk_weights, int weight_on_input, int topk,
-                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
-                  int K, int N, int group_size, int act_kind, float limit, float alpha,
-                  float beta, int team, __global float *act_out)
+ * which is the same as scaling both dot products. Tiles of max_rows slots
+ * (a constant at each call). */
+#define MI4_W13_PARAMS                                                                            \
+    __global const int *route, int num_local, __global const int *sorted_slots,                  \
+        __global const uchar *hidden, int dtype, __global const float *topk_weights,              \
+        int weight_on_input, int topk, __global const uchar *packed,                              \
+        __global const ushort *scales, int scales_bf16, int K, int N, int group_size,             \
+        int act_kind, float limit, float alpha, float beta, int team, __global float *act_out
+#define MI4_W13_ARGS                                                                              \
+    route, num_local, sorted_slots, hidden, dtype, topk_weights, weight_on_input, topk, packed,   \
+        scales, scales_bf16, K, N, group_size, act_kind, limit, alpha, beta, team, act_out
+
+void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
 {
-    __local float4 xs[MI4_XBLOCK / 4];
     long x_row[MI4_TILE_ROWS];
     float acc[2 * MI4_TILE_ROWS];
     int expert, row0;
-    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), &expert, &row0))
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), max_rows, &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
-    int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
+    int rows = min(max_rows, MI4_ROUTE_END(route, num_local, expert) - row0);
     int lid = (int)get_local_id(0), lane = lid % team;
     int n = (int)get_group_id(0) * (MI4_GROUP / team) + lid / team;
     int active = n < N, col = active ? n : N - 1;
@@ -202,10 +206,10 @@ void mi4_w13_gemm(__global const int *route, int num_local,
     __global const ushort *s_up = s_gate + (long)N * groups;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
-        x_row[r] = r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
-    mi4_rows_dot(xs, hidden, dtype, x_row, rows, K, 2, w_gate, w_up, s_gate, s_up, scales_bf16,
+        x_row[r] = r < max_rows && r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
+    mi4_rows_dot(xs, hidden, dtype, x_row, max_rows, rows, K, 2, w_gate, w_up, s_gate, s_up, scales_bf16,
                  group_size, team, lane, active, acc);
-    mi4_team_store(xs, acc, rows, 2);
+    mi4_team_store(xs, acc, max_rows, rows, 2);
     /* lane r % team finishes row r: teams have at least 4 lanes, tiles at
      * most 8 rows (two steps written out: as a loop over r, PoCL 3.1 ran
      * the body for rows past `rows`) */
@@ -222,22 +226,41 @@ void mi4_w13_gemm(__global const int *route, int num_local,
     }
 }
 
-/* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
- * * sum_n act[slot][n] * W2[e][k][n]. */
 __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w2_gemm(__global const int *route, int num_local,
-                 __global const int *sorted_slots, __global const float *act,
-                 __global const float *topk_weights, int weight_on_input,
-                 __global const uchar *packed, __global const ushort *scales, int scales_bf16,
-                 int K, int N, int group_size, int team, __global float *slot_out)
+void mi4_w13_gemm(MI4_W13_PARAMS)
 {
     __local float4 xs[MI4_XBLOCK / 4];
+    mi4_w13(xs, MI4_TILE_ROWS, MI4_W13_ARGS);
+}
+
+/* One token (tiles of one slot): only the one-row code, so the compiler
+ * sizes registers for it alone. */
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
+void mi4_w13_gemv(MI4_W13_PARAMS)
+{
+    __local float4 xs[MI4_XBLOCK / 4];
+    mi4_w13(xs, 1, MI4_W13_ARGS);
+}
+
+/* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
+ * * sum_n act[slot][n] * W2[e][k][n]. */
+#define MI4_W2_PARAMS                                                                             \
+    __global const int *route, int num_local, __global const int *sorted_slots,                  \
+        __global const float *act, __global const float *topk_weights, int weight_on_input,      \
+        __global const uchar *packed, __global const ushort *scales, int scales_bf16, int K,      \
+        int N, int group_size, int team, __global float *slot_out
+#define MI4_W2_ARGS                                                                               \
+    route, num_local, sorted_slots, act, topk_weights, weight_on_input, packed, scales,          \
+        scales_bf16, K, N, group_size, team, slot_out
+
+void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
+{
     long a_row[MI4_TILE_ROWS];
     float acc[2 * MI4_TILE_ROWS];
     int expert, row0;
-    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), &expert, &row0))
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), max_rows, &expert, &row0))
         return; /* the whole work-group: no barrier is skipped by part of it */
-    int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
+    int rows = min(max_rows, MI4_ROUTE_END(route, num_local, expert) - row0);
     int lid = (int)get_local_id(0), lane = lid % team;
     int k = (int)get_group_id(0) * (MI4_GROUP / team) + lid / team;
     int active = k < K, col = active ? k : K - 1;
@@ -246,10 +269,10 @@ void mi4_w2_gemm(__global const int *route, int num_local,
     __global const ushort *s = scales + ((long)expert * K + col) * groups;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
-        a_row[r] = r < rows ? (long)sorted_slots[row0 + r] * N : 0;
-    mi4_rows_dot(xs, (__global const uchar *)act, MI4_DT_F32, a_row, rows, N, 1, w, w, s, s,
+        a_row[r] = r < max_rows && r < rows ? (long)sorted_slots[row0 + r] * N : 0;
+    mi4_rows_dot(xs, (__global const uchar *)act, MI4_DT_F32, a_row, max_rows, rows, N, 1, w, w, s, s,
                  scales_bf16, group_size, team, lane, active, acc);
-    mi4_team_store(xs, acc, rows, 1);
+    mi4_team_store(xs, acc, max_rows, rows, 1);
 #pragma unroll
     for (int i = 0; i < 2; ++i) { /* as in mi4_w13_gemm */
         int r = lane + i * team;
@@ -259,6 +282,20 @@ void mi4_w2_gemm(__global const int *route, int num_local,
             slot_out[(long)slot * K + k] = mi4_team_total(xs, 0, r, team, lane) * scale;
         }
     }
+}
+
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
+void mi4_w2_gemm(MI4_W2_PARAMS)
+{
+    __local float4 xs[MI4_XBLOCK / 4];
+    mi4_w2(xs, MI4_TILE_ROWS, MI4_W2_ARGS);
+}
+
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
+void mi4_w2_gemv(MI4_W2_PARAMS)
+{
+    __local float4 xs[MI4_XBLOCK / 4];
+    mi4_w2(xs, 1, MI4_W2_ARGS);
 }
 
 /* out[m][k] = sum over the token's local slots, in slot order (deterministic);

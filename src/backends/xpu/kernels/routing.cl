@@ -33,7 +33,8 @@ int mi4_errors_set(__global const int *errors)
  *   2. per slot: bounds-check the global id and the router weight (the host
  *      cannot read device memory), map the id through expert_map, count it;
  *      slot_base numbers the slots of this chunk within the forward;
- *   3. (sort) offsets, cursors and the GEMM tile list: each work-item sums
+ *   3. (sort) offsets, cursors and the GEMM tile list (tiles of tile_rows
+ *      slots: MI4_TILE_ROWS for the GEMMs, 1 for the GEMVs): each work-item sums
  *      a run of experts, a scan in local memory places the runs. Experts
  *      with at least dnnl_min_rows slots get no tiles (oneDNN serves
  *      them); nothing gets tiles once the error record is set (gated);
@@ -43,7 +44,8 @@ int mi4_errors_set(__global const int *errors)
 __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
 void mi4_route(__global const int *topk_ids, __global const float *topk_weights,
                __global const int *expert_map, int num_slots, int slot_base, int num_experts,
-               int num_local, int dnnl_min_rows, int gated, int reset_errors, int sort,
+               int num_local, int dnnl_min_rows, int tile_rows, int gated, int reset_errors,
+               int sort,
                __global int *slot_expert, __global int *route, __global int *sorted_slots,
                __global int *errors)
 {
@@ -84,7 +86,7 @@ void mi4_route(__global const int *topk_ids, __global const float *topk_weights,
         int count = atomic_or(&route[e], 0);
         rows += count;
         if (!failed && count < dnnl_min_rows)
-            tiles += (count + MI4_TILE_ROWS - 1) / MI4_TILE_ROWS;
+            tiles += (count + tile_rows - 1) / tile_rows;
     }
     run_rows[lid] = rows;
     run_tiles[lid] = tiles;
@@ -106,7 +108,7 @@ void mi4_route(__global const int *topk_ids, __global const float *topk_weights,
         tile_offsets[e] = tile;
         running += count;
         if (!failed && count < dnnl_min_rows)
-            tile += (count + MI4_TILE_ROWS - 1) / MI4_TILE_ROWS;
+            tile += (count + tile_rows - 1) / tile_rows;
     }
     if (lid == MI4_GROUP - 1) {
         route[2 * num_local] = run_rows[lid];
@@ -121,9 +123,11 @@ void mi4_route(__global const int *topk_ids, __global const float *topk_weights,
     }
 }
 
-/* The expert and first sorted row of GEMM tile `tile`; 0 when the tile is
- * past the end (the launch covers the most tiles a chunk can have). */
-int mi4_find_tile(__global const int *route, int num_local, int tile, int *expert, int *row0)
+/* The expert and first sorted row of GEMM tile `tile` (tiles of tile_rows
+ * slots); 0 when the tile is past the end (the launch covers the most tiles
+ * a chunk can have). */
+int mi4_find_tile(__global const int *route, int num_local, int tile, int tile_rows, int *expert,
+                  int *row0)
 {
     __global const int *tile_offsets = MI4_TILE_OFFSETS(route, num_local);
     if (tile >= tile_offsets[num_local])
@@ -137,7 +141,7 @@ int mi4_find_tile(__global const int *route, int num_local, int tile, int *exper
             hi = mid - 1;
     }
     *expert = lo;
-    *row0 = route[num_local + lo] + (tile - tile_offsets[lo]) * MI4_TILE_ROWS;
+    *row0 = route[num_local + lo] + (tile - tile_offsets[lo]) * tile_rows;
     return 1;
 }
 
