@@ -10,7 +10,10 @@
 # VARIANTS="A=1,B=2;C=3" (M = 1 per-kernel times under each ';'-separated
 # set of ','-separated environment settings, e.g. MOEINT4_XPU_GEMM_TEAM=8 or
 # MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8),
-# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1).
+# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1; NVIDIA's
+# OpenCL kernels are not seen by ncu 2026-12-01), DIAG=1 (SM clocks during a
+# 1000-forward Mixtral M = 1 run, and ptxas / cuobjdump of the PTX NVIDIA's
+# OpenCL compiler made).
 # Writes log.txt, ctest.txt and the bench JSON under $OUT.
 set -u
 OUT=${OUT:-/tmp/xpu-out}
@@ -62,6 +65,23 @@ for preset in qwen3-30b-a3b mixtral-8x7b; do
   timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"
 done
+if [ "${DIAG:-0}" = 1 ]; then
+  echo "== mixtral-8x7b: M = 1, 1000 forwards, SM clock sampled every 50 ms (nvidia-smi, $OUT/clocks.txt)"
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu,power.draw \
+    --format=csv,noheader -lms 50 > "$OUT/clocks.txt" 2>&1 &
+  smi=$!
+  MOEINT4_XPU_PROFILE=1 MOEINT4_XPU_DUMP_PROGRAM="$OUT/program.ptx" timeout 60 "$CLI" bench \
+    --backend xpu --preset mixtral-8x7b --tokens 1 --iters 1000 2>&1 | grep -E 'xpu profile|^ +1 '
+  kill "$smi"
+  echo "SM clock samples (MHz) while the GPU was busy (utilization > 0):"
+  awk -F', ' '$4 + 0 > 0 {print $2}' "$OUT/clocks.txt" | sort -n | uniq -c | tail -12
+  if [ -s "$OUT/program.ptx" ] && command -v ptxas > /dev/null; then
+    echo "== ptxas -v of the kernels NVIDIA's OpenCL compiled (registers, spills, local memory)"
+    ptxas -arch=sm_90 -v "$OUT/program.ptx" -o "$OUT/program.cubin" 2>&1 | grep -A2 -E "mi4_(w13|w2|route)" | head -40
+    cuobjdump -sass "$OUT/program.cubin" > "$OUT/program.sass" 2>&1
+    echo "SASS lines per GEMV kernel: $(grep -c . "$OUT/program.sass")"
+  fi
+fi
 profile() { # label cli backend_path extra-env...
   local label=$1 cli=$2 path=$3; shift 3
   for preset in qwen3-30b-a3b mixtral-8x7b; do

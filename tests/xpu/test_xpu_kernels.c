@@ -140,7 +140,7 @@ static void test_routing_sorts_by_expert(void **state)
     (void)state;
     mi4_xpu_runtime *rt = xt_runtime();
     /* not an Intel GPU: no ocloc binary fits, the program is built from text */
-    assert_string_equal(rt->kernels_from, "OpenCL C text");
+    assert_memory_equal(rt->kernels_from, "OpenCL C text", 13);
     check_routing(rt, 12, 41 * 3, MI4_XPU_TILE_ROWS, 11);
     check_routing(rt, 12, 41 * 3, 1, 14); /* the GEMVs' tiles of one slot */
     /* more experts and slots than the routing work-group has work-items */

@@ -25,8 +25,12 @@
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
-#ifndef MI4_AHEAD /* MOEINT4_XPU_BUILD_OPTIONS may set it (bench) */
-#define MI4_AHEAD 4
+/* MOEINT4_XPU_BUILD_OPTIONS may set these (bench) */
+#ifndef MI4_AHEAD
+#define MI4_AHEAD 2
+#endif
+#ifndef MI4_PIPELINE
+#define MI4_PIPELINE 1
 #endif
 #define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
 #define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
@@ -51,45 +55,96 @@ float mi4_dot_piece(uint4 piece, __local const float4 *x)
            (mi4_dot_word(piece.z, x + 4) + mi4_dot_word(piece.w, x + 6));
 }
 
+/* The group of code k: a shift for power-of-two group sizes (integer
+ * division costs tens of instructions). */
+int mi4_group_of(int k, int group_size, int group_shift)
+{
+    return group_shift >= 0 ? k >> group_shift : k / group_size;
+}
+
+/* Issues the loads of one batch of a work-item's pieces: MI4_AHEAD pieces
+ * `team` apart from piece c (clamped to the last piece: valid addresses,
+ * results unused past the end) of each row and their scales, so that all of
+ * them are in flight before any is used. */
+void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
+                    __global const ushort *s0, __global const ushort *s1, int scales_bf16,
+                    int group_size, int group_shift, int kb0, int c, int team, int pieces,
+                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
+{
+#pragma unroll
+    for (int a = 0; a < MI4_AHEAD; ++a) {
+        int ca = min(c + a * team, pieces - 1);
+        int group = mi4_group_of(kb0 + 32 * ca, group_size, group_shift);
+        g[a] = p0[ca];
+        sg[a] = mi4_load_scale(s0, scales_bf16, group);
+        u[a] = halves == 2 ? p1[ca] : g[a];
+        su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+    }
+}
+
+/* Multiplies a loaded batch with the staged activations into acc. */
+void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
+                   int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
+                   const float *sg, const float *su, float *acc)
+{
+#pragma unroll
+    for (int a = 0; a < MI4_AHEAD; ++a) {
+        int ca = c + a * team;
+        if (ca < pieces) {
+            __local const float4 *x = xs + 8 * ca;
+#pragma unroll
+            for (int r = 0; r < max_rows; ++r)
+                if (r < rows) {
+                    acc[r] += mi4_dot_piece(g[a], x + r * (block / 4)) * sg[a];
+                    if (halves == 2)
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], x + r * (block / 4)) * su[a];
+                }
+        }
+    }
+}
+
 /* One weight row (or two: w13's gate and up) of a team against the staged
  * activations of one block. Codes [kb0, kb0 + kbn) of the rows; row r of
  * the tile at xs + r * block / 4. max_rows is a constant at each call, so
- * the row loops unroll and acc stays in registers. */
+ * the row loops unroll and acc stays in registers. With MI4_PIPELINE the
+ * next batch is loaded before the current one is used. */
 void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
                int halves, __global const uchar *w0, __global const uchar *w1,
                __global const ushort *s0, __global const ushort *s1, int scales_bf16,
                int group_size, int vec, int team, int lane, float *acc)
 {
+    int group_shift = (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
     if (vec) { /* 16-byte pieces of 32 codes */
         __global const uint4 *p0 = (__global const uint4 *)w0 + kb0 / 32;
         __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
-        int pieces = kbn / 32;
-        for (int c = lane; c < pieces; c += team * MI4_AHEAD) {
-            uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+        int pieces = kbn / 32, step = team * MI4_AHEAD;
+        uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
+#if MI4_PIPELINE
+        if (lane < pieces)
+            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, lane, team,
+                           pieces, halves, g, u, sg, su);
+        for (int c = lane; c < pieces; c += step) {
+            uint4 g_next[MI4_AHEAD], u_next[MI4_AHEAD];
+            float sg_next[MI4_AHEAD], su_next[MI4_AHEAD];
+            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c + step,
+                           team, pieces, halves, g_next, u_next, sg_next, su_next);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
 #pragma unroll
             for (int a = 0; a < MI4_AHEAD; ++a) {
-                int ca = min(c + a * team, pieces - 1); /* a valid address; unused past the end */
-                g[a] = p0[ca];
-                u[a] = halves == 2 ? p1[ca] : g[a];
-            }
-#pragma unroll
-            for (int a = 0; a < MI4_AHEAD; ++a) {
-                int ca = c + a * team;
-                if (ca < pieces) {
-                    int group = (kb0 + 32 * ca) / group_size;
-                    float sg = mi4_load_scale(s0, scales_bf16, group);
-                    float su = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
-                    __local const float4 *x = xs + 8 * ca;
-#pragma unroll
-                    for (int r = 0; r < max_rows; ++r)
-                        if (r < rows) {
-                            acc[r] += mi4_dot_piece(g[a], x + r * (block / 4)) * sg;
-                            if (halves == 2)
-                                acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], x + r * (block / 4)) * su;
-                        }
-                }
+                g[a] = g_next[a];
+                u[a] = u_next[a];
+                sg[a] = sg_next[a];
+                su[a] = su_next[a];
             }
         }
+#else
+        for (int c = lane; c < pieces; c += step) {
+            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c, team,
+                           pieces, halves, g, u, sg, su);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
+        }
+#endif
         return;
     }
     /* one 32-bit word (8 codes) at a time; groups are multiples of 8 */
@@ -98,7 +153,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
     int words = kbn / 8;
     for (int c = lane; c < words; c += team) {
         uint g = q0[c], u = halves == 2 ? q1[c] : g;
-        int group = (kb0 + 8 * c) / group_size;
+        int group = mi4_group_of(kb0 + 8 * c, group_size, group_shift);
         float sg = mi4_load_scale(s0, scales_bf16, group);
         float su = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
         __local const float4 *x = xs + 2 * c;
