@@ -136,7 +136,7 @@ int mi4_xpu_gemm_team(int in, int forced)
     if (forced == 4 || forced == 8 || forced == 16 || forced == 32)
         return forced;
     int team = 4;
-    while (team < 32 && 2 * team * 4 * 32 <= in)
+    while (team < 16 && 2 * team * 4 * 32 <= in)
         team *= 2;
     return team;
 }

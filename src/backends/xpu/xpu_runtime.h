@@ -19,8 +19,9 @@
 #define MI4_XPU_GROUP 256
 
 /* The team size (work-items per GEMM output column) for rows of `in` int4
- * codes: the largest power of two in [4, 32] that leaves each work-item at
- * least 4 pieces of 32 codes; `forced` (a power of two in [4, 32]) wins. */
+ * codes: the largest power of two in [4, 16] that leaves each work-item at
+ * least 4 pieces of 32 codes (on the H200, 16 beat 32 and 8 on Mixtral's
+ * rows); `forced` (a power of two in [4, 32], MOEINT4_XPU_GEMM_TEAM) wins. */
 int mi4_xpu_gemm_team(int in, int forced);
 /* global[0] of a GEMM launch over `columns` output columns with `team`. */
 size_t mi4_xpu_gemm_width(int columns, int team);

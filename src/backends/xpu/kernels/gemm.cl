@@ -2,35 +2,33 @@
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
  * [E, OUT, IN/group] as f16 or bf16 bits.
  *
- * A work-group of MI4_GROUP work-items owns one tile of up to MI4_TILE_ROWS
- * sorted slots of one expert (mi4_find_tile: the routing's tile list; groups
- * past its end return at once) and MI4_GROUP / team output columns: each
- * team of `team` work-items (the host's choice, a power of two from 4 to 32,
- * see mi4_xpu_gemm_team) walks one weight row (w13: the gate row and the up
- * row) with neighbouring work-items reading neighbouring 16-byte pieces of
- * 32 codes, MI4_AHEAD pieces in flight per work-item before any is used.
- * The tile's activations are staged once per work-group into local memory
- * as f32 (in blocks of MI4_XBLOCK values), so every team reads them from
- * there as float4. Codes become floats without an int-to-float conversion
- * (2^23 + code is exact as a float: OR the code into 2^23's bits). Each
- * 32-code piece is added in a fixed tree, scaled once by its group's scale
- * (group sizes are multiples of 32 on this path) and accumulated in f32;
- * one local-memory reduction per row adds the team's sums in lane order
- * (work-item r % team of the team finishes row r).
- * Rows whose length or group size is not a multiple of 32 codes, or weights
- * not 16-byte aligned, take the same path one 32-bit word (8 codes) at a
- * time. Assignment and order are fixed, so results are deterministic. Words
- * are read little-endian (Intel GPUs, NVIDIA GPUs, PoCL on x86). Only
- * OpenCL C 1.2: local memory and barriers, no sub-groups. */
+ * A work-group of MI4_GROUP work-items owns one tile of sorted slots of one
+ * expert (mi4_find_tile: the routing's tile list; groups past its end
+ * return at once): up to MI4_TILE_ROWS slots for the GEMMs, one slot for
+ * the GEMVs the host launches on one-token chunks. It covers MI4_GROUP /
+ * team output columns: each team of `team` work-items (the host's choice,
+ * a power of two from 4 to 32, see mi4_xpu_gemm_team) walks one weight row
+ * (w13: the gate row and the up row) with neighbouring work-items reading
+ * neighbouring 16-byte pieces of 32 codes, MI4_AHEAD pieces (and their
+ * scales) loaded per work-item before any is used. The tile's activations
+ * are staged once per work-group into local memory as f32 (in blocks of
+ * MI4_XBLOCK values), so every team reads them from there as float4. Codes
+ * become floats without an int-to-float conversion (2^23 + code is exact
+ * as a float: OR the code into 2^23's bits). Each 32-code piece is added in
+ * a fixed tree, scaled once by its group's scale (group sizes are multiples
+ * of 32 on this path) and accumulated in f32; one local-memory reduction
+ * per row adds the team's sums in lane order (work-item r % team of the
+ * team finishes row r). Rows whose length or group size is not a multiple
+ * of 32 codes, or weights not 16-byte aligned, take the same path one
+ * 32-bit word (8 codes) at a time. Assignment and order are fixed, so
+ * results are deterministic. Words are read little-endian (Intel GPUs,
+ * NVIDIA GPUs, PoCL on x86). Only OpenCL C 1.2: local memory and barriers,
+ * no sub-groups. Measured on the H200 only (bench/results/xpu-2026-12-01.md). */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
-/* MOEINT4_XPU_BUILD_OPTIONS may set these (bench) */
-#ifndef MI4_AHEAD
-#define MI4_AHEAD 2
-#endif
-#ifndef MI4_PIPELINE
-#define MI4_PIPELINE 1
+#ifndef MI4_AHEAD /* MOEINT4_XPU_BUILD_OPTIONS may set it (bench) */
+#define MI4_AHEAD 4
 #endif
 #define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
 #define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
@@ -106,8 +104,9 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
 /* One weight row (or two: w13's gate and up) of a team against the staged
  * activations of one block. Codes [kb0, kb0 + kbn) of the rows; row r of
  * the tile at xs + r * block / 4. max_rows is a constant at each call, so
- * the row loops unroll and acc stays in registers. With MI4_PIPELINE the
- * next batch is loaded before the current one is used. */
+ * the row loops unroll and acc stays in registers. (Loading the next
+ * batch before using the current one, with 2 or 4 pieces per batch, was
+ * slower on the H200: more registers, fewer work-groups per SM.) */
 void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
                int halves, __global const uchar *w0, __global const uchar *w1,
                __global const ushort *s0, __global const ushort *s1, int scales_bf16,
@@ -120,31 +119,11 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
         int pieces = kbn / 32, step = team * MI4_AHEAD;
         uint4 g[MI4_AHEAD], u[MI4_AHEAD];
         float sg[MI4_AHEAD], su[MI4_AHEAD];
-#if MI4_PIPELINE
-        if (lane < pieces)
-            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, lane, team,
-                           pieces, halves, g, u, sg, su);
-        for (int c = lane; c < pieces; c += step) {
-            uint4 g_next[MI4_AHEAD], u_next[MI4_AHEAD];
-            float sg_next[MI4_AHEAD], su_next[MI4_AHEAD];
-            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c + step,
-                           team, pieces, halves, g_next, u_next, sg_next, su_next);
-            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
-#pragma unroll
-            for (int a = 0; a < MI4_AHEAD; ++a) {
-                g[a] = g_next[a];
-                u[a] = u_next[a];
-                sg[a] = sg_next[a];
-                su[a] = su_next[a];
-            }
-        }
-#else
         for (int c = lane; c < pieces; c += step) {
             mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c, team,
                            pieces, halves, g, u, sg, su);
             mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
         }
-#endif
         return;
     }
     /* one 32-bit word (8 codes) at a time; groups are multiples of 8 */
@@ -281,21 +260,20 @@ void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w13_gemm(MI4_W13_PARAMS)
-{
-    __local float4 xs[MI4_XBLOCK / 4];
-    mi4_w13(xs, MI4_TILE_ROWS, MI4_W13_ARGS);
-}
+/* A kernel running body() on tiles of max_rows slots with the work-group's
+ * local memory. The GEMMs take tiles of MI4_TILE_ROWS; the GEMVs (one token)
+ * tiles of one slot: only the one-row code, so the compiler sizes
+ * registers for it alone (on the H200 the GEMM kernel run on one-row
+ * tiles took 1.5x the GEMV's time). */
+#define MI4_ENTRY(name, body, max_rows, PARAMS, ARGS)                                             \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) void name(PARAMS)            \
+    {                                                                                             \
+        __local float4 xs[MI4_XBLOCK / 4];                                                        \
+        body(xs, max_rows, ARGS);                                                                 \
+    }
 
-/* One token (tiles of one slot): only the one-row code, so the compiler
- * sizes registers for it alone. */
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w13_gemv(MI4_W13_PARAMS)
-{
-    __local float4 xs[MI4_XBLOCK / 4];
-    mi4_w13(xs, 1, MI4_W13_ARGS);
-}
+MI4_ENTRY(mi4_w13_gemm, mi4_w13, MI4_TILE_ROWS, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ENTRY(mi4_w13_gemv, mi4_w13, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
@@ -339,19 +317,8 @@ void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w2_gemm(MI4_W2_PARAMS)
-{
-    __local float4 xs[MI4_XBLOCK / 4];
-    mi4_w2(xs, MI4_TILE_ROWS, MI4_W2_ARGS);
-}
-
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
-void mi4_w2_gemv(MI4_W2_PARAMS)
-{
-    __local float4 xs[MI4_XBLOCK / 4];
-    mi4_w2(xs, 1, MI4_W2_ARGS);
-}
+MI4_ENTRY(mi4_w2_gemm, mi4_w2, MI4_TILE_ROWS, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_ENTRY(mi4_w2_gemv, mi4_w2, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
 
 /* out[m][k] = sum over the token's local slots, in slot order (deterministic);
  * a token with no local slot gets 0. Rounded once to dtype. */
