@@ -183,5 +183,9 @@ hipError_t mi4_hip_launch_int4_mma(bool gated, bool direct, const mi4_hip_gemm_a
  * 128 x 128, 128 x 256). */
 hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                 bool init);
+/* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
+ * GEMM of `tile_rows` token rows per tile (8, 16, 32, 64, 128). */
+hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
+                                     bool init);
 
 #endif
