@@ -54,7 +54,9 @@ template <int N> size_t q_smem_bytes(const mi4_hip_int4_matrix &q)
     return (size_t)q_shape<N>::pipeline_bytes + (size_t)Q_ROWS * q.groups * (q.zeros ? 3 : 2);
 }
 
-constexpr size_t Q_SMEM_LIMIT = 227 * 1024;
+/* Dynamic shared memory a block may take: the device's 227 KiB less the
+ * static token-row tables. */
+constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
 
 /* Position k (0..127) of the MMA's k order within a chunk -> the input it
  * holds: step s = 2w + h, lane t's pairs (2t, 2t+1) and (2t+8, 2t+9) are
