@@ -36,7 +36,6 @@ using namespace mi4_gemm;
 
 constexpr int Q_CHUNK = 128;  /* inputs per stage */
 constexpr int Q_ROWS = 128;   /* weight rows per block */
-constexpr int Q_THREADS = 256;
 constexpr int Q_CODE_BYTES = Q_ROWS * Q_CHUNK / 2; /* codes per stage */
 
 template <int N> struct q_shape {
@@ -54,10 +53,6 @@ template <int N> size_t q_smem_bytes(const mi4_hip_int4_matrix &q)
     return (size_t)q_shape<N>::pipeline_bytes + (size_t)Q_ROWS * q.groups * (q.zeros ? 3 : 2);
 }
 
-/* Dynamic shared memory a block may take: the device's 227 KiB less the
- * static token-row tables. */
-constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
-
 /* Position k (0..127) of the MMA's k order within a chunk -> the input it
  * holds: step s = 2w + h, lane t's pairs (2t, 2t+1) and (2t+8, 2t+9) are
  * inputs 32t + 8w + (2h, 2h+4) and (2h+1, 2h+5) (hip_int4_mma.hip). */
@@ -69,6 +64,11 @@ MI4_HOST_DEVICE int q_input_of(int k)
 }
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+constexpr int Q_THREADS = 256;
+/* Dynamic shared memory a block may take: the device's 227 KiB less the
+ * static token-row tables. */
+constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
+
 #if defined(MI4_HAVE_WGMMA)
 
 /* wgmma m64nNk16, A (bf16, the mma.sync m16n8k16 A fragment per warp) from
