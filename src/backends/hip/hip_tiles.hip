@@ -31,13 +31,14 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
-     * 128): the int4 grouped GEMM, its tile the smallest that holds about an
-     * expert's rows (each tile reads the expert's int4 weights once). */
+     * 128): the int4 grouped GEMM, its tile about an expert's rows (each
+     * tile reads the expert's int4 weights once); measured on the H200
+     * (bench/results/hip-int4-tiles-*.md): q8 best at 2 and 4 rows per
+     * expert, q32 at 16 and 32, q128 from 128 up (q64 never). */
     if (int4_gemm)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
-               : rows_per_expert <= 24 ? MI4_TILE_Q32
-               : rows_per_expert <= 48 ? MI4_TILE_Q64
+               : rows_per_expert <= 40 ? MI4_TILE_Q32
                                        : MI4_TILE_Q128;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
      * the FMA one of 8 rows) while experts see few rows; past that the
