@@ -24,12 +24,10 @@
  *     fresh accumulator scaled in f32 by the group scale, as the GEMVs;
  *   rounded (N >= 64): (q - zero) * scale rounded once to bf16 (the bits
  *     of the BF16 mode's weights), one accumulator over the whole input.
- * N <= 64: A from registers; a warpgroup waits for its chunk's MMAs before
- * it writes the next A fragments (registers an MMA in flight reads must not
- * change; ptxas would serialize every MMA otherwise). N = 128: the
- * fragments are stored into one of two 128B-swizzled shared A tiles and
- * the MMAs read both operands from shared memory, so a warpgroup
- * dequantizes the next chunk while its MMAs of this one run. */
+ * A warpgroup waits for its chunk's MMAs before it writes the next A
+ * fragments (registers an MMA in flight reads must not change; ptxas
+ * would serialize every MMA otherwise); the other warpgroup's MMAs keep
+ * the matrix cores busy meanwhile. */
 #include "backends/hip/hip_gemm_common.h"
 
 namespace {
@@ -41,14 +39,11 @@ constexpr int Q_ROWS = 128;   /* weight rows per block */
 constexpr int Q_CODE_BYTES = Q_ROWS * Q_CHUNK / 2; /* codes per stage */
 
 template <int N> struct q_shape {
+    static constexpr int stages = N >= 128 ? 4 : N >= 64 ? 5 : 6;
     static constexpr bool exact = N <= 32;
-    /* N = 128: the A fragments go through shared memory (two buffers) */
-    static constexpr bool smem_a = N >= 128;
-    static constexpr int stages = N >= 128 ? 3 : N >= 64 ? 5 : 6;
     static constexpr int tokens_bytes = N * Q_CHUNK * 2;
     static constexpr int stage_bytes = tokens_bytes + Q_CODE_BYTES;
-    static constexpr int a_bytes = smem_a ? 2 * Q_ROWS * Q_CHUNK * 2 : 0;
-    static constexpr int pipeline_bytes = stages * stage_bytes + a_bytes + 1024; /* + alignment */
+    static constexpr int pipeline_bytes = stages * stage_bytes + 1024; /* + alignment */
 };
 
 /* Shared bytes of a block: the pipeline, then scales (and zero points) of
@@ -76,8 +71,8 @@ constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
 
 #if defined(MI4_HAVE_WGMMA)
 
-/* wgmma m64nNk16 (N = 8 .. 64), A (bf16, the mma.sync m16n8k16 A fragment
- * per warp) from registers, B from a K-major 128B-swizzled descriptor; scale_d = 0 starts
+/* wgmma m64nNk16, A (bf16, the mma.sync m16n8k16 A fragment per warp) from
+ * registers, B from a K-major 128B-swizzled descriptor; scale_d = 0 starts
  * a fresh accumulator. */
 MI4_DEVICE void wgmma_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
 {
@@ -125,6 +120,27 @@ MI4_DEVICE void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
@@ -194,14 +210,11 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
 {
 #if defined(MI4_HAVE_WGMMA)
     typedef q_shape<N> shape;
-    constexpr bool EXACT = shape::exact, SMEM_A = shape::smem_a;
-    /* SMEM_A: MMAs of the previous chunk may still read their token stage */
-    constexpr int STAGES = shape::stages, AHEAD = SMEM_A ? STAGES - 2 : STAGES - 1, ACC = N / 2;
-    static_assert(!(EXACT && SMEM_A) && (!SMEM_A || N == 128), "tile variants");
+    constexpr int STAGES = shape::stages, AHEAD = STAGES - 1, ACC = N / 2;
+    constexpr bool EXACT = shape::exact;
     extern __shared__ uint4 q_smem_raw[];
     char *pipeline = (char *)(((uintptr_t)q_smem_raw + 1023) & ~(uintptr_t)1023);
-    uint16_t *a_tiles = (uint16_t *)(pipeline + STAGES * shape::stage_bytes); /* [2][2][128][64] */
-    uint16_t *s_scale = (uint16_t *)(pipeline + STAGES * shape::stage_bytes + shape::a_bytes);
+    uint16_t *s_scale = (uint16_t *)(pipeline + STAGES * shape::stage_bytes);
     uint8_t *s_zero = (uint8_t *)(s_scale + Q_ROWS * q.groups);
     __shared__ const uint16_t *token_row[N];
     __shared__ int token_slot[N];
@@ -294,8 +307,6 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         uint32_t bias_hi = mi4_dev_f32_to_bits(-(128.0f + (float)zero_hi)) >> 16;
         bias_lo |= bias_lo << 16;
         bias_hi |= bias_hi << 16;
-        const uint16_t *tokens = (const uint16_t *)stage;
-        const uint64_t desc0 = mi4_wgmma_desc(tokens), desc1 = mi4_wgmma_desc(tokens + N * 64);
 #pragma unroll
         for (int w = 0; w < 4; w++)
 #pragma unroll
@@ -306,54 +317,27 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
                 a[2] = q_dequant<!EXACT>(q_word(lo, w), 8 * h + 4, bias_lo, scale_lo);
                 a[3] = q_dequant<!EXACT>(q_word(hi, w), 8 * h + 4, bias_hi, scale_hi);
             }
-        if constexpr (SMEM_A) {
-            /* A tile c % 2: [2 atoms of 64 k][128 rows][64], 128B swizzle; the
-             * MMAs that read it last (chunk c - 2) are done (wait_one below) */
-            uint16_t *tile_a = a_tiles + (c & 1) * (2 * Q_ROWS * 64);
+        const uint16_t *tokens = (const uint16_t *)stage;
+        const uint64_t desc0 = mi4_wgmma_desc(tokens), desc1 = mi4_wgmma_desc(tokens + N * 64);
+        mi4_wgmma_fence();
 #pragma unroll
-            for (int s = 0; s < 8; s++) {
-                uint16_t *atom = tile_a + (s / 4) * (Q_ROWS * 64);
+        for (int s = 0; s < 8; s++) {
+            const uint64_t desc = (s < 4 ? desc0 : desc1) + 2 * (s % 4);
+            if constexpr (EXACT)
+                wgmma_rs(part, cur[s], desc, s > 0);
+            else
+                wgmma_rs(acc, cur[s], desc, 1);
+        }
+        mi4_wgmma_commit();
+        mi4_wgmma_wait_all();
+        q_keep(cur);
+        if constexpr (EXACT) {
+            mi4_fence_registers(part);
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int row = i & 1 ? row_hi : row_lo, piece = 2 * (s % 4) + (i >> 1);
-                    *(uint32_t *)(atom + row * 64 + ((piece ^ (row & 7)) * 8) + 2 * t) = cur[s][i];
-                }
-            }
-            mi4_fence_proxy_async();
-            /* the warpgroup's 128 threads wrote its 64 rows */
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + warp / 4) : "memory");
-            mi4_wgmma_fence();
-#pragma unroll
-            for (int s = 0; s < 8; s++) {
-                const uint64_t desc_a =
-                    mi4_wgmma_desc(tile_a + (s / 4) * (Q_ROWS * 64) + (warp / 4) * 64 * 64) +
-                    2 * (s % 4);
-                mi4_wgmma_m64n128k16(acc, desc_a, (s < 4 ? desc0 : desc1) + 2 * (s % 4));
-            }
-            mi4_wgmma_commit();
-            mi4_wgmma_wait_one();
-        } else {
-            mi4_wgmma_fence();
-#pragma unroll
-            for (int s = 0; s < 8; s++) {
-                const uint64_t desc = (s < 4 ? desc0 : desc1) + 2 * (s % 4);
-                if constexpr (EXACT)
-                    wgmma_rs(part, cur[s], desc, s > 0);
-                else
-                    wgmma_rs(acc, cur[s], desc, 1);
-            }
-            mi4_wgmma_commit();
-            mi4_wgmma_wait_all();
-            q_keep(cur);
-            if constexpr (EXACT) {
-                mi4_fence_registers(part);
-#pragma unroll
-                for (int i = 0; i < ACC; i++)
-                    acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
-            }
+            for (int i = 0; i < ACC; i++)
+                acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
         }
     }
-    mi4_wgmma_wait_all();
     mi4_fence_registers(acc);
     mi4_copy_wait<0>();
 

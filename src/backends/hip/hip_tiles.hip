@@ -32,10 +32,12 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
      * 128): the int4 grouped GEMM, its tile about an expert's rows (each
-     * tile reads the expert's int4 weights once); measured on the H200
-     * (bench/results/hip-int4-tiles-*.md): q8 best at 2 and 4 rows per
-     * expert, q32 at 16 and 32, q128 from 128 up (q64 never). */
-    if (int4_gemm)
+     * tile reads the expert's int4 weights once), up to 255 rows per expert;
+     * measured on the H200 (bench/results/hip-int4-tiles-2026-12-01.md): q8
+     * best at 2 and 4 rows per expert, q32 at 16 and 32, q128 at 128; from
+     * 256 up the expansion to BF16 and the BF16 wgmma tile below are faster
+     * (Qwen3 M = 4096: 2.11 vs 2.25 ms; Mixtral: 9.9 vs 13.1 ms). */
+    if (int4_gemm && rows_per_expert < 256)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
