@@ -29,10 +29,7 @@ namespace {
 using namespace mi4_gemm;
 
 constexpr int DECODE_WARPS = 8;
-constexpr int CHUNK = 128;          /* inputs of one item */
-constexpr int ITEM_BATCH = 8;       /* items a warp loads before it uses the first */
 constexpr int GEMM13_BLOCKS = 2;    /* output blocks of 8 (16 rows: gate, up) a block */
-constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 constexpr size_t DECODE_MAX_SHARED = 96 * 1024;
 
 /* Shared memory of one block: staged token rows (bf16, pair order), the
@@ -46,6 +43,10 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
 }
 
 #if defined(MI4_MMA_NVIDIA)
+
+constexpr int CHUNK = 128;          /* inputs of one item */
+constexpr int ITEM_BATCH = 8;       /* items a warp loads before it uses the first */
+constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 
 /* One item as one lane holds it. */
 struct item_regs {
@@ -173,19 +174,30 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
     }
 }
 
+template <typename RowsAt, typename ChunkOf>
+MI4_DEVICE void load_batch(const mi4_hip_int4_matrix &q, int i, int end, RowsAt rows_at,
+                           ChunkOf chunk_of, item_regs (&v)[ITEM_BATCH])
+{
+#pragma unroll
+    for (int b = 0; b < ITEM_BATCH; b++)
+        if (i + b < end)
+            load_item(q, rows_at(i + b), chunk_of(i + b) * CHUNK, v[b]);
+}
+
 /* A warp's run of items [i, end): loads ITEM_BATCH at a time, then adds
  * factor(item) * (this lane's two rows . x) to lo / hi. Item i is
- * (rows_at(i), k0 of chunk_of(i), staged inputs x_at(i)). */
-template <typename RowsAt, typename ChunkOf, typename XAt, typename FactorOf>
+ * (rows_at(i), k0 of chunk_of(i), staged inputs x_at(i)). The first
+ * batch's loads are in flight while `stage` (every thread of the block
+ * calls it once) stages the token rows. */
+template <typename RowsAt, typename ChunkOf, typename XAt, typename FactorOf, typename Stage>
 MI4_DEVICE void run_items(const mi4_hip_int4_matrix &q, int i, int end, RowsAt rows_at,
-                          ChunkOf chunk_of, XAt x_at, FactorOf factor_of, float &lo, float &hi)
+                          ChunkOf chunk_of, XAt x_at, FactorOf factor_of, Stage stage, float &lo,
+                          float &hi)
 {
+    item_regs v[ITEM_BATCH];
+    load_batch(q, i, end, rows_at, chunk_of, v);
+    stage();
     for (; i < end; i += ITEM_BATCH) {
-        item_regs v[ITEM_BATCH];
-#pragma unroll
-        for (int b = 0; b < ITEM_BATCH; b++)
-            if (i + b < end)
-                load_item(q, rows_at(i + b), chunk_of(i + b) * CHUNK, v[b]);
 #pragma unroll
         for (int b = 0; b < ITEM_BATCH; b++) {
             if (i + b >= end)
@@ -196,6 +208,8 @@ MI4_DEVICE void run_items(const mi4_hip_int4_matrix &q, int i, int end, RowsAt r
             lo = fmaf(dot_lo, int4_scale_of(q, (uint16_t)(v[b].scales & 0xffffu)) * factor, lo);
             hi = fmaf(dot_hi, int4_scale_of(q, (uint16_t)(v[b].scales >> 16)) * factor, hi);
         }
+        if (i + ITEM_BATCH < end)
+            load_batch(q, i + ITEM_BATCH, end, rows_at, chunk_of, v);
     }
 }
 
@@ -222,13 +236,16 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 2)
     const int chunks = q.inner_padded / CHUNK, per_split = (chunks + GEMM13_SPLIT - 1) / GEMM13_SPLIT;
     const int first = min(chunks, split * per_split), end = min(chunks, first + per_split);
     const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
-    stage_rows(xs, 1, q, [&](int) { return x; });
-    __syncthreads();
     const int t = lane & 3;
     float gate = 0.0f, up = 0.0f;
     run_items(
         q, first, end, [&](int) { return rows; }, [](int i) { return i; },
-        [&](int i) { return xs + (i * CHUNK + 32 * t) / 8; }, [](int) { return 1.0f; }, gate, up);
+        [&](int i) { return xs + (i * CHUNK + 32 * t) / 8; }, [](int) { return 1.0f; },
+        [&]() {
+            stage_rows(xs, 1, q, [&](int) { return x; });
+            __syncthreads();
+        },
+        gate, up);
     if ((lane & 3) == 0) {
         partial[warp * 16 + g] = gate;
         partial[warp * 16 + 8 + g] = up;
@@ -273,11 +290,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 2)
     }
     const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2, t = lane & 3;
     const size_t slot0 = (size_t)token * p.topk;
-    /* a skipped slot's act row was never written: zeros (its items add 0) */
-    stage_rows(xs, p.topk, q, [&](int j) {
-        return slot_expert[slot0 + j] >= 0 ? p.a + (slot0 + j) * (size_t)p.inner : nullptr;
-    });
-    __syncthreads();
     const int chunks = q.inner_padded / CHUNK, items = p.topk * chunks;
     const int per_warp = (items + DECODE_WARPS - 1) / DECODE_WARPS;
     const int first = min(items, warp * per_warp), end = min(items, first + per_warp);
@@ -292,6 +304,14 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 2)
         [&](int i) {
             const size_t slot = slot0 + i / chunks;
             return p.weight_on_output && slot_expert[slot] >= 0 ? p.topk_weights[slot] : 1.0f;
+        },
+        [&]() {
+            /* a skipped slot's act row was never written: zeros (its items add 0) */
+            stage_rows(xs, p.topk, q, [&](int j) {
+                return slot_expert[slot0 + j] >= 0 ? p.a + (slot0 + j) * (size_t)p.inner
+                                                   : nullptr;
+            });
+            __syncthreads();
         },
         lo, hi);
     if (t == 0) {
