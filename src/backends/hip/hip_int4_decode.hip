@@ -218,6 +218,7 @@ MI4_DEVICE void run_chunks(const mi4_hip_int4_matrix &q, const item_rows &r, int
         for (int s = 0; s < STAGES; s++) {
             const int c = base + s;
             mi4_copy_wait<STAGES - 2>(); /* chunk c has landed */
+            asm volatile("" ::: "memory"); /* no shared read moves above the wait */
             if (c < c1) {
                 const uint4 *slot = ring + s * 2 * MI4_WARP;
                 float dot_lo, dot_hi;
