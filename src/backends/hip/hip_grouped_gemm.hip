@@ -333,6 +333,9 @@ hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_a
 
 hipError_t mi4_hip_gemm_init(void)
 {
+    hipError_t decode = mi4_hip_int4_decode_init();
+    if (decode != hipSuccess)
+        return decode;
     for (int c = 0; c < MI4_TILE_COUNT; c++) {
         hipError_t e = launch_config<true>((mi4_hip_tile_config)c, nullptr, true);
         if (e == hipSuccess)
