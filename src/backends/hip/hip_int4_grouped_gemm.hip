@@ -29,6 +29,7 @@
  * would serialize every MMA otherwise); the other warpgroup's MMAs keep
  * the matrix cores busy meanwhile. */
 #include "backends/hip/hip_gemm_common.h"
+#include "backends/hip/hip_int4_mma_ops.h"
 
 namespace {
 
@@ -144,13 +145,6 @@ MI4_DEVICE void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
-MI4_DEVICE uint32_t q_bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-
 MI4_DEVICE uint32_t q_pack_bf16x2(float lo, float hi)
 {
     uint32_t d;
@@ -165,7 +159,7 @@ template <bool ROUNDED>
 MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float scale)
 {
     const uint32_t v =
-        q_bf16x2_fma(((word >> shift) & 0x000f000fu) | 0x43004300u, 0x3f803f80u, bias);
+        bf16x2_fma(((word >> shift) & 0x000f000fu) | 0x43004300u, 0x3f803f80u, bias);
     if (!ROUNDED)
         return v;
     return q_pack_bf16x2(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
@@ -295,12 +289,8 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         const uint4 lo = *(const uint4 *)(codes + row_lo * 64 + 16 * t);
         const uint4 hi = *(const uint4 *)(codes + row_hi * 64 + 16 * t);
         const int group = c * Q_CHUNK / q.group_size;
-        const float scale_lo = q.scales_bf16
-                                   ? mi4_dev_bf16_to_f32(s_scale[row_lo * q.groups + group])
-                                   : mi4_dev_f16_to_f32(s_scale[row_lo * q.groups + group]);
-        const float scale_hi = q.scales_bf16
-                                   ? mi4_dev_bf16_to_f32(s_scale[row_hi * q.groups + group])
-                                   : mi4_dev_f16_to_f32(s_scale[row_hi * q.groups + group]);
+        const float scale_lo = int4_scale_of(q, s_scale[row_lo * q.groups + group]);
+        const float scale_hi = int4_scale_of(q, s_scale[row_hi * q.groups + group]);
         const int zero_lo = q.zeros ? s_zero[row_lo * q.groups + group] : 8;
         const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
         uint32_t bias_lo = mi4_dev_f32_to_bits(-(128.0f + (float)zero_lo)) >> 16;
