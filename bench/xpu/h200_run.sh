@@ -10,10 +10,10 @@
 # VARIANTS="A=1,B=2;C=3" (M = 1 per-kernel times under each ';'-separated
 # set of ','-separated environment settings, e.g. MOEINT4_XPU_GEMM_TEAM=8 or
 # MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8),
-# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1; NVIDIA's
-# OpenCL kernels are not seen by ncu 2026-12-01), DIAG=1 (SM clocks during a
-# 1000-forward Mixtral M = 1 run, and ptxas / cuobjdump of the PTX NVIDIA's
-# OpenCL compiler made).
+# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1; on
+# 2026-12-01 ncu saw no kernel of NVIDIA's OpenCL), DIAG=1 (SM clocks during
+# a 1000-forward Mixtral M = 1 run, and ptxas / cuobjdump of the PTX
+# NVIDIA's OpenCL compiler made).
 # Writes log.txt, ctest.txt and the bench JSON under $OUT.
 set -u
 OUT=${OUT:-/tmp/xpu-out}
@@ -77,7 +77,9 @@ if [ "${DIAG:-0}" = 1 ]; then
   awk -F', ' '$4 + 0 > 0 {print $2}' "$OUT/clocks.txt" | sort -n | uniq -c | tail -12
   if [ -s "$OUT/program.ptx" ] && command -v ptxas > /dev/null; then
     echo "== ptxas -v of the kernels NVIDIA's OpenCL compiled (registers, spills, local memory)"
-    ptxas -arch=sm_90 -v "$OUT/program.ptx" -o "$OUT/program.cubin" 2>&1 | grep -A2 -E "mi4_(w13|w2|route)" | head -40
+    tr -d '\000' < "$OUT/program.ptx" > "$OUT/program.clean.ptx" # the driver's binary ends in NULs
+    ptxas -arch=sm_90 -v "$OUT/program.clean.ptx" -o "$OUT/program.cubin" 2>&1 |
+      grep -A2 -E "mi4_(w13|w2|route)" | head -40
     cuobjdump -sass "$OUT/program.cubin" > "$OUT/program.sass" 2>&1
     echo "SASS lines per GEMV kernel: $(grep -c . "$OUT/program.sass")"
   fi
