@@ -12,7 +12,8 @@
  * neighbouring 16-byte pieces of 32 codes, MI4_AHEAD pieces (and their
  * scales) loaded per work-item before any is used. The tile's activations
  * are staged once per work-group into local memory as f32 (in blocks of
- * MI4_XBLOCK values), so every team reads them from there as float4. Codes
+ * MI4_XBLOCK values, interleaved so that a team's reads hit distinct banks:
+ * MI4_X_INTERLEAVE), so every team reads them from there as float4. Codes
  * become floats without an int-to-float conversion (2^23 + code is exact
  * as a float: OR the code into 2^23's bits). Each 32-code piece is added in
  * a fixed tree, scaled once by its group's scale (group sizes are multiples
@@ -23,12 +24,32 @@
  * 32-bit word (8 codes) at a time. Assignment and order are fixed, so
  * results are deterministic. Words are read little-endian (Intel GPUs,
  * NVIDIA GPUs, PoCL on x86). Only OpenCL C 1.2: local memory and barriers,
- * no sub-groups. Measured on the H200 only (bench/results/xpu-2026-12-01.md). */
+ * no sub-groups. Measured on the H200 only, and without the interleaving
+ * (bench/results/xpu-2026-12-01.md). */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
 #ifndef MI4_AHEAD /* MOEINT4_XPU_BUILD_OPTIONS may set it (bench) */
 #define MI4_AHEAD 4
+#endif
+/* Where the 16-byte pieces' activations lie in local memory (vec path):
+ * float4 s (0..7) of piece p at s * pieces + p, so the work-items of a team,
+ * which read neighbouring pieces, read neighbouring float4 at each step.
+ * Piece-major order (8 p + s, what the H200 runs measured) puts all of a
+ * team's reads of one step 128 bytes apart, in the same four banks: a
+ * team-wide conflict on every read. The interleaving is not measured yet;
+ * MOEINT4_XPU_BUILD_OPTIONS=-DMI4_X_INTERLEAVE=0 gives piece-major. */
+#ifndef MI4_X_INTERLEAVE
+#define MI4_X_INTERLEAVE 1
+#endif
+#if MI4_X_INTERLEAVE
+#define MI4_PIECE_AT(p, pieces) (p)
+#define MI4_PIECE_STRIDE(pieces) (pieces)
+#define MI4_CODE_AT(k, pieces) (((((k) >> 2) & 7) * (pieces) + ((k) >> 5)) * 4 + ((k) & 3))
+#else
+#define MI4_PIECE_AT(p, pieces) (8 * (p))
+#define MI4_PIECE_STRIDE(pieces) 1
+#define MI4_CODE_AT(k, pieces) (k)
 #endif
 #define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
 #define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
@@ -37,20 +58,23 @@
 #define MI4_CODE(word, i) (as_float((((word) >> (4 * (i))) & 15u) | MI4_MAGIC) - MI4_MAGIC_MINUS_8)
 
 /* sum over the 8 codes of word of (code - 8) * x, x from local memory
- * (two float4), in a fixed order */
-float mi4_dot_word(uint word, __local const float4 *x)
+ * (two float4, `stride` float4 apart), in a fixed order */
+float mi4_dot_word(uint word, __local const float4 *x, int stride)
 {
-    float4 a = x[0], b = x[1];
+    float4 a = x[0], b = x[stride];
     return (MI4_CODE(word, 0) * a.x + MI4_CODE(word, 1) * a.y + MI4_CODE(word, 2) * a.z +
             MI4_CODE(word, 3) * a.w) +
            (MI4_CODE(word, 4) * b.x + MI4_CODE(word, 5) * b.y + MI4_CODE(word, 6) * b.z +
             MI4_CODE(word, 7) * b.w);
 }
 
-float mi4_dot_piece(uint4 piece, __local const float4 *x)
+/* The 32 codes of a piece against its activations: the piece's eight
+ * float4 lie `stride` float4 apart (see mi4_rows_dot). */
+float mi4_dot_piece(uint4 piece, __local const float4 *x, int stride)
 {
-    return (mi4_dot_word(piece.x, x) + mi4_dot_word(piece.y, x + 2)) +
-           (mi4_dot_word(piece.z, x + 4) + mi4_dot_word(piece.w, x + 6));
+    return (mi4_dot_word(piece.x, x, stride) + mi4_dot_word(piece.y, x + 2 * stride, stride)) +
+           (mi4_dot_word(piece.z, x + 4 * stride, stride) +
+            mi4_dot_word(piece.w, x + 6 * stride, stride));
 }
 
 /* The group of code k: a shift for power-of-two group sizes (integer
@@ -89,13 +113,15 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
     for (int a = 0; a < MI4_AHEAD; ++a) {
         int ca = c + a * team;
         if (ca < pieces) {
-            __local const float4 *x = xs + 8 * ca;
+            __local const float4 *x = xs + MI4_PIECE_AT(ca, block / 32);
+            int stride = MI4_PIECE_STRIDE(block / 32);
 #pragma unroll
             for (int r = 0; r < max_rows; ++r)
                 if (r < rows) {
-                    acc[r] += mi4_dot_piece(g[a], x + r * (block / 4)) * sg[a];
+                    __local const float4 *xr = x + r * (block / 4);
+                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
                     if (halves == 2)
-                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], x + r * (block / 4)) * su[a];
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
                 }
         }
     }
@@ -139,9 +165,9 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
 #pragma unroll
         for (int r = 0; r < max_rows; ++r)
             if (r < rows) {
-                acc[r] += mi4_dot_word(g, x + r * (block / 4)) * sg;
+                acc[r] += mi4_dot_word(g, x + r * (block / 4), 1) * sg;
                 if (halves == 2)
-                    acc[MI4_TILE_ROWS + r] += mi4_dot_word(u, x + r * (block / 4)) * su;
+                    acc[MI4_TILE_ROWS + r] += mi4_dot_word(u, x + r * (block / 4), 1) * su;
             }
     }
 }
@@ -170,7 +196,8 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
         for (int r = 0; r < MI4_TILE_ROWS; ++r)
             if (r < max_rows && r < rows)
                 for (int k = lid; k < kbn; k += MI4_GROUP)
-                    xf[r * block + k] = mi4_load(x, dtype, x_row[r] + kb0 + k);
+                    xf[r * block + (vec ? MI4_CODE_AT(k, block / 32) : k)] =
+                        mi4_load(x, dtype, x_row[r] + kb0 + k);
         barrier(CLK_LOCAL_MEM_FENCE);
         int span = active ? kbn : 0;
         if (max_rows == 1 || rows == 1)
