@@ -1,9 +1,19 @@
 #!/bin/bash
 # One call on the lent H200: the XPU backend's OpenCL runtime on NVIDIA's
 # OpenCL driver (MOEINT4_XPU_TEST_ANY_GPU=1). The build is made on the
-# Debian machine at /work/wt/xpu/build-x (see README.md beside this file) and
-# travels with the tree; /work/wt/xpu is linked to the tree here so that the
-# build's absolute paths (RPATH, ctest files, tests/data/vllm) hold.
+# Debian machine at $BUILT_AT/build-x (default /work/wt/xpu; see README.md
+# beside this file) and travels with the tree; $BUILT_AT is linked to the
+# tree here so that the build's absolute paths (RPATH, ctest files,
+# tests/data/vllm) hold.
+# Optional: BASELINE=DIR (a build's bin/ and lib/ of other kernels, carried
+# under the tree: M = 1 per-kernel times of those first),
+# VARIANTS="A=1,B=2;C=3" (M = 1 per-kernel times under each ';'-separated
+# set of ','-separated environment settings, e.g. MOEINT4_XPU_GEMM_TEAM=8 or
+# MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8),
+# NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1; on
+# 2026-12-01 ncu saw no kernel of NVIDIA's OpenCL), DIAG=1 (SM clocks during
+# a 1000-forward Mixtral M = 1 run, and ptxas / cuobjdump of the PTX
+# NVIDIA's OpenCL compiler made).
 # Writes log.txt, ctest.txt and the bench JSON under $OUT.
 set -u
 OUT=${OUT:-/tmp/xpu-out}
@@ -12,7 +22,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOG=$OUT/log.txt
 exec > >(tee -a "$LOG") 2>&1
 echo "== $(date -u +%FT%TZ) tree $ROOT commit ${COMMIT:-unknown}"
-mkdir -p /work/wt && ln -sfn "$ROOT" /work/wt/xpu
+BUILT_AT=${BUILT_AT:-/work/wt/xpu}
+mkdir -p "$(dirname "$BUILT_AT")" && ln -sfn "$ROOT" "$BUILT_AT"
 mkdir -p /tmp/xpudeps && tar xJf "$ROOT/build-xpudeps/deps.tar.xz" -C /tmp/xpudeps
 export LD_LIBRARY_PATH=/tmp/xpudeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # NVIDIA's OpenCL driver is installed without an ICD file: name it in a vendors folder
@@ -21,9 +32,9 @@ lib=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1 /{print $NF; exit}')
 echo "NVIDIA OpenCL driver: ${lib:-not found}"
 mkdir -p /tmp/vendors && echo "$lib" > /tmp/vendors/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/vendors
-export MOEINT4_XPU_TEST_ANY_GPU=1 MOEINT4_BACKEND_PATH=/work/wt/xpu/build-x/lib MOEINT4_COMMIT=${COMMIT:-unknown}
+export MOEINT4_XPU_TEST_ANY_GPU=1 MOEINT4_BACKEND_PATH=$BUILT_AT/build-x/lib MOEINT4_COMMIT=${COMMIT:-unknown}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-CLI=/work/wt/xpu/build-x/bin/moeint4
+CLI=$BUILT_AT/build-x/bin/moeint4
 $CLI info --backend xpu 2>&1 | head -30
 
 echo "== copy bandwidth (torch, 2 GiB device-to-device, bytes read + written)"
@@ -42,7 +53,7 @@ PY
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== XPU tests on the H200 (OpenCL runtime, NVIDIA driver)"
-  timeout 150 ctest --test-dir /work/wt/xpu/build-x --output-on-failure -j4 \
+  timeout 150 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j4 \
     -R '^test_xpu_(kernels|backend|conformance)$' > "$OUT/ctest.txt" 2>&1
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
 fi
@@ -54,4 +65,48 @@ for preset in qwen3-30b-a3b mixtral-8x7b; do
   timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"
 done
+if [ "${DIAG:-0}" = 1 ]; then
+  echo "== mixtral-8x7b: M = 1, 1000 forwards, SM clock sampled every 50 ms (nvidia-smi, $OUT/clocks.txt)"
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu,power.draw \
+    --format=csv,noheader -lms 50 > "$OUT/clocks.txt" 2>&1 &
+  smi=$!
+  MOEINT4_XPU_PROFILE=1 MOEINT4_XPU_DUMP_PROGRAM="$OUT/program.ptx" timeout 60 "$CLI" bench \
+    --backend xpu --preset mixtral-8x7b --tokens 1 --iters 1000 2>&1 | grep -E 'xpu profile|^ +1 '
+  kill "$smi"
+  echo "SM clock samples (MHz) while the GPU was busy (utilization > 0):"
+  awk -F', ' '$4 + 0 > 0 {print $2}' "$OUT/clocks.txt" | sort -n | uniq -c | tail -12
+  if [ -s "$OUT/program.ptx" ] && command -v ptxas > /dev/null; then
+    echo "== ptxas -v of the kernels NVIDIA's OpenCL compiled (registers, spills, local memory)"
+    tr -d '\000' < "$OUT/program.ptx" > "$OUT/program.clean.ptx" # the driver's binary ends in NULs
+    ptxas -arch=sm_90 -v "$OUT/program.clean.ptx" -o "$OUT/program.cubin" 2>&1 |
+      grep -A2 -E "mi4_(w13|w2|route)" | head -40
+    cuobjdump -sass "$OUT/program.cubin" > "$OUT/program.sass" 2>&1
+    echo "SASS lines per GEMV kernel: $(grep -c . "$OUT/program.sass")"
+  fi
+fi
+profile() { # label cli backend_path extra-env...
+  local label=$1 cli=$2 path=$3; shift 3
+  for preset in qwen3-30b-a3b mixtral-8x7b; do
+    echo "== $preset: M = 1, $label: device time per kernel (OpenCL profiling events)"
+    env "$@" MOEINT4_BACKEND_PATH="$path" MOEINT4_XPU_PROFILE=1 timeout 60 "$cli" bench \
+      --backend xpu --preset $preset --tokens 1 --iters 30 2>&1 | grep -E 'xpu profile|^ +1 '
+  done
+}
+if [ -n "${BASELINE:-}" ]; then
+  profile "baseline kernels ($BASELINE)" "$ROOT/$BASELINE/bin/moeint4" "$ROOT/$BASELINE/lib" X=1
+fi
+IFS=';' read -r -a variants <<< "${VARIANTS:-}"
+for variant in "${variants[@]}"; do
+  IFS=',' read -r -a settings <<< "$variant"
+  profile "$variant" "$CLI" "$BUILT_AT/build-x/lib" "${settings[@]}"
+done
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+  for preset in qwen3-30b-a3b mixtral-8x7b; do
+    echo "== $preset: M = 1, ncu (GEMM kernels)"
+    timeout 60 ncu -k regex:mi4_w -c 4 --metrics \
+      gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active \
+      "$CLI" bench --backend xpu --preset $preset --tokens 1 --iters 1 2>&1 | grep -vE '^==PROF==|^moeint4 bench' | tail -40
+  done
+fi
+
 echo "== done $(date -u +%FT%TZ)"

@@ -40,8 +40,8 @@ static void test_variants_and_tiles(void **state)
 {
     (void)state;
     const char *variants[] = { "mma", "fma" };
-    const char *tiles[] = { "16", "16n",  "64",   "128",    "128d", "256",
-                            "8v", "w128", "w256", "direct", "w64" };
+    const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
+                            "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -60,6 +60,43 @@ static void test_variants_and_tiles(void **state)
         moeint4_context_destroy(ctx);
     }
     setenv("MOEINT4_HIP_GEMM", "mma", 1);
+}
+
+/* The int4 grouped GEMM's tiles (q8 .. q128: int4 weights with group 128
+ * or per-channel, K and N multiples of 128; elsewhere the forced name
+ * falls back to the default tile) on every batch shape: one row per
+ * expert, partial tiles, several tiles per expert; zero points, an expert
+ * map, the router weight on either side, F32 input (converted). */
+static void test_int4_grouped_gemm_tiles(void **state)
+{
+    (void)state;
+    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128" };
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_GPTQ_SYM };
+    const int groups[] = { 128, -1 };
+    const int64_t sizes[] = { 3, 40, 203 };
+    moeint4_context *ctx = hip_test_context("mma");
+    uint64_t seed = 500;
+    for (int f = 0; f < 2; f++) {
+        tk_layer layer;
+        moeint4_weights *w =
+            hip_test_prepare(ctx, &layer, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
+        for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
+            setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            for (int i = 0; i < 3; i++) {
+                hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
+                                               sizes[i], 3, seed++);
+                c.on_input = i == 2;
+                print_message("format %d, tile %s, M = %lld\n", (int)formats[f], tiles[t],
+                              (long long)sizes[i]);
+                double e = hip_test_error(ctx, w, &layer, &c);
+                assert_true(e <= HIP_TOLERANCE);
+            }
+        }
+        unsetenv("MOEINT4_HIP_TILE");
+        moeint4_weights_release(w);
+        tk_layer_free(&layer);
+    }
+    moeint4_context_destroy(ctx);
 }
 
 static void test_dtypes_and_activations(void **state)
@@ -418,6 +455,7 @@ int main(void)
         return HIP_TEST_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
+        cmocka_unit_test(test_int4_grouped_gemm_tiles),
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_bad_ids),

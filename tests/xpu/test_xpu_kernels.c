@@ -19,16 +19,17 @@
 
 /* ---- routing ---- */
 
+/* up to 320 local experts and 512 slots */
 typedef struct route_result {
-    int32_t route[4 * 16 + 2];
-    int32_t slot_expert[256];
-    int32_t sorted[256];
+    int32_t route[4 * 320 + 2];
+    int32_t slot_expert[512];
+    int32_t sorted[512];
     int32_t errors[2];
 } route_result;
 
 static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *weights,
                         int num_slots, const int32_t *map, int num_experts, int num_local,
-                        int dnnl_min_rows, route_result *out)
+                        int dnnl_min_rows, int tile_rows, route_result *out)
 {
     size_t route_ints = 4 * (size_t)num_local + 2;
     void *ids_d = xt_upload(rt, ids, (size_t)num_slots * 4);
@@ -38,23 +39,17 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
     void *errors_d = xt_upload(rt, NULL, 2 * 4);
     void *slot_expert_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     void *sorted_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
-    int reset = 1, slot_base = 0;
-    mi4_xpu_arg init[] = { MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_PTR(errors_d),
-                           MI4_XPU_INT(reset) };
-    mi4_xpu_arg count[] = { MI4_XPU_PTR(ids_d),     MI4_XPU_PTR(weights_d),
-                            MI4_XPU_PTR(map_d),     MI4_XPU_INT(num_slots),
-                            MI4_XPU_INT(slot_base), MI4_XPU_INT(num_experts),
-                            MI4_XPU_INT(num_local), MI4_XPU_PTR(slot_expert_d),
-                            MI4_XPU_PTR(route_d),   MI4_XPU_PTR(errors_d) };
-    int gated = 1;
-    mi4_xpu_arg scan[] = { MI4_XPU_PTR(route_d), MI4_XPU_INT(num_local), MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_PTR(errors_d), MI4_XPU_INT(gated) };
-    mi4_xpu_arg scatter[] = { MI4_XPU_PTR(slot_expert_d), MI4_XPU_INT(num_slots),
-                              MI4_XPU_INT(num_local), MI4_XPU_PTR(route_d), MI4_XPU_PTR(sorted_d) };
-    xt_launch(rt, MI4_XPU_ROUTE_INIT, route_ints, 1, 4, init);
-    xt_launch(rt, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count);
-    xt_launch(rt, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan);
-    xt_launch(rt, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter);
+    int slot_base = 0, gated = 1, reset = 1, sort = 1;
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids_d),           MI4_XPU_PTR(weights_d),
+                           MI4_XPU_PTR(map_d),           MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),       MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),       MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_INT(tile_rows),       MI4_XPU_INT(gated),
+                           MI4_XPU_INT(reset),
+                           MI4_XPU_INT(sort),            MI4_XPU_PTR(slot_expert_d),
+                           MI4_XPU_PTR(route_d),         MI4_XPU_PTR(sorted_d),
+                           MI4_XPU_PTR(errors_d) };
+    xt_launch(rt, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
     xt_download(rt, out->route, route_d, route_ints * 4);
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
     xt_download(rt, out->sorted, sorted_d, (size_t)num_slots * 4);
@@ -93,45 +88,43 @@ static int random_map(tk_rng *rng, int num_experts, int32_t *map)
     return local;
 }
 
-static void test_routing_sorts_by_expert(void **state)
+/* The routing kernel against the host's count and sort: E experts, S slots
+ * (at most 320 and 512), with and without an expert_map, tiles of
+ * tile_rows slots. */
+static void check_routing(mi4_xpu_runtime *rt, int E, int S, int tile_rows, uint64_t seed)
 {
-    (void)state;
-    mi4_xpu_runtime *rt = xt_runtime();
-    /* not an Intel GPU: no ocloc binary fits, the program is built from text */
-    assert_string_equal(rt->kernels_from, "OpenCL C text");
     tk_rng rng;
-    tk_rng_seed(&rng, 11);
-    enum { E = 12, M = 41, TOPK = 3, S = M * TOPK };
+    tk_rng_seed(&rng, seed);
+    static int32_t map[320], ids[512], expected[512], got[512];
+    static float weights[512];
+    static route_result r;
     for (int with_map = 0; with_map < 2; ++with_map) {
-        int32_t map[E], ids[S];
         int num_local = E;
         for (int e = 0; e < E; ++e)
             map[e] = e;
         if (with_map)
             num_local = random_map(&rng, E, map);
         for (int s = 0; s < S; ++s)
-            ids[s] = (int32_t)(tk_rng_next(&rng) % E);
-        float weights[S];
+            ids[s] = (int32_t)(tk_rng_next(&rng) % (uint64_t)E);
         ones(weights, S);
-        int dnnl_min_rows = with_map ? 10 : INT_MAX; /* experts with >= 10 slots get no tiles */
-        route_result r;
-        run_routing(rt, ids, weights, S, map, E, num_local, dnnl_min_rows, &r);
+        /* with the map, experts with >= 10 slots (S / E / 2 when more) get no tiles */
+        int dnnl_min_rows = with_map ? (S / E / 2 > 10 ? S / E / 2 : 10) : INT_MAX;
+        run_routing(rt, ids, weights, S, map, E, num_local, dnnl_min_rows, tile_rows, &r);
         int running = 0, tiles = 0;
         for (int e = 0; e < num_local; ++e) {
-            int expected[S], n = 0;
+            int n = 0;
             for (int s = 0; s < S; ++s)
                 if (map[ids[s]] == e)
                     expected[n++] = s;
             assert_int_equal(r.route[e], n);
             assert_int_equal(r.route[num_local + e], running);
-            int got[S];
             memcpy(got, r.sorted + running, (size_t)n * sizeof(int));
             qsort(got, (size_t)n, sizeof(int), compare_ints);
             assert_memory_equal(got, expected, (size_t)n * sizeof(int));
             assert_int_equal(r.route[3 * num_local + 1 + e], tiles); /* tile offsets */
             running += n;
             if (n < dnnl_min_rows)
-                tiles += (n + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
+                tiles += (n + tile_rows - 1) / tile_rows;
         }
         assert_int_equal(r.route[2 * num_local], running);
         assert_int_equal(r.route[4 * num_local + 1], tiles);
@@ -140,6 +133,19 @@ static void test_routing_sorts_by_expert(void **state)
         for (int s = 0; s < S; ++s)
             assert_int_equal(r.slot_expert[s], map[ids[s]]);
     }
+}
+
+static void test_routing_sorts_by_expert(void **state)
+{
+    (void)state;
+    mi4_xpu_runtime *rt = xt_runtime();
+    /* not an Intel GPU: no ocloc binary fits, the program is built from text */
+    assert_memory_equal(rt->kernels_from, "OpenCL C text", 13);
+    check_routing(rt, 12, 41 * 3, MI4_XPU_TILE_ROWS, 11);
+    check_routing(rt, 12, 41 * 3, 1, 14); /* the GEMVs' tiles of one slot */
+    /* more experts and slots than the routing work-group has work-items */
+    check_routing(rt, 300, 100 * 4, MI4_XPU_TILE_ROWS, 12);
+    check_routing(rt, 5, 1, MI4_XPU_TILE_ROWS, 13);
     rt->ops->destroy(rt);
 }
 
@@ -162,7 +168,7 @@ static void test_routing_flags_first_bad_id_and_weight(void **state)
     weights[14] = NAN;
     weights[3] = -INFINITY;
     route_result r;
-    run_routing(rt, ids, weights, S, map, E, E, INT_MAX, &r);
+    run_routing(rt, ids, weights, S, map, E, E, INT_MAX, MI4_XPU_TILE_ROWS, &r);
     assert_int_equal(r.errors[0], 9);
     assert_int_equal(r.errors[1], 3);
     assert_int_equal(r.slot_expert[9], -1);
@@ -186,8 +192,10 @@ typedef struct gemm_setup {
     float weights[128];
 } gemm_setup;
 
-/* Slots spread over experts; the host plays the routing kernels. */
-static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gemm_setup *g)
+/* Slots spread over experts; the host plays the routing kernel (tiles of
+ * tile_rows slots). */
+static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, int tile_rows,
+                       gemm_setup *g)
 {
     memset(g, 0, sizeof *g);
     g->num_local = num_local;
@@ -207,13 +215,19 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, gem
             if (g->slot_local[s] == e)
                 g->sorted[row++] = s;
         g->route[e] = row - first;
-        g->num_tiles += (row - first + MI4_XPU_TILE_ROWS - 1) / MI4_XPU_TILE_ROWS;
+        g->num_tiles += (row - first + tile_rows - 1) / tile_rows;
     }
     g->route[2 * num_local] = row;
     g->route[4 * num_local + 1] = g->num_tiles;
-    /* some expert needs a second tile, which is partial */
-    assert_true(g->num_tiles > num_local);
+    /* several tokens in tiles of 8: some expert needs a second, partial tile */
+    assert_true(num_tokens == 1 || tile_rows == 1 || g->num_tiles > num_local);
 }
+
+/* A GEMM test's shape: experts, K, N, tokens, top-k, the team size, and
+ * whether the one-row kernels (GEMVs, tiles of one slot) run. */
+typedef struct gemm_dims {
+    int E, K, N, M, topk, team, gemv;
+} gemm_dims;
 
 typedef struct xpu_matrix {
     tk_matrix m;
@@ -257,21 +271,22 @@ static double ref_activation(int kind, double g, double u, double limit, double 
     return (uc + beta) * gc / (1.0 + exp(-alpha * gc));
 }
 
-static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group_size,
-                      moeint4_dtype scales_dtype, uint64_t seed)
+static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_input,
+                      int group_size, moeint4_dtype scales_dtype, uint64_t seed)
 {
-    /* K = 640: 80 words, so lanes take 2 or 3 words (uneven on purpose) */
-    enum { E = 3, K = 640, N = 24, M = 20, TOPK = 2 }; /* ~13 slots per expert: 2 tiles */
+    const int E = d.E, K = d.K, N = d.N, M = d.M, TOPK = d.topk;
     const float limit = 1.5f, alpha = 1.702f, beta = 0.5f;
     mi4_xpu_runtime *rt = xt_runtime();
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w13;
     make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
     size_t esize = tk_dtype_size(dtype);
-    uint8_t hidden[M * K * 4];
+    uint8_t *hidden = malloc((size_t)M * K * 4);
+    float *got = malloc((size_t)M * TOPK * N * 4);
+    assert_true(hidden && got);
     tk_fill_activations(&rng, dtype, M * K, 1.0, hidden);
     void *hidden_d = xt_upload(rt, hidden, M * K * esize);
     void *route_d = xt_upload(rt, g.route, sizeof g.route);
@@ -279,6 +294,7 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *act_d = xt_upload(rt, NULL, (size_t)g.num_slots * N * 4);
     int num_local = E, dt = (int)dtype, topk = TOPK, k_dim = K, n_dim = N, act = act_kind;
+    int team = d.team;
     int gs = group_size == -1 ? K : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
     mi4_xpu_arg args[] = {
         MI4_XPU_PTR(route_d),      MI4_XPU_INT(num_local), MI4_XPU_PTR(sorted_d),
@@ -287,13 +303,12 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
         MI4_XPU_PTR(w13.scales_d), MI4_XPU_INT(bf16),      MI4_XPU_INT(k_dim),
         MI4_XPU_INT(n_dim),        MI4_XPU_INT(gs),        MI4_XPU_INT(act),
         MI4_XPU_FLOAT(limit),      MI4_XPU_FLOAT(alpha),   MI4_XPU_FLOAT(beta),
-        MI4_XPU_PTR(act_d)
+        MI4_XPU_INT(team),         MI4_XPU_PTR(act_d)
     };
     /* two groups past the last tile: they must write nothing */
-    xt_launch(rt, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 19,
-              args);
-    float got[M * TOPK * N];
-    xt_download(rt, got, act_d, sizeof got);
+    xt_launch(rt, d.gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team),
+              (size_t)g.num_tiles + 2, 20, args);
+    xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         int e = g.slot_local[s], token = s / TOPK;
         double scale = on_input ? g.weights[s] : 1.0;
@@ -321,14 +336,16 @@ static void check_w13(moeint4_dtype dtype, int act_kind, int on_input, int group
             double bound = gate_err * d_gate + up_err * d_up + 4e-6 * fabs(want) + 1e-7;
             double diff = fabs((double)got[s * N + n] - want);
             if (!(diff <= bound))
-                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d", s, n,
-                         (double)got[s * N + n], want, bound, (int)dtype, act_kind);
+                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d team %d",
+                         s, n, (double)got[s * N + n], want, bound, (int)dtype, act_kind, team);
         }
     }
     void *all[] = { hidden_d, route_d, sorted_d, weights_d, act_d };
     for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w13);
+    free(hidden);
+    free(got);
     rt->ops->destroy(rt);
 }
 
@@ -337,31 +354,59 @@ static void test_w13_every_activation_and_dtype(void **state)
     (void)state;
     uint64_t seed = 100;
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
+    /* K = 640: 20 pieces of 32 codes, uneven over the team's work-items; 8-row
+     * tiles stage it in two blocks; ~13 slots per expert: 2 tiles each */
+    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0 };
     for (int d = 0; d < 3; ++d)
-        for (int act = 0; act < 3; ++act)
-            check_w13(dtypes[d], act, act == 1, act == 2 ? -1 : 32,
+        for (int act = 0; act < 3; ++act) {
+            dims.team = 4 << (act + d) % 4; /* 4, 8, 16, 32 */
+            dims.gemv = act == d;           /* the GEMV on every dtype */
+            check_w13(dims, dtypes[d], act, act == 1, act == 2 ? -1 : 32,
                       d == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16, seed++);
+        }
 }
 
-static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, uint64_t seed)
+/* Rows not a multiple of 32 codes (one word at a time), and one token with
+ * rows longer than one staged block of activations. */
+static void test_w13_word_path_and_long_rows(void **state)
 {
-    enum { E = 4, K = 40, N = 320, M = 15, TOPK = 3 }; /* 40 words over 32 lanes; 2 tiles */
+    (void)state;
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0 }; /* 77 words; per-channel scales */
+    check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 110);
+    words.gemv = 1;
+    check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 113);
+    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0 }; /* one piece per row */
+    check_w13(short_rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_BF16,
+              112);
+    for (int gemv = 0; gemv < 2; ++gemv) {
+        gemm_dims one_token = { 4, 4352, 40, 1, 2, 16, gemv }; /* 4352 > 4096: two blocks */
+        check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128,
+                  MOEINT4_DTYPE_BF16, 111);
+    }
+}
+
+static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype scales_dtype,
+                     uint64_t seed)
+{
+    const int E = d.E, K = d.K, N = d.N, M = d.M, TOPK = d.topk;
     mi4_xpu_runtime *rt = xt_runtime();
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w2;
     make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
-    float act[M * TOPK * N];
+    size_t act_bytes = (size_t)M * TOPK * N * 4;
+    float *act = malloc(act_bytes), *got = malloc((size_t)M * TOPK * K * 4);
+    assert_true(act && got);
     for (int i = 0; i < M * TOPK * N; ++i)
         act[i] = (float)tk_rng_normal(&rng);
-    void *act_d = xt_upload(rt, act, sizeof act);
+    void *act_d = xt_upload(rt, act, act_bytes);
     void *route_d = xt_upload(rt, g.route, sizeof g.route);
     void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
-    int num_local = E, k_dim = K, n_dim = N;
+    int num_local = E, k_dim = K, n_dim = N, team = d.team;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
     mi4_xpu_arg args[] = { MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),
                            MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),
@@ -369,11 +414,10 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
                            MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d),
                            MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
                            MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
-                           MI4_XPU_PTR(out_d) };
-    xt_launch(rt, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, (size_t)g.num_tiles + 2, 13,
-              args);
-    float got[M * TOPK * K];
-    xt_download(rt, got, out_d, sizeof got);
+                           MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
+    xt_launch(rt, d.gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team),
+              (size_t)g.num_tiles + 2, 14, args);
+    xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         double scale = on_input ? 1.0 : g.weights[s];
         for (int k = 0; k < K; ++k) {
@@ -386,23 +430,36 @@ static void check_w2(int on_input, int group_size, moeint4_dtype scales_dtype, u
             double bound = xt_sum_error_bound(N + 8, sum_abs * scale);
             double diff = fabs((double)got[s * K + k] - want);
             if (!(diff <= bound))
-                fail_msg("w2 slot %d k %d: got %.9g want %.9g (bound %.3g)", s, k,
-                         (double)got[s * K + k], want, bound);
+                fail_msg("w2 slot %d k %d: got %.9g want %.9g (bound %.3g) team %d", s, k,
+                         (double)got[s * K + k], want, bound, team);
         }
     }
     void *all[] = { act_d, route_d, sorted_d, weights_d, out_d };
     for (int i = 0; i < 5; ++i)
         rt->ops->free(rt, all[i]);
     free_matrix(rt, &w2);
+    free(act);
+    free(got);
     rt->ops->destroy(rt);
 }
 
 static void test_w2_router_weight_and_groups(void **state)
 {
     (void)state;
-    check_w2(0, 32, MOEINT4_DTYPE_F16, 200);
-    check_w2(1, 64, MOEINT4_DTYPE_BF16, 201);
-    check_w2(0, -1, MOEINT4_DTYPE_F16, 202);
+    /* N = 320: 10 pieces of 32 codes; K = 40 columns, not a whole number of
+     * work-groups for any team; ~11 slots per expert: 2 tiles */
+    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0 };
+    check_w2(dims, 0, 32, MOEINT4_DTYPE_F16, 200);
+    dims.team = 32;
+    check_w2(dims, 1, 64, MOEINT4_DTYPE_BF16, 201);
+    dims.team = 8;
+    check_w2(dims, 0, -1, MOEINT4_DTYPE_F16, 202);
+    dims.gemv = 1;
+    check_w2(dims, 1, 32, MOEINT4_DTYPE_F16, 205);
+    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0 }; /* 41 words: one at a time */
+    check_w2(words, 0, -1, MOEINT4_DTYPE_F16, 203);
+    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1 }; /* 4608 > 4096: two blocks */
+    check_w2(one_token, 1, 128, MOEINT4_DTYPE_F16, 204);
 }
 
 /* ---- combine ---- */
@@ -512,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_routing_sorts_by_expert),
         cmocka_unit_test(test_routing_flags_first_bad_id_and_weight),
         cmocka_unit_test(test_w13_every_activation_and_dtype),
+        cmocka_unit_test(test_w13_word_path_and_long_rows),
         cmocka_unit_test(test_w2_router_weight_and_groups),
         cmocka_unit_test(test_combine_is_exact_and_ordered),
         cmocka_unit_test(test_scales_transpose_for_onednn),

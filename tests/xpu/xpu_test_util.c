@@ -48,7 +48,7 @@ void xt_launch(mi4_xpu_runtime *rt, mi4_xpu_kernel kernel, size_t size0, size_t 
                const mi4_xpu_arg *args)
 {
     char err[256] = "";
-    size_t lanes = MI4_XPU_GEMM_LANES; /* what the GEMMs require; any size serves the rest */
+    size_t lanes = MI4_XPU_GROUP; /* what routing and GEMMs require; any size serves the rest */
     size_t local[2] = { lanes, 1 };
     size_t global[2] = { (size0 + lanes - 1) / lanes * lanes, size1 };
     moeint4_status st =

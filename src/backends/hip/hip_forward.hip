@@ -52,7 +52,7 @@ forward_shape shape_of(const mi4_hip_weights *w, const moeint4_forward_args *arg
     s.x_direct = args->dtype == MOEINT4_DTYPE_BF16 && !s.per_slot &&
                  ((uintptr_t)args->hidden_states % 16) == 0;
     s.plan = mi4_hip_plan_workspace(w, s.slots, s.per_slot ? s.slots : s.tokens, !s.x_direct,
-                                    mi4_hip_tile_rows(s.config));
+                                    s.config);
     return s;
 }
 
@@ -117,8 +117,17 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
                                    args->topk, args->topk_weights, s.per_slot,
                                    (uint16_t *)(base + p.at_x), stream);
     }
+    if (e == hipSuccess && w->int4 && mi4_hip_tile_is_int4_gemm(s.config)) {
+        /* the int4 grouped GEMM reads its token rows permuted; they go where
+         * gemm2 writes y later (x rows <= slots, 2 bytes < 4) */
+        *step = "input permutation";
+        uint16_t *permuted = (uint16_t *)(base + p.at_y);
+        e = mi4_hip_launch_int4_permute(g.x_bf16, permuted, s.per_slot ? s.slots : s.tokens,
+                                        w->hidden_size, stream);
+        g.x_bf16 = permuted;
+    }
     mi4_hip_weights expanded; /* int4 weights as BF16 for the matrix-core tiles */
-    if (e == hipSuccess && mi4_hip_int4_expand_bytes(w, routing.tile_rows) > 0) {
+    if (e == hipSuccess && mi4_hip_int4_expand_bytes(w, s.config) > 0) {
         *step = "int4 weights to bf16";
         e = mi4_hip_int4_expand(w, base + p.at_expand, stream, &expanded);
         g.weights = &expanded;

@@ -178,10 +178,21 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
  * ones (hip_int4_mma.hip). */
 hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a);
-hipError_t mi4_hip_launch_int4_mma(bool gated, bool direct, const mi4_hip_gemm_args *a);
+hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
+/* hip_int4_decode.hip: the direct decode path (MI4_TILE_DIRECT) on the
+ * matrix cores, where it serves (matrix-core int4 weights whose staged
+ * token rows fit in shared memory); _init raises the kernels' shared
+ * memory limit (once per context creation). */
+bool mi4_hip_int4_decode_serves(bool gated, const mi4_hip_gemm_args *a);
+hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a);
+hipError_t mi4_hip_int4_decode_init(void);
 /* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
  * 128 x 128, 128 x 256). */
 hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                 bool init);
+/* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
+ * GEMM of `tile_rows` token rows per tile (8, 16, 32, 64, 128). */
+hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
+                                     bool init);
 
 #endif

@@ -1,6 +1,7 @@
 /* What the decode GEMVs share (hip_decode_gemv.hip on BF16 weights,
- * hip_int4_gemv.hip on int4 weights): the persistent grid, each warp's
- * contiguous run of units, and the direct GEMVs' slot -> expert table. */
+ * hip_int4_gemv.hip and hip_int4_decode.hip on int4 weights): the
+ * persistent grid, each warp's contiguous run of units, and the direct
+ * GEMVs' slot -> expert table. */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_GEMV_UNITS_H
 #define MOEINT4_BACKENDS_HIP_HIP_GEMV_UNITS_H
 

@@ -269,6 +269,13 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_WGMMA_128: return launch_wgmma<128, 128, GATED>(a, init);
     case MI4_TILE_WGMMA_256: return launch_wgmma<128, 256, GATED>(a, init);
     case MI4_TILE_WGMMA_64: return launch_wgmma<64, 256, GATED>(a, init);
+    case MI4_TILE_Q8:
+    case MI4_TILE_Q16:
+    case MI4_TILE_Q32:
+    case MI4_TILE_Q64:
+    case MI4_TILE_Q128: /* int4 weights only (mi4_hip_launch_gemm13 below) */
+        return init ? mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), GATED, a, true)
+                    : hipErrorInvalidValue;
     default: return launch<CONFIG_256, GATED>(a, init);
     }
 }
@@ -284,6 +291,10 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_DIRECT: return 1;
     case MI4_TILE_WGMMA_64: return 64;
     case MI4_TILE_64: return 64;
+    case MI4_TILE_Q8: return 8;
+    case MI4_TILE_Q16: return 16;
+    case MI4_TILE_Q32: return 32;
+    case MI4_TILE_Q64: return 64;
     default: return 128;
     }
 }
@@ -292,12 +303,20 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
 {
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
                                                              "8v", "w128", "w256", "direct",
-                                                             "w64"};
+                                                             "w64", "q8", "q16", "q32",
+                                                             "q64", "q128"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
+}
+
+int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config)
+{
+    return config >= MI4_TILE_Q8 && config <= MI4_TILE_Q128;
 }
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
+    if (a->weights->int4 && mi4_hip_tile_is_int4_gemm(config))
+        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), true, a, false);
     if (a->weights->int4) /* int4 GEMVs (hip_int4_gemv.hip); expanded weights are bf16 */
         return mi4_hip_launch_int4(config, true, a);
     return launch_config<true>(config, a, false);
@@ -305,6 +324,8 @@ hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_
 
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
+    if (a->weights->int4 && mi4_hip_tile_is_int4_gemm(config))
+        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), false, a, false);
     if (a->weights->int4)
         return mi4_hip_launch_int4(config, false, a);
     return launch_config<false>(config, a, false);
@@ -312,6 +333,9 @@ hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_a
 
 hipError_t mi4_hip_gemm_init(void)
 {
+    hipError_t decode = mi4_hip_int4_decode_init();
+    if (decode != hipSuccess)
+        return decode;
     for (int c = 0; c < MI4_TILE_COUNT; c++) {
         hipError_t e = launch_config<true>((mi4_hip_tile_config)c, nullptr, true);
         if (e == hipSuccess)

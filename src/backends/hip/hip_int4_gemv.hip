@@ -302,8 +302,10 @@ hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a)
 {
     const bool direct = config == MI4_TILE_DIRECT;
-    if (a->weights->int4_mma && (gated || !direct)) /* hip_int4_mma.hip */
-        return mi4_hip_launch_int4_mma(gated, direct, a);
+    if (direct && mi4_hip_int4_decode_serves(gated, a)) /* hip_int4_decode.hip */
+        return mi4_hip_launch_int4_decode(gated, a);
+    if (a->weights->int4_mma && !direct) /* hip_int4_mma.hip */
+        return mi4_hip_launch_int4_mma(gated, a);
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;

@@ -4,8 +4,7 @@
  * rows per n8 block), the token rows its A operand (8 or 16 per tile):
  *   routed (MI4_TILE_GEMV: 8 rows, MI4_TILE_16: 16 rows per tile, one
  *     expert): units (tile, outputs); gemm13 writes act, gemm2 the f32 y rows
- *     the combine sums;
- *   direct gemm13 (MI4_TILE_DIRECT): units (slot, outputs), one token row.
+ *     the combine sums (the direct path: hip_int4_decode.hip).
  *
  * Each lane loads 16 bytes of one weight row (32 codes, inputs 32t..32t+31
  * of a 128-input chunk; t = lane % 4) straight from the row-major int4
@@ -19,6 +18,7 @@
  * are exact, as in the FMA GEMVs. */
 #include "backends/hip/hip_gemm_common.h"
 #include "backends/hip/hip_gemv_units.h"
+#include "backends/hip/hip_int4_mma_ops.h"
 
 namespace {
 
@@ -34,30 +34,9 @@ MI4_DEVICE uint32_t code_pair(uint32_t word, int shift)
     return ((word >> shift) & 0x000f000fu) | 0x43004300u;
 }
 
-MI4_DEVICE uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-
-MI4_DEVICE void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                          uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 MI4_DEVICE uint32_t word_of(const uint4 &v, int w)
 {
     return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
-MI4_DEVICE float scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
-{
-    return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
 }
 
 /* One 128-input chunk of NB blocks of 8 weight rows and two token rows, as
@@ -92,8 +71,8 @@ MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, 
         const int zero = valid && r.zeros[nb] ? (int)r.zeros[nb][group] : 8;
         const uint32_t neg = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
         c.bias[nb] = neg | neg << 16;
-        c.s[nb][0] = valid ? scale_of(q, r.scales[nb][group]) * r.factor : 0.0f;
-        c.s[nb][1] = valid ? scale_of(q, r.scales[nb][q.groups + group]) * r.factor : 0.0f;
+        c.s[nb][0] = valid ? int4_scale_of(q, r.scales[nb][group]) * r.factor : 0.0f;
+        c.s[nb][1] = valid ? int4_scale_of(q, r.scales[nb][q.groups + group]) * r.factor : 0.0f;
     }
 #pragma unroll
     for (int w = 0; w < 4; w++) {
@@ -245,54 +224,6 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
     }
 }
 
-/* Direct gemm13: units (slot, OUTS outputs), the slot's token as MMA row 0;
- * a bad or non-local slot skips the unit (gemm2 reports a bad one). */
-template <int NB>
-__global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
-    int4_mma_direct_gemm13(gemm_params p, mi4_hip_int4_matrix q)
-{
-    constexpr int OUTS = NB / 2 * 8;
-    extern __shared__ int slot_expert[];
-    map_slots(p, slot_expert);
-    const int per_slot = (p.out_cols + OUTS - 1) / OUTS;
-    const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    int64_t unit, end;
-    warp_units((int64_t)p.num_slots * per_slot, &unit, &end);
-    for (; unit < end; unit++) {
-        const int slot = (int)(unit / per_slot), out0 = (int)(unit % per_slot) * OUTS;
-        const int expert = slot_expert[slot];
-        if (expert < 0)
-            continue;
-        const uint16_t *x =
-            g == 0 ? p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner : nullptr;
-        int row0[NB];
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) {
-            const int out = out0 + 8 * (nb % (NB / 2));
-            row0[nb] = out >= p.out_cols ? -1 : nb >= NB / 2 ? p.out_cols + out : out;
-        }
-        float acc[NB][4];
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[nb][i] = 0.0f;
-        int4_mma_dots<NB>(q, expert, row0, x, nullptr, 1.0f, acc);
-        if (g != 0)
-            continue;
-#pragma unroll
-        for (int nb = 0; nb < NB / 2; nb++) {
-            if (row0[nb] < 0)
-                continue;
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                p.act[(size_t)slot * p.out_cols + out0 + 8 * nb + 2 * t + j] = mi4_dev_f32_to_bf16(
-                    activate(p.activation, acc[nb][j], acc[NB / 2 + nb][j], p.limit, p.alpha,
-                             p.beta));
-        }
-    }
-}
-
 #else /* no mma.sync: mi4_hip_int4_mma_serves is 0, these never launch */
 
 template <bool GATED, int NB>
@@ -303,30 +234,19 @@ __global__ void int4_mma_routed(gemm_params p, mi4_hip_int4_matrix q, int tile_r
     (void)tile_rows;
 }
 
-template <int NB> __global__ void int4_mma_direct_gemm13(gemm_params p, mi4_hip_int4_matrix q)
-{
-    (void)p;
-    (void)q;
-}
-
 #endif
 
 } // namespace
 
-/* Matrix-core int4 GEMVs; the direct gemm2 (combine fused, one token row)
- * stays the FMA one (mi4_hip_launch_int4 launches it). */
-hipError_t mi4_hip_launch_int4_mma(bool gated, bool direct, const mi4_hip_gemm_args *a)
+/* Matrix-core int4 GEMVs over routed tiles (the direct path:
+ * hip_int4_decode.hip). */
+hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a)
 {
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;
     const int resident = a->multiprocessors * GEMV_BLOCKS_PER_SM;
     const dim3 block(GEMV_WARPS * MI4_WARP);
-    if (direct) {
-        const int64_t units = (int64_t)p.num_slots * ((p.out_cols + 7) / 8);
-        return mi4_launch(int4_mma_direct_gemm13<2>, dim3(persistent_grid(units, resident)),
-                          block, (size_t)p.num_slots * sizeof(int), a->stream, p, q);
-    }
     const int tile_rows = a->routing->tile_rows;
     if (gated) {
         const int64_t units = (int64_t)a->routing->max_tiles * ((p.out_cols + 7) / 8);

@@ -2,7 +2,8 @@
  * mi4_hip_int4_matrix (hip_internal.h) built at prepare from the checkpoint
  * arrays, and its expansion to BF16 in a forward's workspace for the row
  * tiles that only exist for BF16 weights (the matrix-core GEMMs of large
- * batches).
+ * batches where the int4 grouped GEMM does not serve: groups 32 / 64, AMD,
+ * the plain-FMA variant, K or N not a multiple of 128).
  *
  * The checkpoint arrays are uploaded as they are and repacked on the
  * device; which nibble holds what and the zero rule come from the layout
@@ -277,9 +278,11 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
 #endif
 }
 
-size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows)
+size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config)
 {
-    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma))
+    const int tile_rows = mi4_hip_tile_rows(config);
+    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma) ||
+        mi4_hip_tile_is_int4_gemm(config))
         return 0;
     return bf16_bytes(w->q13) + bf16_bytes(w->q2);
 }

@@ -107,6 +107,41 @@ class mi4_hip_device_scope {
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
                                   size_t err_cap);
 
+/* ---- gemm tile configurations (hip_grouped_gemm.hip) ---- */
+typedef enum mi4_hip_tile_config {
+    MI4_TILE_16 = 0,        /* decode: 16 rows x 64 columns */
+    MI4_TILE_16_NARROW = 1, /* decode: 16 x 32, one warp: more blocks for few experts */
+    MI4_TILE_64 = 2,
+    MI4_TILE_128 = 3,       /* prefill: 128 x 128, 8 warps */
+    MI4_TILE_128_DEEP = 4,  /* prefill: 128 x 128, 4 warps of 64 x 64, deeper k step */
+    MI4_TILE_256 = 5,       /* prefill: 128 x 256, 8 warps of 64 x 64 */
+    MI4_TILE_GEMV = 6,      /* decode: 8 rows, weights streamed through registers */
+    MI4_TILE_WGMMA_128 = 7, /* prefill on sm_90a: wgmma, 128 x 128 */
+    MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
+    MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine
+                               (at most MI4_DIRECT_MAX_SLOTS slots) */
+    MI4_TILE_WGMMA_64 = 10, /* sm_90a: wgmma, 64 x 256 (few rows per expert) */
+    /* int4 weights on sm_90a: the int4 grouped GEMM (hip_int4_grouped_gemm.hip),
+     * routed tiles of 8 .. 128 token rows, the weights dequantized on the way
+     * into wgmma (mi4_hip_int4_wgmma_serves) */
+    MI4_TILE_Q8 = 11,
+    MI4_TILE_Q16 = 12,
+    MI4_TILE_Q32 = 13,
+    MI4_TILE_Q64 = 14,
+    MI4_TILE_Q128 = 15,
+    MI4_TILE_COUNT = 16,
+} mi4_hip_tile_config;
+
+/* The direct GEMVs keep a table of every slot's expert in shared memory. */
+#define MI4_DIRECT_MAX_SLOTS 8192
+
+/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
+ * "w64", "q8", "q16", "q32", "q64", "q128" (MOEINT4_HIP_TILE); NULL otherwise. */
+const char *mi4_hip_tile_name(mi4_hip_tile_config config);
+int mi4_hip_tile_rows(mi4_hip_tile_config config);
+/* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128). */
+int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config);
+
 /* ---- hip_int4_weights.hip ---- */
 /* MOEINT4_HIP_WEIGHTS and the context option -> BF16 or INT4, with a
  * message naming a bad value. */
@@ -122,12 +157,12 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
                                  char *err, size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
-/* Workspace bytes a forward with row tiles of `tile_rows` needs for BF16
- * copies of int4 weights: 0 for BF16 weights and for the tiles that read
- * int4 (the direct GEMVs, the routed 8-row FMA GEMV, the 16-row
- * matrix-core GEMV where it serves), else both projections of every local
- * expert. */
-size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, int tile_rows);
+/* Workspace bytes a forward on tile `config` needs for BF16 copies of int4
+ * weights: 0 for BF16 weights and for the tiles that read int4 (the direct
+ * GEMVs, the routed 8-row FMA GEMV, the 16-row matrix-core GEMV where it
+ * serves, the int4 grouped GEMM's tiles), else both projections of every
+ * local expert. */
+size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config);
 /* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
  * weights on a context with matrix cores on: NVIDIA builds, group size 128
  * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */
@@ -137,38 +172,11 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc);
  * there, for the BF16 GEMMs. */
 hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
                                mi4_hip_weights *view);
-/* The largest row tile the int4 GEMVs serve; larger tiles expand. */
-#define MI4_INT4_NATIVE_MAX_TILE_ROWS 16
 /* Rows per expert up to which int4 weights take a routed int4 GEMV: the
  * 8-row FMA one (each weight byte read once per 8 rows), the 16-row
  * matrix-core one (once per 16 rows); past that the weights are expanded. */
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
 #define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
-
-/* ---- gemm tile configurations (hip_grouped_gemm.hip) ---- */
-typedef enum mi4_hip_tile_config {
-    MI4_TILE_16 = 0,        /* decode: 16 rows x 64 columns */
-    MI4_TILE_16_NARROW = 1, /* decode: 16 x 32, one warp: more blocks for few experts */
-    MI4_TILE_64 = 2,
-    MI4_TILE_128 = 3,       /* prefill: 128 x 128, 8 warps */
-    MI4_TILE_128_DEEP = 4,  /* prefill: 128 x 128, 4 warps of 64 x 64, deeper k step */
-    MI4_TILE_256 = 5,       /* prefill: 128 x 256, 8 warps of 64 x 64 */
-    MI4_TILE_GEMV = 6,      /* decode: 8 rows, weights streamed through registers */
-    MI4_TILE_WGMMA_128 = 7, /* prefill on sm_90a: wgmma, 128 x 128 */
-    MI4_TILE_WGMMA_256 = 8, /* prefill on sm_90a: wgmma, 128 x 256 */
-    MI4_TILE_DIRECT = 9,    /* decode: GEMVs straight from the ids, no routing, no combine
-                               (at most MI4_DIRECT_MAX_SLOTS slots) */
-    MI4_TILE_WGMMA_64 = 10, /* sm_90a: wgmma, 64 x 256 (few rows per expert) */
-    MI4_TILE_COUNT = 11,
-} mi4_hip_tile_config;
-
-/* The direct GEMVs keep a table of every slot's expert in shared memory. */
-#define MI4_DIRECT_MAX_SLOTS 8192
-
-/* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
- * "w64" (MOEINT4_HIP_TILE); NULL otherwise. */
-const char *mi4_hip_tile_name(mi4_hip_tile_config config);
-int mi4_hip_tile_rows(mi4_hip_tile_config config);
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */
@@ -207,6 +215,15 @@ typedef struct mi4_hip_gemm_args {
 
 /* hip_wgmma_gemm.hip: 1 when this build has the sm_90a wgmma kernels. */
 int mi4_hip_wgmma_built(void);
+/* hip_int4_grouped_gemm.hip: 1 when the int4 grouped GEMM (MI4_TILE_Q*)
+ * serves these weights: int4 on the matrix cores (group 128 or
+ * per-channel), an sm_90a build, K and N multiples of 128, the scales of
+ * 128 rows fitting in shared memory. */
+int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w);
+/* Input rows (bf16 [rows][inner]) into the order the int4 grouped GEMM
+ * reads its token rows in (dst != src). */
+hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,
+                                       int inner, hipStream_t stream);
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 /* Raises the shared-memory limit of every GEMM kernel that needs it. */
@@ -240,7 +257,8 @@ typedef struct mi4_hip_workspace_plan {
 } mi4_hip_workspace_plan;
 
 mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t slots,
-                                              int64_t x_rows, int convert_x, int tile_rows);
+                                              int64_t x_rows, int convert_x,
+                                              mi4_hip_tile_config config);
 /* Bytes any forward of at most max_tokens tokens and `topk` needs (any tile,
  * router weight on either side, any input alignment), including the slack
  * that aligns an unaligned caller workspace. */

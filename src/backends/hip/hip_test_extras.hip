@@ -32,7 +32,7 @@ moeint4_status hip_download_weights(void *backend_context, const void *backend_w
     mi4_hip_weights view = *w;
     void *scratch = nullptr;
     if (w->int4) {
-        e = hipMalloc(&scratch, mi4_hip_int4_expand_bytes(w, 1 << 30));
+        e = hipMalloc(&scratch, mi4_hip_int4_expand_bytes(w, MI4_TILE_256));
         if (e == hipSuccess)
             e = mi4_hip_int4_expand(w, scratch, (hipStream_t)0, &view);
         if (e == hipSuccess)

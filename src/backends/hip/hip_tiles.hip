@@ -10,11 +10,15 @@
 mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w)
 {
     const char *forced = getenv("MOEINT4_HIP_TILE");
-    for (int c = 0; forced && c < MI4_TILE_COUNT; c++)
-        if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) == 0)
-            return c == MI4_TILE_DIRECT && slots > MI4_DIRECT_MAX_SLOTS
-                       ? MI4_TILE_GEMV
-                       : (mi4_hip_tile_config)c;
+    const bool int4_gemm = mi4_hip_int4_wgmma_serves(w) != 0;
+    for (int c = 0; forced && c < MI4_TILE_COUNT; c++) {
+        if (strcmp(forced, mi4_hip_tile_name((mi4_hip_tile_config)c)) != 0)
+            continue;
+        if (mi4_hip_tile_is_int4_gemm((mi4_hip_tile_config)c) && !int4_gemm)
+            break; /* not for these weights: the default below */
+        return c == MI4_TILE_DIRECT && slots > MI4_DIRECT_MAX_SLOTS ? MI4_TILE_GEMV
+                                                                     : (mi4_hip_tile_config)c;
+    }
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
      * routing, no combine) while there are no more slots than local experts
      * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
@@ -26,7 +30,19 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
-    /* int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
+    /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
+     * 128): the int4 grouped GEMM, its tile about an expert's rows (each
+     * tile reads the expert's int4 weights once), up to 255 rows per expert;
+     * measured on the H200 (bench/results/hip-int4-tiles-2026-12-01.md): q8
+     * best at 2 and 4 rows per expert, q32 at 16 and 32, q128 at 128; from
+     * 256 up the expansion to BF16 and the BF16 wgmma tile below are faster
+     * (Qwen3 M = 4096: 2.11 vs 2.25 ms; Mixtral: 9.9 vs 13.1 ms). */
+    if (int4_gemm && rows_per_expert < 256)
+        return rows_per_expert <= 4    ? MI4_TILE_Q8
+               : rows_per_expert <= 12 ? MI4_TILE_Q16
+               : rows_per_expert <= 40 ? MI4_TILE_Q32
+                                       : MI4_TILE_Q128;
+    /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
      * the FMA one of 8 rows) while experts see few rows; past that the
      * weights are expanded to BF16 for the matrix-core tiles below
      * (hip_int4_weights.hip). */

@@ -20,6 +20,7 @@ typedef cudaStreamCaptureMode hipStreamCaptureMode;
 #define hipSuccess cudaSuccess
 #define hipErrorMemoryAllocation cudaErrorMemoryAllocation
 #define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipErrorInvalidValue cudaErrorInvalidValue
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice

@@ -15,8 +15,10 @@ size_t round_up(size_t bytes) { return (bytes + ALIGNMENT - 1) / ALIGNMENT * ALI
 } // namespace
 
 mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t slots,
-                                              int64_t x_rows, int convert_x, int tile_rows)
+                                              int64_t x_rows, int convert_x,
+                                              mi4_hip_tile_config config)
 {
+    const int tile_rows = mi4_hip_tile_rows(config);
     const size_t k = (size_t)w->hidden_size, n = (size_t)w->intermediate_size;
     const int64_t bm = tile_rows;
     const int64_t touched = slots < w->num_local_experts ? slots : w->num_local_experts;
@@ -31,7 +33,7 @@ mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t 
     p.at_route = p.at_y + round_up((size_t)slots * k * 4);
     p.at_expand =
         p.at_route + round_up(mi4_hip_route_scratch_bytes(slots, w->num_local_experts));
-    p.total = p.at_expand + mi4_hip_int4_expand_bytes(w, tile_rows);
+    p.total = p.at_expand + mi4_hip_int4_expand_bytes(w, config);
     return p;
 }
 
@@ -44,16 +46,11 @@ size_t mi4_hip_workspace_bound(const mi4_hip_weights *w, int64_t max_tokens, int
     size_t bound = 0;
     /* int4 weights: the BF16 copies only when a forward this large (or a
      * forced tile) takes a matrix-core tile; the tile grows with the batch. */
-    const bool expands =
-        mi4_hip_int4_expand_bytes(
-            w, mi4_hip_tile_rows(mi4_hip_choose_tile(max_tokens, slots, w))) > 0;
+    const bool expands = mi4_hip_int4_expand_bytes(w, mi4_hip_choose_tile(max_tokens, slots, w)) > 0;
     for (int c = 0; c < MI4_TILE_COUNT; c++) {
-        if (w->int4 && !expands &&
-            mi4_hip_tile_rows((mi4_hip_tile_config)c) > MI4_INT4_NATIVE_MAX_TILE_ROWS)
+        if (w->int4 && !expands && mi4_hip_int4_expand_bytes(w, (mi4_hip_tile_config)c) > 0)
             continue;
-        size_t total = mi4_hip_plan_workspace(w, slots, slots, 1,
-                                              mi4_hip_tile_rows((mi4_hip_tile_config)c))
-                           .total;
+        size_t total = mi4_hip_plan_workspace(w, slots, slots, 1, (mi4_hip_tile_config)c).total;
         bound = total > bound ? total : bound;
     }
     return bound + ALIGNMENT; /* an unaligned caller pointer is rounded up */

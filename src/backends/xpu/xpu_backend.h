@@ -37,6 +37,8 @@ typedef struct mi4_xpu_context {
     int onednn_min_tokens;  /* experts with at least this many slots use oneDNN */
     int64_t chunk_tokens;   /* 0: from MI4_XPU_SCRATCH_BUDGET */
     int64_t reserve_tokens; /* scratch reserved at prepare for this many tokens */
+    int gemm_team;          /* 0: chosen per row length (mi4_xpu_gemm_team) */
+    int gemv;               /* one-token chunks use the one-row kernels */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

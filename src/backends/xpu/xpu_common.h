@@ -10,12 +10,11 @@
 
 /* Kernels of the kernels/ folder, in the order of mi4_xpu_kernel_names. */
 typedef enum mi4_xpu_kernel {
-    MI4_XPU_ROUTE_INIT,
-    MI4_XPU_ROUTE_COUNT,
-    MI4_XPU_ROUTE_SCAN,
-    MI4_XPU_ROUTE_SCATTER,
+    MI4_XPU_ROUTE,
     MI4_XPU_W13_GEMM,
     MI4_XPU_W2_GEMM,
+    MI4_XPU_W13_GEMV,
+    MI4_XPU_W2_GEMV,
     MI4_XPU_COMBINE,
     MI4_XPU_COPY_OUT,
     MI4_XPU_RECORD_MERGE,

@@ -14,8 +14,8 @@
 
 #include "xpu_backend.h"
 
-/* GEMM work-groups must be exactly this wide; other kernels take any size */
-#define LOCAL_SIZE MI4_XPU_GEMM_LANES
+/* routing and GEMM work-groups must be exactly this wide; other kernels take any size */
+#define LOCAL_SIZE MI4_XPU_GROUP
 #define ALIGN 256
 
 typedef struct chunk_buffers {
@@ -39,6 +39,7 @@ typedef struct fwd_state {
     void *queue;
     int64_t chunk_tokens;
     int use_dnnl; /* oneDNN may serve experts of this forward */
+    int reset;    /* the next routing launch resets the error record first */
     chunk_buffers buf;
     void **dnnl; /* ctx->scratch.dnnl */
     char *err;
@@ -102,39 +103,48 @@ static moeint4_status reserve_dnnl_buffers(fwd_state *s)
     return st;
 }
 
-/* Routes the slots of tokens [first_token, +tokens): init, count (checking
- * ids and weights into the error record) and, with sort, scan + scatter. */
-static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, int sort)
+/* Routes the slots of tokens [first_token, +tokens) in one launch of one
+ * work-group: clear, count (checking ids and weights into the error record,
+ * which the forward's first launch resets) and, with sort, the offsets,
+ * the tile list and the sorted slots (kernels/routing.cl). */
+static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, int sort,
+                            int tile_rows)
 {
     const mi4_xpu_weights *w = s->w;
     int topk = s->args->topk;
     int num_slots = (int)(tokens * topk), slot_base = (int)(first_token * topk);
-    int num_local = w->num_local, num_experts = w->num_experts, no_reset = 0;
-    int gated = !s->async;
+    int num_local = w->num_local, num_experts = w->num_experts;
+    int gated = !s->async, reset = s->reset;
     int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
     const float *weights = s->args->topk_weights + first_token * topk;
-    mi4_xpu_arg init_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                MI4_XPU_PTR(s->record), MI4_XPU_INT(no_reset) };
-    mi4_xpu_arg count_args[] = { MI4_XPU_PTR(ids),           MI4_XPU_PTR(weights),
-                                 MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
-                                 MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
-                                 MI4_XPU_INT(num_local),     MI4_XPU_PTR(s->buf.slot_expert),
-                                 MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->record) };
-    mi4_xpu_arg scan_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                MI4_XPU_INT(dnnl_min_rows), MI4_XPU_PTR(s->record),
-                                MI4_XPU_INT(gated) };
-    mi4_xpu_arg scatter_args[] = { MI4_XPU_PTR(s->buf.slot_expert), MI4_XPU_INT(num_slots),
-                                   MI4_XPU_INT(num_local), MI4_XPU_PTR(s->buf.route),
-                                   MI4_XPU_PTR(s->buf.sorted) };
-    moeint4_status st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, init_args);
-    if (!st)
-        st = launch(s, MI4_XPU_ROUTE_COUNT, (size_t)num_slots, 1, 10, count_args);
-    if (!st && sort)
-        st = launch(s, MI4_XPU_ROUTE_SCAN, 1, 1, 5, scan_args);
-    if (!st && sort)
-        st = launch(s, MI4_XPU_ROUTE_SCATTER, (size_t)num_slots, 1, 5, scatter_args);
-    return st;
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids),           MI4_XPU_PTR(weights),
+                           MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),     MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_INT(tile_rows),     MI4_XPU_INT(gated),
+                           MI4_XPU_INT(reset),
+                           MI4_XPU_INT(sort),          MI4_XPU_PTR(s->buf.slot_expert),
+                           MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->buf.sorted),
+                           MI4_XPU_PTR(s->record) };
+    s->reset = 0;
+    return launch(s, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
+}
+
+int mi4_xpu_gemm_team(int in, int forced)
+{
+    if (forced == 4 || forced == 8 || forced == 16 || forced == 32)
+        return forced;
+    int team = 4;
+    while (team < 16 && 2 * team * 4 * 32 <= in)
+        team *= 2;
+    return team;
+}
+
+size_t mi4_xpu_gemm_width(int columns, int team)
+{
+    size_t per_group = (size_t)(MI4_XPU_GROUP / team);
+    return ((size_t)columns + per_group - 1) / per_group * MI4_XPU_GROUP;
 }
 
 /* The message the core gives for the same input. */
@@ -297,11 +307,17 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     const void *hidden = (const uint8_t *)a->hidden_states + (size_t)first_token * K * esize;
     const float *topk_weights = a->topk_weights + first_token * topk;
     size_t slots = (size_t)tokens * (size_t)topk;
+    /* one token: tiles of one slot for the one-row kernels (GEMVs) */
+    int gemv = tokens == 1 && s->ctx->gemv;
+    int tile_rows = gemv ? 1 : MI4_XPU_TILE_ROWS;
     /* the most tiles a chunk can have: every expert's last tile may be partial */
     size_t max_tiles =
-        slots / MI4_XPU_TILE_ROWS + ((size_t)num_local < slots ? (size_t)num_local : slots);
+        slots / (size_t)tile_rows + ((size_t)num_local < slots ? (size_t)num_local : slots);
 
-    moeint4_status st = route(s, first_token, tokens, 1);
+    int team13 = mi4_xpu_gemm_team(K, s->ctx->gemm_team);
+    int team2 = mi4_xpu_gemm_team(N, s->ctx->gemm_team);
+
+    moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
         st = run_dnnl_experts(s, hidden, topk_weights);
     if (st)
@@ -324,6 +340,7 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                MI4_XPU_FLOAT(limit),
                                MI4_XPU_FLOAT(alpha),
                                MI4_XPU_FLOAT(beta),
+                               MI4_XPU_INT(team13),
                                MI4_XPU_PTR(s->buf.act) };
     mi4_xpu_arg w2_args[] = { MI4_XPU_PTR(s->buf.route),
                               MI4_XPU_INT(num_local),
@@ -337,6 +354,7 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                               MI4_XPU_INT(K),
                               MI4_XPU_INT(N),
                               MI4_XPU_INT(gs2),
+                              MI4_XPU_INT(team2),
                               MI4_XPU_PTR(s->buf.slot_out) };
     int gated = !s->async;
     mi4_xpu_arg combine_args[] = { MI4_XPU_PTR(s->buf.slot_expert),
@@ -348,9 +366,11 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
-    st = launch(s, MI4_XPU_W13_GEMM, (size_t)N * MI4_XPU_GEMM_LANES, max_tiles, 19, w13_args);
+    st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
+                max_tiles, 20, w13_args);
     if (!st)
-        st = launch(s, MI4_XPU_W2_GEMM, (size_t)K * MI4_XPU_GEMM_LANES, max_tiles, 13, w2_args);
+        st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2),
+                    max_tiles, 14, w2_args);
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;
@@ -444,16 +464,14 @@ static moeint4_status forward_locked(fwd_state *s)
 {
     const moeint4_forward_args *a = s->args;
     int64_t total = a->num_tokens, chunk = s->chunk_tokens;
-    int chunked = chunk < total, reset = 1, num_local = s->w->num_local, topk = a->topk;
+    int chunked = chunk < total, topk = a->topk;
     moeint4_status st = take_scratch(s, chunked);
     if (st)
         return st;
-    mi4_xpu_arg reset_args[] = { MI4_XPU_PTR(s->buf.route), MI4_XPU_INT(num_local),
-                                 MI4_XPU_PTR(s->record), MI4_XPU_INT(reset) };
-    st = launch(s, MI4_XPU_ROUTE_INIT, 4 * (size_t)num_local + 2, 1, 4, reset_args);
+    s->reset = 1;
     /* several chunks: check every slot before the first chunk computes */
     for (int64_t m = 0; !st && chunked && m < total; m += chunk)
-        st = route(s, m, total - m < chunk ? total - m : chunk, 0);
+        st = route(s, m, total - m < chunk ? total - m : chunk, 0, MI4_XPU_TILE_ROWS);
     for (int64_t m = 0; !st && m < total; m += chunk) {
         size_t offset = (size_t)m * (size_t)s->w->hidden * dtype_size(a->dtype);
         void *target = (uint8_t *)(chunked ? s->staging : a->output) + offset;

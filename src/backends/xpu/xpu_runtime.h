@@ -13,9 +13,18 @@
 
 /* Rows per GEMM tile; kernels/common.cl has the same MI4_TILE_ROWS. */
 #define MI4_XPU_TILE_ROWS 8
-/* Work-items per GEMM output column (MI4_LANES in kernels/gemm.cl): launch
- * GEMMs with global[0] = columns * this. */
-#define MI4_XPU_GEMM_LANES 32
+/* Work-items per work-group of the routing and GEMM kernels (MI4_GROUP in
+ * kernels/common.cl): the routing is one such group, a GEMM work-group
+ * covers MI4_XPU_GROUP / team output columns (mi4_xpu_gemm_team). */
+#define MI4_XPU_GROUP 256
+
+/* The team size (work-items per GEMM output column) for rows of `in` int4
+ * codes: the largest power of two in [4, 16] that leaves each work-item at
+ * least 4 pieces of 32 codes (on the H200, 16 beat 32 and 8 on Mixtral's
+ * rows); `forced` (a power of two in [4, 32], MOEINT4_XPU_GEMM_TEAM) wins. */
+int mi4_xpu_gemm_team(int in, int forced);
+/* global[0] of a GEMM launch over `columns` output columns with `team`. */
+size_t mi4_xpu_gemm_width(int columns, int team);
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {

@@ -355,18 +355,40 @@ static int load_aot_binary(ocl_runtime *rt)
     return 0;
 }
 
+/* Bench only (MOEINT4_XPU_DUMP_PROGRAM=path): the driver's binary of the
+ * program built from text (PTX on NVIDIA's driver), for ptxas / cuobjdump. */
+static void dump_program(cl_program program, const char *path)
+{
+    size_t size = 0;
+    if (!path || !*path ||
+        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *binary = malloc(size);
+    FILE *file = binary ? fopen(path, "wb") : NULL;
+    if (file && clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) ==
+                    CL_SUCCESS)
+        fwrite(binary, 1, size, file);
+    if (file)
+        fclose(file);
+    free(binary);
+}
+
 static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
 {
     const char *text = mi4_xpu_kernel_source;
     cl_int rc = CL_SUCCESS;
     if (load_aot_binary(rt))
         return create_kernels(rt, err, cap);
-    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text");
+    /* bench only: e.g. "-DMI4_AHEAD=8" to compare kernel variants in one run */
+    const char *options = getenv("MOEINT4_XPU_BUILD_OPTIONS");
+    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text%s%.24s",
+             options && *options ? " built with " : "", options ? options : "");
     rt->program = clCreateProgramWithSource(rt->context, 1, &text, NULL, &rc);
     if (rc != CL_SUCCESS)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: clCreateProgramWithSource returned %d", (int)rc);
-    rc = clBuildProgram(rt->program, 1, &rt->device, "", NULL, NULL);
+    rc = clBuildProgram(rt->program, 1, &rt->device, options ? options : "", NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[256] = "";
         clGetProgramBuildInfo(rt->program, rt->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log,
@@ -374,6 +396,7 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
         return mi4_xpu_fail(err, cap, MOEINT4_DEVICE_ERROR,
                             "OpenCL: building the kernels returned %d: %s", (int)rc, log);
     }
+    dump_program(rt->program, getenv("MOEINT4_XPU_DUMP_PROGRAM"));
     return create_kernels(rt, err, cap);
 }
 

@@ -17,6 +17,9 @@
 /* Rows of the sorted slot list one work-item of a grouped GEMM handles. The
  * host builds its tile list with the same number (MI4_XPU_TILE_ROWS). */
 #define MI4_TILE_ROWS 8
+/* Work-items per work-group of the routing and GEMM kernels (the host's
+ * MI4_XPU_GROUP). */
+#define MI4_GROUP 256
 
 float mi4_bf16_to_f32(ushort bits) { return as_float((uint)bits << 16); }
 

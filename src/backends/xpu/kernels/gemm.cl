@@ -1,161 +1,351 @@
 /* Int4 grouped GEMMs on the XPU layout. Weights: packed [E, OUT, IN/2] bytes
  * (low nibble = even column), uint4b8 codes (value = code - 8); scales
- * [E, OUT, IN/group] as f16 or bf16 bits. One work-group of MI4_LANES
- * work-items owns one output column and one tile of up to MI4_TILE_ROWS
- * sorted slots of one expert (mi4_find_tile: the routing's tile list; groups
- * past its end return at once). The lanes split the reduction dimension in
- * chunks of 8 codes (one 32-bit word; groups are multiples of 8, so a chunk
- * never straddles two), so neighbouring lanes read neighbouring words of the
- * weight row and of the activations; each lane scales its chunk sums by the
- * chunk's group scale, then a fixed tree in local memory adds the lanes.
- * Lane assignment and tree are fixed, so results are deterministic. Words
- * are read little-endian (Intel GPUs, NVIDIA GPUs, PoCL on x86). 32 lanes:
- * typical MoE reduction lengths (768..4096 codes = 96..512 words) keep every
- * lane busy for several words (the host's MI4_XPU_GEMM_LANES must match). On
- * the H200 (NVIDIA OpenCL, 2026-12-01) neither 4 columns per work-group nor
- * each lane loading 4 or 8 words before multiplying was faster
- * (bench/results/xpu-2026-12-01.md); nothing is tuned for Intel GPUs. */
+ * [E, OUT, IN/group] as f16 or bf16 bits.
+ *
+ * A work-group of MI4_GROUP work-items owns one tile of sorted slots of one
+ * expert (mi4_find_tile: the routing's tile list; groups past its end
+ * return at once): up to MI4_TILE_ROWS slots for the GEMMs, one slot for
+ * the GEMVs the host launches on one-token chunks. It covers MI4_GROUP /
+ * team output columns: each team of `team` work-items (the host's choice,
+ * a power of two from 4 to 32, see mi4_xpu_gemm_team) walks one weight row
+ * (w13: the gate row and the up row) with neighbouring work-items reading
+ * neighbouring 16-byte pieces of 32 codes, MI4_AHEAD pieces (and their
+ * scales) loaded per work-item before any is used. The tile's activations
+ * are staged once per work-group into local memory as f32 (in blocks of
+ * MI4_XBLOCK values, interleaved so that a team's reads hit distinct banks:
+ * MI4_X_INTERLEAVE), so every team reads them from there as float4. Codes
+ * become floats without an int-to-float conversion (2^23 + code is exact
+ * as a float: OR the code into 2^23's bits). Each 32-code piece is added in
+ * a fixed tree, scaled once by its group's scale (group sizes are multiples
+ * of 32 on this path) and accumulated in f32; one local-memory reduction
+ * per row adds the team's sums in lane order (work-item r % team of the
+ * team finishes row r). Rows whose length or group size is not a multiple
+ * of 32 codes, or weights not 16-byte aligned, take the same path one
+ * 32-bit word (8 codes) at a time. Assignment and order are fixed, so
+ * results are deterministic. Words are read little-endian (Intel GPUs,
+ * NVIDIA GPUs, PoCL on x86). Only OpenCL C 1.2: local memory and barriers,
+ * no sub-groups. Measured on the H200 only, and without the interleaving
+ * (bench/results/xpu-2026-12-01.md). */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
-#define MI4_LANES 32
-#define MI4_SUMS (2 * MI4_TILE_ROWS)
+#define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
+#ifndef MI4_AHEAD /* MOEINT4_XPU_BUILD_OPTIONS may set it (bench) */
+#define MI4_AHEAD 4
+#endif
+/* Where the 16-byte pieces' activations lie in local memory (vec path):
+ * float4 s (0..7) of piece p at s * pieces + p, so the work-items of a team,
+ * which read neighbouring pieces, read neighbouring float4 at each step.
+ * Piece-major order (8 p + s, what the H200 runs measured) puts all of a
+ * team's reads of one step 128 bytes apart, in the same four banks: a
+ * team-wide conflict on every read. The interleaving is not measured yet;
+ * MOEINT4_XPU_BUILD_OPTIONS=-DMI4_X_INTERLEAVE=0 gives piece-major. */
+#ifndef MI4_X_INTERLEAVE
+#define MI4_X_INTERLEAVE 1
+#endif
+#if MI4_X_INTERLEAVE
+#define MI4_PIECE_AT(p, pieces) (p)
+#define MI4_PIECE_STRIDE(pieces) (pieces)
+#define MI4_CODE_AT(k, pieces) (((((k) >> 2) & 7) * (pieces) + ((k) >> 5)) * 4 + ((k) & 3))
+#else
+#define MI4_PIECE_AT(p, pieces) (8 * (p))
+#define MI4_PIECE_STRIDE(pieces) 1
+#define MI4_CODE_AT(k, pieces) (k)
+#endif
+#define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
+#define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
 
-/* Adds each lane's sums over the work-group: rows [0, rows) of each of the
- * `halves` halves (w13: gate and up; w2: one), the rows a tile really has,
- * so a one-row tile (M = 1) reduces 1/8 of the array. Totals end in
- * scratch[h * MI4_TILE_ROWS + r]. Every lane must call it. */
-void mi4_add_lanes(__local float *scratch, const float *sums, int rows, int halves, int lane)
+/* (code - 8) of nibble i of word, exact */
+#define MI4_CODE(word, i) (as_float((((word) >> (4 * (i))) & 15u) | MI4_MAGIC) - MI4_MAGIC_MINUS_8)
+
+/* sum over the 8 codes of word of (code - 8) * x, x from local memory
+ * (two float4, `stride` float4 apart), in a fixed order */
+float mi4_dot_word(uint word, __local const float4 *x, int stride)
 {
-    /* constant indices into sums (unrolled, guarded): an index known only at
-     * run time would put the caller's sums array in memory instead of
-     * registers for the whole multiply loop */
+    float4 a = x[0], b = x[stride];
+    return (MI4_CODE(word, 0) * a.x + MI4_CODE(word, 1) * a.y + MI4_CODE(word, 2) * a.z +
+            MI4_CODE(word, 3) * a.w) +
+           (MI4_CODE(word, 4) * b.x + MI4_CODE(word, 5) * b.y + MI4_CODE(word, 6) * b.z +
+            MI4_CODE(word, 7) * b.w);
+}
+
+/* The 32 codes of a piece against its activations: the piece's eight
+ * float4 lie `stride` float4 apart (see mi4_rows_dot). */
+float mi4_dot_piece(uint4 piece, __local const float4 *x, int stride)
+{
+    return (mi4_dot_word(piece.x, x, stride) + mi4_dot_word(piece.y, x + 2 * stride, stride)) +
+           (mi4_dot_word(piece.z, x + 4 * stride, stride) +
+            mi4_dot_word(piece.w, x + 6 * stride, stride));
+}
+
+/* The group of code k: a shift for power-of-two group sizes (integer
+ * division costs tens of instructions). */
+int mi4_group_of(int k, int group_size, int group_shift)
+{
+    return group_shift >= 0 ? k >> group_shift : k / group_size;
+}
+
+/* Issues the loads of one batch of a work-item's pieces: MI4_AHEAD pieces
+ * `team` apart from piece c (clamped to the last piece: valid addresses,
+ * results unused past the end) of each row and their scales, so that all of
+ * them are in flight before any is used. */
+void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
+                    __global const ushort *s0, __global const ushort *s1, int scales_bf16,
+                    int group_size, int group_shift, int kb0, int c, int team, int pieces,
+                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
+{
 #pragma unroll
-    for (int i = 0; i < MI4_SUMS; ++i)
-        if (i / MI4_TILE_ROWS < halves && i % MI4_TILE_ROWS < rows)
-            scratch[lane * MI4_SUMS + i] = sums[i];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int stride = MI4_LANES / 2; stride > 0; stride >>= 1) {
-        if (lane < stride)
-            for (int h = 0; h < halves; ++h)
-                for (int r = 0; r < rows; ++r) {
-                    int i = h * MI4_TILE_ROWS + r;
-                    scratch[lane * MI4_SUMS + i] += scratch[(lane + stride) * MI4_SUMS + i];
-                }
-        barrier(CLK_LOCAL_MEM_FENCE);
+    for (int a = 0; a < MI4_AHEAD; ++a) {
+        int ca = min(c + a * team, pieces - 1);
+        int group = mi4_group_of(kb0 + 32 * ca, group_size, group_shift);
+        g[a] = p0[ca];
+        sg[a] = mi4_load_scale(s0, scales_bf16, group);
+        u[a] = halves == 2 ? p1[ca] : g[a];
+        su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
     }
 }
 
-/* sum_i code_i(word) * x_i, added left to right (the order is part of the
- * determinism promise). */
-float mi4_dot8(uint word, float8 x)
+/* Multiplies a loaded batch with the staged activations into acc. */
+void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
+                   int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
+                   const float *sg, const float *su, float *acc)
 {
-    int8 codes = as_int8((uint8)(word) >> (uint8)(0, 4, 8, 12, 16, 20, 24, 28) & (uint8)(15u));
-    float8 c = convert_float8(codes - 8);
-    return c.s0 * x.s0 + c.s1 * x.s1 + c.s2 * x.s2 + c.s3 * x.s3 + c.s4 * x.s4 + c.s5 * x.s5 +
-           c.s6 * x.s6 + c.s7 * x.s7;
+#pragma unroll
+    for (int a = 0; a < MI4_AHEAD; ++a) {
+        int ca = c + a * team;
+        if (ca < pieces) {
+            __local const float4 *x = xs + MI4_PIECE_AT(ca, block / 32);
+            int stride = MI4_PIECE_STRIDE(block / 32);
+#pragma unroll
+            for (int r = 0; r < max_rows; ++r)
+                if (r < rows) {
+                    __local const float4 *xr = x + r * (block / 4);
+                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
+                    if (halves == 2)
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
+                }
+        }
+    }
+}
+
+/* One weight row (or two: w13's gate and up) of a team against the staged
+ * activations of one block. Codes [kb0, kb0 + kbn) of the rows; row r of
+ * the tile at xs + r * block / 4. max_rows is a constant at each call, so
+ * the row loops unroll and acc stays in registers. (Loading the next
+ * batch before using the current one, with 2 or 4 pieces per batch, was
+ * slower on the H200: more registers, fewer work-groups per SM.) */
+void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
+               int halves, __global const uchar *w0, __global const uchar *w1,
+               __global const ushort *s0, __global const ushort *s1, int scales_bf16,
+               int group_size, int vec, int team, int lane, float *acc)
+{
+    int group_shift = (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
+    if (vec) { /* 16-byte pieces of 32 codes */
+        __global const uint4 *p0 = (__global const uint4 *)w0 + kb0 / 32;
+        __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
+        int pieces = kbn / 32, step = team * MI4_AHEAD;
+        uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
+        for (int c = lane; c < pieces; c += step) {
+            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c, team,
+                           pieces, halves, g, u, sg, su);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
+        }
+        return;
+    }
+    /* one 32-bit word (8 codes) at a time; groups are multiples of 8 */
+    __global const uint *q0 = (__global const uint *)w0 + kb0 / 8;
+    __global const uint *q1 = (__global const uint *)w1 + kb0 / 8;
+    int words = kbn / 8;
+    for (int c = lane; c < words; c += team) {
+        uint g = q0[c], u = halves == 2 ? q1[c] : g;
+        int group = mi4_group_of(kb0 + 8 * c, group_size, group_shift);
+        float sg = mi4_load_scale(s0, scales_bf16, group);
+        float su = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+        __local const float4 *x = xs + 2 * c;
+#pragma unroll
+        for (int r = 0; r < max_rows; ++r)
+            if (r < rows) {
+                acc[r] += mi4_dot_word(g, x + r * (block / 4), 1) * sg;
+                if (halves == 2)
+                    acc[MI4_TILE_ROWS + r] += mi4_dot_word(u, x + r * (block / 4), 1) * su;
+            }
+    }
+}
+
+/* The dot products of a team's row(s) with the tile's `rows` activation rows
+ * (row r: `in` values at x + x_row[r] elements, of dtype): acc[h *
+ * MI4_TILE_ROWS + r] for h < halves. Every work-item of the group calls it
+ * (it stages activations between barriers); an inactive team (a column past
+ * the end) reads no weights. */
+void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const long *x_row,
+                  int max_rows, int rows, int in, int halves, __global const uchar *w0,
+                  __global const uchar *w1, __global const ushort *s0, __global const ushort *s1,
+                  int scales_bf16, int group_size, int team, int lane, int active, float *acc)
+{
+    int vec = in % 32 == 0 && group_size % 32 == 0 && ((size_t)w0 & 15) == 0 &&
+              ((size_t)w1 & 15) == 0;
+    int block = rows == 1 ? MI4_XBLOCK : (MI4_XBLOCK / rows) & ~31;
+    int lid = (int)get_local_id(0);
+    __local float *xf = (__local float *)xs;
+#pragma unroll
+    for (int i = 0; i < 2 * MI4_TILE_ROWS; ++i)
+        acc[i] = 0.0f;
+    for (int kb0 = 0; kb0 < in; kb0 += block) {
+        int kbn = min(block, in - kb0);
+#pragma unroll
+        for (int r = 0; r < MI4_TILE_ROWS; ++r)
+            if (r < max_rows && r < rows)
+                for (int k = lid; k < kbn; k += MI4_GROUP)
+                    xf[r * block + (vec ? MI4_CODE_AT(k, block / 32) : k)] =
+                        mi4_load(x, dtype, x_row[r] + kb0 + k);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int span = active ? kbn : 0;
+        if (max_rows == 1 || rows == 1)
+            mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, scales_bf16,
+                      group_size, vec, team, lane, acc);
+        else
+            mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1,
+                      scales_bf16, group_size, vec, team, lane, acc);
+        barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block (xs is reused after) */
+    }
+}
+
+/* Publishes every work-item's sums in local memory (over the staged
+ * activations, which mi4_rows_dot is done with) for mi4_team_total. Every
+ * work-item must call it. */
+void mi4_team_store(__local float4 *xs, const float *acc, int max_rows, int rows, int halves)
+{
+    __local float *red = (__local float *)xs; /* 2 * MI4_TILE_ROWS * MI4_GROUP = MI4_XBLOCK */
+    int lid = (int)get_local_id(0);
+#pragma unroll
+    for (int i = 0; i < 2 * MI4_TILE_ROWS; ++i)
+        if (i / MI4_TILE_ROWS < halves && i % MI4_TILE_ROWS < max_rows && i % MI4_TILE_ROWS < rows)
+            red[i * MI4_GROUP + lid] = acc[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The team's total of row r, half h, added in lane order. */
+float mi4_team_total(__local const float4 *xs, int h, int r, int team, int lane)
+{
+    __local const float *red = (__local const float *)xs;
+    int at = (h * MI4_TILE_ROWS + r) * MI4_GROUP + (int)get_local_id(0) - lane;
+    float sum = 0.0f;
+    for (int i = 0; i < team; ++i)
+        sum += red[at + i];
+    return sum;
 }
 
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =
  * act(gate, up). With weight_on_input the router weight scales x first,
- * which is the same as scaling both dot products. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
-void mi4_w13_gemm(__global const int *route, int num_local,
-                  __global const int *sorted_slots, __global const uchar *hidden, int dtype,
-                  __global const float *topk_weights, int weight_on_input, int topk,
-                  __global const uchar *packed, __global const ushort *scales, int scales_bf16,
-                  int K, int N, int group_size, int act_kind, float limit, float alpha,
-                  float beta, __global float *act_out)
-{
-    __local float scratch[MI4_LANES * MI4_SUMS];
-    long x_row[MI4_TILE_ROWS];
-    float sums[MI4_SUMS]; /* gate sums [0, TILE), up sums [TILE, 2 TILE) */
-    int n = (int)get_group_id(0);
-    int lane = (int)get_local_id(0);
-    int expert, row0;
-    if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
-        return; /* the whole work-group: no barrier is skipped by part of it */
-    int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
-    int groups = K / group_size, words = K / 8;
-    __global const uint *w_gate =
-        (__global const uint *)(packed + ((long)expert * 2 * N + n) * (K / 2));
-    __global const uint *w_up = w_gate + (long)N * words;
-    __global const ushort *s_gate = scales + ((long)expert * 2 * N + n) * groups;
-    __global const ushort *s_up = s_gate + (long)N * groups;
+ * which is the same as scaling both dot products. Tiles of max_rows slots
+ * (a constant at each call). */
+#define MI4_W13_PARAMS                                                                            \
+    __global const int *route, int num_local, __global const int *sorted_slots,                  \
+        __global const uchar *hidden, int dtype, __global const float *topk_weights,              \
+        int weight_on_input, int topk, __global const uchar *packed,                              \
+        __global const ushort *scales, int scales_bf16, int K, int N, int group_size,             \
+        int act_kind, float limit, float alpha, float beta, int team, __global float *act_out
+#define MI4_W13_ARGS                                                                              \
+    route, num_local, sorted_slots, hidden, dtype, topk_weights, weight_on_input, topk, packed,   \
+        scales, scales_bf16, K, N, group_size, act_kind, limit, alpha, beta, team, act_out
 
-    /* loops over the tile's rows run to MI4_TILE_ROWS, unrolled, with a
-     * guard: constant indices keep sums and x_row in registers */
-#pragma unroll
-    for (int i = 0; i < MI4_SUMS; ++i)
-        sums[i] = 0.0f;
+void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
+{
+    long x_row[MI4_TILE_ROWS];
+    float acc[2 * MI4_TILE_ROWS];
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), max_rows, &expert, &row0))
+        return; /* the whole work-group: no barrier is skipped by part of it */
+    int rows = min(max_rows, MI4_ROUTE_END(route, num_local, expert) - row0);
+    int lid = (int)get_local_id(0), lane = lid % team;
+    int n = (int)get_group_id(0) * (MI4_GROUP / team) + lid / team;
+    int active = n < N, col = active ? n : N - 1;
+    int groups = K / group_size;
+    __global const uchar *w_gate = packed + ((long)expert * 2 * N + col) * (K / 2);
+    __global const uchar *w_up = w_gate + (long)N * (K / 2);
+    __global const ushort *s_gate = scales + ((long)expert * 2 * N + col) * groups;
+    __global const ushort *s_up = s_gate + (long)N * groups;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
-        x_row[r] = r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
-    for (int c = lane; c < words; c += MI4_LANES) {
-        uint wg = w_gate[c], wu = w_up[c];
-        int g = c * 8 / group_size;
-        float sg = mi4_load_scale(s_gate, scales_bf16, g);
-        float su = mi4_load_scale(s_up, scales_bf16, g);
+        x_row[r] = r < max_rows && r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
+    mi4_rows_dot(xs, hidden, dtype, x_row, max_rows, rows, K, 2, w_gate, w_up, s_gate, s_up, scales_bf16,
+                 group_size, team, lane, active, acc);
+    mi4_team_store(xs, acc, max_rows, rows, 2);
+    /* lane r % team finishes row r: teams have at least 4 lanes, tiles at
+     * most 8 rows (two steps written out: as a loop over r, PoCL 3.1 ran
+     * the body for rows past `rows`) */
 #pragma unroll
-        for (int r = 0; r < MI4_TILE_ROWS; ++r) {
-            if (r < rows) {
-                float8 x = mi4_load8(hidden, dtype, x_row[r] + 8 * c);
-                sums[r] += mi4_dot8(wg, x) * sg;
-                sums[MI4_TILE_ROWS + r] += mi4_dot8(wu, x) * su;
-            }
+    for (int i = 0; i < 2; ++i) {
+        int r = lane + i * team;
+        if (active && r < rows) {
+            int slot = sorted_slots[row0 + r];
+            float scale = weight_on_input ? topk_weights[slot] : 1.0f;
+            float gate = mi4_team_total(xs, 0, r, team, lane) * scale;
+            float up = mi4_team_total(xs, 1, r, team, lane) * scale;
+            act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
         }
     }
-    mi4_add_lanes(scratch, sums, rows, 2, lane);
-    if (lane < rows) { /* lane r finishes row r */
-        int slot = sorted_slots[row0 + lane];
-        float scale = weight_on_input ? topk_weights[slot] : 1.0f;
-        float gate = scratch[lane] * scale, up = scratch[MI4_TILE_ROWS + lane] * scale;
-        act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
-    }
 }
+
+/* A kernel running body() on tiles of max_rows slots with the work-group's
+ * local memory. The GEMMs take tiles of MI4_TILE_ROWS; the GEMVs (one token)
+ * tiles of one slot: only the one-row code, so the compiler sizes
+ * registers for it alone (on the H200 the GEMM kernel run on one-row
+ * tiles took 1.5x the GEMV's time). */
+#define MI4_ENTRY(name, body, max_rows, PARAMS, ARGS)                                             \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) void name(PARAMS)            \
+    {                                                                                             \
+        __local float4 xs[MI4_XBLOCK / 4];                                                        \
+        body(xs, max_rows, ARGS);                                                                 \
+    }
+
+MI4_ENTRY(mi4_w13_gemm, mi4_w13, MI4_TILE_ROWS, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ENTRY(mi4_w13_gemv, mi4_w13, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
-__kernel __attribute__((reqd_work_group_size(MI4_LANES, 1, 1)))
-void mi4_w2_gemm(__global const int *route, int num_local,
-                 __global const int *sorted_slots, __global const float *act,
-                 __global const float *topk_weights, int weight_on_input,
-                 __global const uchar *packed, __global const ushort *scales, int scales_bf16,
-                 int K, int N, int group_size, __global float *slot_out)
-{
-    __local float scratch[MI4_LANES * MI4_SUMS];
-    long a_row[MI4_TILE_ROWS];
-    float sums[MI4_SUMS];
-    int k = (int)get_group_id(0);
-    int lane = (int)get_local_id(0);
-    int expert, row0;
-    if (!mi4_find_tile(route, num_local, (int)get_global_id(1), &expert, &row0))
-        return; /* the whole work-group: no barrier is skipped by part of it */
-    int rows = min(MI4_TILE_ROWS, MI4_ROUTE_END(route, num_local, expert) - row0);
-    int groups = N / group_size, words = N / 8;
-    __global const uint *w = (__global const uint *)(packed + ((long)expert * K + k) * (N / 2));
-    __global const ushort *s = scales + ((long)expert * K + k) * groups;
+#define MI4_W2_PARAMS                                                                             \
+    __global const int *route, int num_local, __global const int *sorted_slots,                  \
+        __global const float *act, __global const float *topk_weights, int weight_on_input,      \
+        __global const uchar *packed, __global const ushort *scales, int scales_bf16, int K,      \
+        int N, int group_size, int team, __global float *slot_out
+#define MI4_W2_ARGS                                                                               \
+    route, num_local, sorted_slots, act, topk_weights, weight_on_input, packed, scales,          \
+        scales_bf16, K, N, group_size, team, slot_out
 
-#pragma unroll
-    for (int i = 0; i < MI4_SUMS; ++i)
-        sums[i] = 0.0f;
+void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
+{
+    long a_row[MI4_TILE_ROWS];
+    float acc[2 * MI4_TILE_ROWS];
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), max_rows, &expert, &row0))
+        return; /* the whole work-group: no barrier is skipped by part of it */
+    int rows = min(max_rows, MI4_ROUTE_END(route, num_local, expert) - row0);
+    int lid = (int)get_local_id(0), lane = lid % team;
+    int k = (int)get_group_id(0) * (MI4_GROUP / team) + lid / team;
+    int active = k < K, col = active ? k : K - 1;
+    int groups = N / group_size;
+    __global const uchar *w = packed + ((long)expert * K + col) * (N / 2);
+    __global const ushort *s = scales + ((long)expert * K + col) * groups;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
-        a_row[r] = r < rows ? (long)sorted_slots[row0 + r] * N : 0;
-    for (int c = lane; c < words; c += MI4_LANES) {
-        uint word = w[c];
-        float sc = mi4_load_scale(s, scales_bf16, c * 8 / group_size);
+        a_row[r] = r < max_rows && r < rows ? (long)sorted_slots[row0 + r] * N : 0;
+    mi4_rows_dot(xs, (__global const uchar *)act, MI4_DT_F32, a_row, max_rows, rows, N, 1, w, w, s, s,
+                 scales_bf16, group_size, team, lane, active, acc);
+    mi4_team_store(xs, acc, max_rows, rows, 1);
 #pragma unroll
-        for (int r = 0; r < MI4_TILE_ROWS; ++r)
-            if (r < rows)
-                sums[r] += mi4_dot8(word, vload8(0, act + a_row[r] + 8 * c)) * sc;
-    }
-    mi4_add_lanes(scratch, sums, rows, 1, lane);
-    if (lane < rows) {
-        int slot = sorted_slots[row0 + lane];
-        float scale = weight_on_input ? 1.0f : topk_weights[slot];
-        slot_out[(long)slot * K + k] = scratch[lane] * scale;
+    for (int i = 0; i < 2; ++i) { /* as in mi4_w13_gemm */
+        int r = lane + i * team;
+        if (active && r < rows) {
+            int slot = sorted_slots[row0 + r];
+            float scale = weight_on_input ? 1.0f : topk_weights[slot];
+            slot_out[(long)slot * K + k] = mi4_team_total(xs, 0, r, team, lane) * scale;
+        }
     }
 }
+
+MI4_ENTRY(mi4_w2_gemm, mi4_w2, MI4_TILE_ROWS, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_ENTRY(mi4_w2_gemv, mi4_w2, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
 
 /* out[m][k] = sum over the token's local slots, in slot order (deterministic);
  * a token with no local slot gets 0. Rounded once to dtype. */

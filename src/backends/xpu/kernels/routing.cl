@@ -26,82 +26,108 @@ int mi4_errors_set(__global const int *errors)
     return errors[0] != INT_MAX || errors[1] != INT_MAX;
 }
 
-/* Clears the route table; with reset_errors also the error record. */
-__kernel void mi4_route_init(__global int *route, int num_local, __global int *errors,
-                             int reset_errors)
+/* The whole routing of a chunk in one launch of one work-group of
+ * MI4_GROUP work-items (phases separated by barriers; global memory is
+ * only shared within the group, so barriers order it):
+ *   1. clear the route table (with reset_errors also the error record);
+ *   2. per slot: bounds-check the global id and the router weight (the host
+ *      cannot read device memory), map the id through expert_map, count it;
+ *      slot_base numbers the slots of this chunk within the forward;
+ *   3. (sort) offsets, cursors and the GEMM tile list (tiles of tile_rows
+ *      slots: MI4_TILE_ROWS for the GEMMs, 1 for the GEMVs): each work-item sums
+ *      a run of experts, a scan in local memory places the runs. Experts
+ *      with at least dnnl_min_rows slots get no tiles (oneDNN serves
+ *      them); nothing gets tiles once the error record is set (gated);
+ *   4. (sort) scatter the slots into sorted_slots by expert.
+ * Counts, cursors and the error record are read through atomics: they are
+ * written by atomics of other work-items. */
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1)))
+void mi4_route(__global const int *topk_ids, __global const float *topk_weights,
+               __global const int *expert_map, int num_slots, int slot_base, int num_experts,
+               int num_local, int dnnl_min_rows, int tile_rows, int gated, int reset_errors,
+               int sort,
+               __global int *slot_expert, __global int *route, __global int *sorted_slots,
+               __global int *errors)
 {
-    int i = (int)get_global_id(0);
-    if (i < MI4_ROUTE_INTS(num_local))
+    __local int run_rows[MI4_GROUP], run_tiles[MI4_GROUP];
+    int lid = (int)get_local_id(0);
+    if (get_group_id(0) != 0)
+        return; /* launched as one work-group */
+    for (int i = lid; i < MI4_ROUTE_INTS(num_local); i += MI4_GROUP)
         route[i] = 0;
-    if (reset_errors && i < 2)
-        errors[i] = INT_MAX;
-}
+    if (reset_errors && lid < 2)
+        errors[lid] = INT_MAX;
+    barrier(CLK_GLOBAL_MEM_FENCE);
 
-/* One work-item per slot: bounds-check the global id and the router weight
- * (the host cannot read device memory), map the id through expert_map,
- * count it. slot_base numbers the slots of this chunk within the forward. */
-__kernel void mi4_route_count(__global const int *topk_ids, __global const float *topk_weights,
-                              __global const int *expert_map, int num_slots, int slot_base,
-                              int num_experts, int num_local, __global int *slot_expert,
-                              __global int *route, __global int *errors)
-{
-    int slot = (int)get_global_id(0);
-    if (slot >= num_slots)
-        return;
-    int global_id = topk_ids[slot];
-    int local_id = -1;
-    if (global_id < 0 || global_id >= num_experts)
-        atomic_min(&errors[0], slot_base + slot);
-    else
-        local_id = expert_map[global_id];
-    if (!isfinite(topk_weights[slot])) { /* contributes nothing either */
-        atomic_min(&errors[1], slot_base + slot);
-        local_id = -1;
+    for (int slot = lid; slot < num_slots; slot += MI4_GROUP) {
+        int global_id = topk_ids[slot];
+        int local_id = -1;
+        if (global_id < 0 || global_id >= num_experts)
+            atomic_min(&errors[0], slot_base + slot);
+        else
+            local_id = expert_map[global_id];
+        if (!isfinite(topk_weights[slot])) { /* contributes nothing either */
+            atomic_min(&errors[1], slot_base + slot);
+            local_id = -1;
+        }
+        slot_expert[slot] = local_id;
+        if (local_id >= 0)
+            atomic_inc(&route[local_id]);
     }
-    slot_expert[slot] = local_id;
-    if (local_id >= 0)
-        atomic_inc(&route[local_id]);
-}
-
-/* A sequential scan: E is at most a few hundred, one work-item suffices.
- * Experts with at least dnnl_min_rows slots get no tiles (oneDNN serves
- * them); nothing gets tiles once the error record is set. */
-__kernel void mi4_route_scan(__global int *route, int num_local, int dnnl_min_rows,
-                             __global const int *errors, int gated)
-{
-    if (get_global_id(0) != 0)
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (!sort)
         return;
+
+    int failed = gated && (atomic_or(&errors[0], 0) != INT_MAX || atomic_or(&errors[1], 0) != INT_MAX);
+    int per = (num_local + MI4_GROUP - 1) / MI4_GROUP;
+    int e0 = min(lid * per, num_local), e1 = min(e0 + per, num_local);
+    int rows = 0, tiles = 0;
+    for (int e = e0; e < e1; ++e) {
+        int count = atomic_or(&route[e], 0);
+        rows += count;
+        if (!failed && count < dnnl_min_rows)
+            tiles += (count + tile_rows - 1) / tile_rows;
+    }
+    run_rows[lid] = rows;
+    run_tiles[lid] = tiles;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = 1; step < MI4_GROUP; step <<= 1) { /* inclusive scan */
+        int add_rows = lid >= step ? run_rows[lid - step] : 0;
+        int add_tiles = lid >= step ? run_tiles[lid - step] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        run_rows[lid] += add_rows;
+        run_tiles[lid] += add_tiles;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
     __global int *tile_offsets = MI4_TILE_OFFSETS(route, num_local);
-    int running = 0, tiles = 0, failed = gated && mi4_errors_set(errors);
-    for (int e = 0; e < num_local; ++e) {
-        int rows = route[e];
+    int running = run_rows[lid] - rows, tile = run_tiles[lid] - tiles;
+    for (int e = e0; e < e1; ++e) {
+        int count = atomic_or(&route[e], 0);
         route[num_local + e] = running;
         route[2 * num_local + 1 + e] = running;
-        tile_offsets[e] = tiles;
-        running += rows;
-        if (!failed && rows < dnnl_min_rows)
-            tiles += (rows + MI4_TILE_ROWS - 1) / MI4_TILE_ROWS;
+        tile_offsets[e] = tile;
+        running += count;
+        if (!failed && count < dnnl_min_rows)
+            tile += (count + tile_rows - 1) / tile_rows;
     }
-    route[2 * num_local] = running;
-    tile_offsets[num_local] = tiles;
+    if (lid == MI4_GROUP - 1) {
+        route[2 * num_local] = run_rows[lid];
+        tile_offsets[num_local] = run_tiles[lid];
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+
+    for (int slot = lid; slot < num_slots; slot += MI4_GROUP) {
+        int local_id = slot_expert[slot]; /* written by this work-item above */
+        if (local_id >= 0)
+            sorted_slots[atomic_inc(&route[2 * num_local + 1 + local_id])] = slot;
+    }
 }
 
-__kernel void mi4_route_scatter(__global const int *slot_expert, int num_slots, int num_local,
-                                __global int *route, __global int *sorted_slots)
-{
-    int slot = (int)get_global_id(0);
-    if (slot >= num_slots)
-        return;
-    int local_id = slot_expert[slot];
-    if (local_id < 0)
-        return;
-    int position = atomic_inc(&route[2 * num_local + 1 + local_id]);
-    sorted_slots[position] = slot;
-}
-
-/* The expert and first sorted row of GEMM tile `tile`; 0 when the tile is
- * past the end (the launch covers the most tiles a chunk can have). */
-int mi4_find_tile(__global const int *route, int num_local, int tile, int *expert, int *row0)
+/* The expert and first sorted row of GEMM tile `tile` (tiles of tile_rows
+ * slots); 0 when the tile is past the end (the launch covers the most tiles
+ * a chunk can have). */
+int mi4_find_tile(__global const int *route, int num_local, int tile, int tile_rows, int *expert,
+                  int *row0)
 {
     __global const int *tile_offsets = MI4_TILE_OFFSETS(route, num_local);
     if (tile >= tile_offsets[num_local])
@@ -115,7 +141,7 @@ int mi4_find_tile(__global const int *route, int num_local, int tile, int *exper
             hi = mid - 1;
     }
     *expert = lo;
-    *row0 = route[num_local + lo] + (tile - tile_offsets[lo]) * MI4_TILE_ROWS;
+    *row0 = route[num_local + lo] + (tile - tile_offsets[lo]) * tile_rows;
     return 1;
 }
 

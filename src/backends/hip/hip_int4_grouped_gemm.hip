@@ -1,0 +1,451 @@
+/* The int4 grouped GEMM on Hopper (sm_90a): routed tiles of 8 to 128 token
+ * rows of one expert (MI4_TILE_Q8 .. MI4_TILE_Q128), int4 weights
+ * dequantized on the way into the matrix cores, no BF16 copy of the
+ * weights anywhere.
+ *
+ * The GEMM is computed transposed: wgmma m64nNk16 with the weights as the
+ * register-sourced A operand (64 weight rows per warpgroup, two
+ * warpgroups: 128 weight rows per block) and the tile's N token rows as
+ * the B operand from 128B-swizzled shared memory, as the BF16 wgmma GEMM
+ * (hip_wgmma_gemm.hip) stages its tiles. Each stage of the cp.async
+ * pipeline holds one 128-input chunk: the token rows (N x 256 bytes) and
+ * the raw codes of the block's 128 weight rows (8 KB); the group scales
+ * and zero points of those rows are read into shared memory once per
+ * block.
+ *
+ * A lane dequantizes the 16 bytes of codes (32 inputs) of its two rows
+ * that hip_int4_mma.hip's GEMV loads, with the same map of MMA k positions
+ * to inputs, so no shuffle is needed; the token rows are stored in that
+ * order instead: mi4_hip_launch_int4_permute writes the input rows so
+ * permuted, and gemm13 writes the intermediate so permuted (each warp's 8
+ * outputs are the 8 permuted positions that land side by side).
+ *
+ *   exact (N <= 32): (q - zero) as bf16 (exact), each chunk's product in a
+ *     fresh accumulator scaled in f32 by the group scale, as the GEMVs;
+ *   rounded (N >= 64): (q - zero) * scale rounded once to bf16 (the bits
+ *     of the BF16 mode's weights), one accumulator over the whole input.
+ * A warpgroup waits for its chunk's MMAs before it writes the next A
+ * fragments (registers an MMA in flight reads must not change; ptxas
+ * would serialize every MMA otherwise); the other warpgroup's MMAs keep
+ * the matrix cores busy meanwhile. */
+#include "backends/hip/hip_gemm_common.h"
+#include "backends/hip/hip_int4_mma_ops.h"
+
+namespace {
+
+using namespace mi4_gemm;
+
+constexpr int Q_CHUNK = 128;  /* inputs per stage */
+constexpr int Q_ROWS = 128;   /* weight rows per block */
+constexpr int Q_CODE_BYTES = Q_ROWS * Q_CHUNK / 2; /* codes per stage */
+
+template <int N> struct q_shape {
+    static constexpr int stages = N >= 128 ? 4 : N >= 64 ? 5 : 6;
+    static constexpr bool exact = N <= 32;
+    static constexpr int tokens_bytes = N * Q_CHUNK * 2;
+    static constexpr int stage_bytes = tokens_bytes + Q_CODE_BYTES;
+    static constexpr int pipeline_bytes = stages * stage_bytes + 1024; /* + alignment */
+};
+
+/* Shared bytes of a block: the pipeline, then scales (and zero points) of
+ * its 128 rows for every group. */
+template <int N> size_t q_smem_bytes(const mi4_hip_int4_matrix &q)
+{
+    return (size_t)q_shape<N>::pipeline_bytes + (size_t)Q_ROWS * q.groups * (q.zeros ? 3 : 2);
+}
+
+/* Position k (0..127) of the MMA's k order within a chunk -> the input it
+ * holds: step s = 2w + h, lane t's pairs (2t, 2t+1) and (2t+8, 2t+9) are
+ * inputs 32t + 8w + (2h, 2h+4) and (2h+1, 2h+5) (hip_int4_mma.hip). */
+MI4_HOST_DEVICE int q_input_of(int k)
+{
+    const int s = k / 16, kk = k % 16, w = s / 2, h = s % 2;
+    const int half = kk / 8, within = kk % 8, t = within / 2;
+    return 32 * t + 8 * w + 2 * h + half + 4 * (within & 1);
+}
+
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+constexpr int Q_THREADS = 256;
+/* Dynamic shared memory a block may take: the device's 227 KiB less the
+ * static token-row tables. */
+constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
+
+#if defined(MI4_HAVE_WGMMA)
+
+/* wgmma m64nNk16, A (bf16, the mma.sync m16n8k16 A fragment per warp) from
+ * registers, B from a K-major 128B-swizzled descriptor; scale_d = 0 starts
+ * a fresh accumulator. */
+MI4_DEVICE void wgmma_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3"
+                 "}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE void wgmma_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7"
+                 "}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE void wgmma_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+                 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+MI4_DEVICE uint32_t q_pack_bf16x2(float lo, float hi)
+{
+    uint32_t d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+/* bf16x2 of (q - zero) for the nibbles at `shift` and shift + 16 of a word
+ * of 8 codes (bias: -(128 + zero) twice); with ROUNDED, times the scale,
+ * rounded once. */
+template <bool ROUNDED>
+MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float scale)
+{
+    const uint32_t v =
+        bf16x2_fma(((word >> shift) & 0x000f000fu) | 0x43004300u, 0x3f803f80u, bias);
+    if (!ROUNDED)
+        return v;
+    return q_pack_bf16x2(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
+}
+
+/* Keeps A fragments alive (unchanged) until the MMAs reading them are done. */
+MI4_DEVICE void q_keep(uint32_t (&r)[8][4])
+{
+#pragma unroll
+    for (int s = 0; s < 8; s++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            asm volatile("" : "+r"(r[s][i])::"memory");
+}
+
+MI4_DEVICE uint32_t q_word(const uint4 &v, int w)
+{
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+#endif
+
+/* Weight row (of the expert's `rows`) behind block row r, or -1: gemm13
+ * warps hold 8 gate rows then their 8 up rows, for the 8 outputs whose
+ * permuted positions are side by side; gemm2 rows are outputs in order. */
+template <bool GATED>
+MI4_DEVICE int q_weight_row(const gemm_params &p, int out_tile, int r)
+{
+    if (GATED) {
+        const int warp = r / 16, j = r % 16;
+        const int at = out_tile * (Q_ROWS / 2) + warp * 8 + (j % 8);
+        const int out = at / Q_CHUNK * Q_CHUNK + q_input_of(at % Q_CHUNK);
+        return j < 8 ? out : p.out_cols + out;
+    }
+    const int out = out_tile * Q_ROWS + r;
+    return out < p.out_cols ? out : -1;
+}
+
+template <int N, bool GATED>
+__global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
+    int4_wgmma_gemm(gemm_params p, mi4_hip_int4_matrix q)
+{
+#if defined(MI4_HAVE_WGMMA)
+    typedef q_shape<N> shape;
+    constexpr int STAGES = shape::stages, AHEAD = STAGES - 1, ACC = N / 2;
+    constexpr bool EXACT = shape::exact;
+    extern __shared__ uint4 q_smem_raw[];
+    char *pipeline = (char *)(((uintptr_t)q_smem_raw + 1023) & ~(uintptr_t)1023);
+    uint16_t *s_scale = (uint16_t *)(pipeline + STAGES * shape::stage_bytes);
+    uint8_t *s_zero = (uint8_t *)(s_scale + Q_ROWS * q.groups);
+    __shared__ const uint16_t *token_row[N];
+    __shared__ int token_slot[N];
+
+    const int out_tiles = GATED ? p.out_cols / (Q_ROWS / 2) : (p.out_cols + Q_ROWS - 1) / Q_ROWS;
+    int tile, out_tile;
+    tile_coords(blockIdx.x, p.max_tiles, out_tiles, &tile, &out_tile);
+    if (tile >= p.status[2])
+        return;
+    const int expert = p.tile_expert[tile];
+    const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int g = lane / 4, t = lane % 4;
+    const size_t row_bytes = (size_t)q.inner_padded / 2;
+    const size_t expert_row0 = (size_t)expert * q.rows;
+
+    for (int n = tid; n < N; n += Q_THREADS)
+        token_row[n] = a_row<N, GATED>(p, tile, n, &token_slot[n]);
+    /* this thread's two code rows of each stage: rows tid / 4 and + 64 */
+    const uint8_t *code_src[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int wr = q_weight_row<GATED>(p, out_tile, tid / 4 + 64 * i);
+        code_src[i] = wr < 0 ? nullptr : q.codes + (expert_row0 + wr) * row_bytes + 16 * (tid % 4);
+    }
+    __syncthreads();
+
+    const int chunks = q.inner_padded / Q_CHUNK;
+    auto issue = [&](int c) {
+        if (c < chunks) {
+            char *stage = pipeline + (c % STAGES) * shape::stage_bytes;
+            uint16_t *tokens = (uint16_t *)stage;
+            for (int i = tid; i < N * 16; i += Q_THREADS) {
+                const int n = i / 16, piece = i % 16, atom = piece / 8, kc = piece % 8;
+                const uint16_t *src = token_row[n];
+                mi4_copy16(tokens + atom * N * 64 + n * 64 + ((kc ^ (n & 7)) * 8),
+                           src ? src + c * Q_CHUNK + piece * 8 : p.a, src != nullptr);
+            }
+            uint8_t *codes = (uint8_t *)(stage + shape::tokens_bytes);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                mi4_copy16(codes + (tid / 4 + 64 * i) * 64 + 16 * (tid % 4),
+                           code_src[i] ? code_src[i] + c * (Q_CHUNK / 2) : q.codes,
+                           code_src[i] != nullptr);
+        }
+        mi4_copy_commit();
+    };
+#pragma unroll
+    for (int s = 0; s < AHEAD; s++)
+        issue(s);
+
+    /* scales and zero points of the block's rows, while the first stages fly */
+    for (int i = tid; i < Q_ROWS * q.groups; i += Q_THREADS) {
+        const int r = i / q.groups, group = i % q.groups;
+        const int wr = q_weight_row<GATED>(p, out_tile, r);
+        const size_t at = (expert_row0 + (wr < 0 ? 0 : wr)) * q.groups + group;
+        s_scale[i] = wr < 0 ? 0 : q.scales[at];
+        if (q.zeros)
+            s_zero[i] = wr < 0 ? 8 : q.zeros[at];
+    }
+
+    float acc[ACC], part[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; i++)
+        acc[i] = 0.0f;
+    const int row_lo = warp * 16 + g, row_hi = row_lo + 8;
+
+    /* Per chunk: dequantize this lane's A fragments of the 8 k steps, issue
+     * the 8 MMAs, wait for them (the stage refilled next was read by the
+     * previous chunk's, done). */
+    uint32_t cur[8][4];
+    for (int c = 0; c < chunks; c++) {
+        mi4_copy_wait<AHEAD - 1>();
+        mi4_fence_proxy_async();
+        __syncthreads();
+        issue(c + AHEAD);
+        const char *stage = pipeline + (c % STAGES) * shape::stage_bytes;
+        const uint8_t *codes = (const uint8_t *)(stage + shape::tokens_bytes);
+        const uint4 lo = *(const uint4 *)(codes + row_lo * 64 + 16 * t);
+        const uint4 hi = *(const uint4 *)(codes + row_hi * 64 + 16 * t);
+        const int group = c * Q_CHUNK / q.group_size;
+        const float scale_lo = int4_scale_of(q, s_scale[row_lo * q.groups + group]);
+        const float scale_hi = int4_scale_of(q, s_scale[row_hi * q.groups + group]);
+        const int zero_lo = q.zeros ? s_zero[row_lo * q.groups + group] : 8;
+        const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
+        uint32_t bias_lo = mi4_dev_f32_to_bits(-(128.0f + (float)zero_lo)) >> 16;
+        uint32_t bias_hi = mi4_dev_f32_to_bits(-(128.0f + (float)zero_hi)) >> 16;
+        bias_lo |= bias_lo << 16;
+        bias_hi |= bias_hi << 16;
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                uint32_t(&a)[4] = cur[2 * w + h];
+                a[0] = q_dequant<!EXACT>(q_word(lo, w), 8 * h, bias_lo, scale_lo);
+                a[1] = q_dequant<!EXACT>(q_word(hi, w), 8 * h, bias_hi, scale_hi);
+                a[2] = q_dequant<!EXACT>(q_word(lo, w), 8 * h + 4, bias_lo, scale_lo);
+                a[3] = q_dequant<!EXACT>(q_word(hi, w), 8 * h + 4, bias_hi, scale_hi);
+            }
+        const uint16_t *tokens = (const uint16_t *)stage;
+        const uint64_t desc0 = mi4_wgmma_desc(tokens), desc1 = mi4_wgmma_desc(tokens + N * 64);
+        mi4_wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < 8; s++) {
+            const uint64_t desc = (s < 4 ? desc0 : desc1) + 2 * (s % 4);
+            if constexpr (EXACT)
+                wgmma_rs(part, cur[s], desc, s > 0);
+            else
+                wgmma_rs(acc, cur[s], desc, 1);
+        }
+        mi4_wgmma_commit();
+        mi4_wgmma_wait_all();
+        q_keep(cur);
+        if constexpr (EXACT) {
+            mi4_fence_registers(part);
+#pragma unroll
+            for (int i = 0; i < ACC; i++)
+                acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
+        }
+    }
+    mi4_fence_registers(acc);
+    mi4_copy_wait<0>();
+
+    /* Epilogue. acc[4j + i]: weight row row_lo (i < 2) or row_hi, token 8j + 2t + (i & 1). */
+#pragma unroll
+    for (int j = 0; j < N / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int n = 8 * j + 2 * t + i, slot = token_slot[n];
+            if (slot < 0)
+                continue;
+            if (GATED) {
+                /* the intermediate in the permuted order gemm2 reads */
+                const int at = out_tile * (Q_ROWS / 2) + warp * 8 + g;
+                p.act[((size_t)tile * N + n) * (size_t)p.out_cols + at] = mi4_dev_f32_to_bf16(
+                    activate(p.activation, acc[4 * j + i], acc[4 * j + 2 + i], p.limit, p.alpha,
+                             p.beta));
+            } else {
+                const float scale = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
+                float *y = p.y + (size_t)slot * (size_t)p.out_cols;
+                const int out_lo = out_tile * Q_ROWS + row_lo, out_hi = out_lo + 8;
+                if (out_lo < p.out_cols)
+                    y[out_lo] = acc[4 * j + i] * scale;
+                if (out_hi < p.out_cols)
+                    y[out_hi] = acc[4 * j + 2 + i] * scale;
+            }
+        }
+#else
+    (void)p;
+    (void)q;
+    __trap(); /* launched only in sm_90a builds */
+#endif
+}
+#endif
+
+/* Input rows (bf16, `rows` x `inner`, inner a multiple of 128) into the
+ * permuted order, out of place: thread = (row, chunk, step), 16 outputs. */
+__global__ void int4_permute_rows(const uint16_t *src, uint16_t *dst, int64_t rows, int inner)
+{
+    const int chunks = inner / Q_CHUNK;
+    const int64_t total = rows * chunks * 8;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int s = (int)(i % 8);
+        const size_t base = (size_t)(i / 8) * Q_CHUNK; /* row * inner + chunk * 128 */
+        uint32_t out[8];
+#pragma unroll
+        for (int k = 0; k < 16; k += 2) {
+            const uint32_t a = src[base + q_input_of(16 * s + k)];
+            const uint32_t b = src[base + q_input_of(16 * s + k + 1)];
+            out[k / 2] = a | b << 16;
+        }
+        *(uint4 *)(dst + base + 16 * s) = make_uint4(out[0], out[1], out[2], out[3]);
+        *(uint4 *)(dst + base + 16 * s + 8) = make_uint4(out[4], out[5], out[6], out[7]);
+    }
+}
+
+template <int N, bool GATED> hipError_t launch_q(const mi4_hip_gemm_args *a, bool init)
+{
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+    if (init)
+        return hipFuncSetAttribute((const void *)int4_wgmma_gemm<N, GATED>,
+                                   hipFuncAttributeMaxDynamicSharedMemorySize, (int)Q_SMEM_LIMIT);
+    gemm_params p = make_params(a, GATED);
+    p.b = nullptr; /* the weights are q */
+    const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
+    const int out_tiles =
+        GATED ? p.out_cols / (Q_ROWS / 2) : (p.out_cols + Q_ROWS - 1) / Q_ROWS;
+    const size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
+    if (blocks == 0)
+        return hipSuccess;
+    return mi4_launch(int4_wgmma_gemm<N, GATED>, dim3((unsigned)blocks), dim3(Q_THREADS),
+                      q_smem_bytes<N>(q), a->stream, p, q);
+#else
+    (void)a;
+    (void)init;
+    return hipSuccess; /* never launched: mi4_hip_int4_wgmma_serves is 0 */
+#endif
+}
+
+template <bool GATED> hipError_t launch_rows(int rows, const mi4_hip_gemm_args *a, bool init)
+{
+    switch (rows) {
+    case 8: return launch_q<8, GATED>(a, init);
+    case 16: return launch_q<16, GATED>(a, init);
+    case 32: return launch_q<32, GATED>(a, init);
+    case 64: return launch_q<64, GATED>(a, init);
+    default: return launch_q<128, GATED>(a, init);
+    }
+}
+
+} // namespace
+
+int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w)
+{
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+    if (!w->int4 || !w->int4_mma || w->hidden_size % Q_CHUNK != 0 ||
+        w->intermediate_size % Q_CHUNK != 0)
+        return 0;
+    return q_smem_bytes<128>(w->q13) <= Q_SMEM_LIMIT && q_smem_bytes<128>(w->q2) <= Q_SMEM_LIMIT;
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
+hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
+                                     bool init)
+{
+    return gated ? launch_rows<true>(tile_rows, a, init) : launch_rows<false>(tile_rows, a, init);
+}
+
+hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,
+                                       int inner, hipStream_t stream)
+{
+    const int64_t threads = rows * (inner / Q_CHUNK) * 8;
+    int64_t blocks = (threads + 255) / 256;
+    blocks = blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks;
+    return mi4_launch(int4_permute_rows, dim3((unsigned)blocks), dim3(256), 0, stream, src, dst,
+                      rows, inner);
+}
