@@ -6,7 +6,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 
-#define CPU_TEST_MAX_TABLES 4
+#define CPU_TEST_MAX_TABLES 5
 
 /* Every kernel table this build and machine can run, in this order:
  * scalar, avx2, avx512, avx512bf16. */

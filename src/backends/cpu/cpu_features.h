@@ -48,24 +48,32 @@ static inline int mi4_cpu_has_avx512(void)
 }
 
 /* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16: CPUID leaf 7 subleaf 1, EAX bit
- * 5) and AVX512_VBMI2 (vpshrdw: leaf 7 subleaf 0, ECX bit 6) on top of the
- * above: the bf16 table's instructions. Every CPU with both but Intel's
- * Cooper Lake (BF16 without VBMI2, which runs the AVX-512F table). */
+ * 5) on top of the above: the bf16 table's instructions. */
 static inline int mi4_cpu_has_avx512_bf16(void)
 {
     if (!mi4_cpu_has_avx512() || __get_cpuid_max(0, NULL) < 7)
         return 0;
     unsigned a, b, c, d;
-    __cpuid_count(7, 0, a, b, c, d);
-    if ((c & (1u << 6)) == 0)
-        return 0;
     __cpuid_count(7, 1, a, b, c, d);
     return (a & (1u << 5)) != 0;
+}
+
+/* AVX512_VBMI2 (vpshrdw: leaf 7 subleaf 0, ECX bit 6): one instruction less
+ * per 128 weights in the bf16 table. Every AVX512_BF16 CPU has it but Intel's
+ * Cooper Lake, which runs the table's no-VBMI2 build. */
+static inline int mi4_cpu_has_avx512_vbmi2(void)
+{
+    if (!mi4_cpu_has_avx512() || __get_cpuid_max(0, NULL) < 7)
+        return 0;
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (c & (1u << 6)) != 0;
 }
 #else
 static inline int mi4_cpu_has_avx2_fma_f16c(void) { return 0; }
 static inline int mi4_cpu_has_avx512(void) { return 0; }
 static inline int mi4_cpu_has_avx512_bf16(void) { return 0; }
+static inline int mi4_cpu_has_avx512_vbmi2(void) { return 0; }
 #endif
 
 #endif

@@ -46,7 +46,7 @@ typedef struct mi4_cpu_tile_job {
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
-    const char *name; /* "scalar", "avx2", "avx512", "avx512bf16" */
+    const char *name; /* "scalar", "avx2", "avx512", "avx512bf16", "avx512bf16-novbmi2" */
     void (*tile)(const mi4_cpu_tile_job *job);
     /* Two jobs that differ only in tile and y (same geo, rows, tokens), each
      * written bit for bit as tile() writes it; NULL: call tile() twice. The
@@ -75,6 +75,7 @@ const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
+const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16_novbmi2(void); /* no VBMI2 */
 /* The AVX2 table's row conversions and activation, which the AVX-512
  * tables use too (memory or latency bound at these sizes). */
 void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,

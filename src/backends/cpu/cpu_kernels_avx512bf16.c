@@ -1,6 +1,8 @@
 /* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16
  * -mavx512vbmi2 -mfma -mf16c, called only after a run-time check for
- * AVX512_BF16 and VBMI2), for BF16 activations; F16 and F32 activations run
+ * AVX512_BF16 and VBMI2; cpu_kernels_avx512bf16_novbmi2.c compiles this file
+ * again without VBMI2 for CPUs that lack it, Intel Cooper Lake), for BF16
+ * activations; F16 and F32 activations run
  * on the AVX-512F table (wide_input), whose f32 FMAs multiply them exactly
  * (two bf16 planes per f16 value would be exact too, but halve the speed:
  * 161 against 211 GFLOP/s per core for the f32 table, measured with
@@ -71,10 +73,15 @@ static ALWAYS_INLINE __m512i low_codes(__m512i word)
                                      _mm512_set1_epi32(0x43004300), 0xEA); /* (a & b) | c */
 }
 
-/* bf16 of 128 + (half >> 12) in each 16-bit half: 0x0430 << 4 = 0x4300 */
+/* bf16 of 128 + (half >> 12) in each 16-bit half: 0x0430 << 4 = 0x4300;
+ * without VBMI2 a shift and an OR (one more instruction per 128 weights) */
 static ALWAYS_INLINE __m512i top_codes(__m512i word)
 {
+#if defined(__AVX512VBMI2__)
     return _mm512_shrdi_epi16(word, _mm512_set1_epi16(0x0430), 12);
+#else
+    return _mm512_or_si512(_mm512_srli_epi16(word, 12), _mm512_set1_epi16(0x4300));
+#endif
 }
 
 /* acc + w . (column pair c of block k), the pair broadcast to every lane
@@ -218,8 +225,15 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
 }
 
 /* Output rounding and the activation: the AVX2 table's. */
+#if defined(__AVX512VBMI2__)
+#define BF16_TABLE_NAME "avx512bf16"
+#define BF16_TABLE_GETTER mi4_cpu_kernels_avx512bf16
+#else
+#define BF16_TABLE_NAME "avx512bf16-novbmi2"
+#define BF16_TABLE_GETTER mi4_cpu_kernels_avx512bf16_novbmi2
+#endif
 static const mi4_cpu_kernels avx512bf16_kernels = {
-    .name = "avx512bf16",
+    .name = BF16_TABLE_NAME,
     .tile = bf16_tile,
     .tile_pair = bf16_tile_pair,
     .scale_row = bf16_scale_row,
@@ -229,4 +243,4 @@ static const mi4_cpu_kernels avx512bf16_kernels = {
     .wide_input = mi4_cpu_kernels_avx512,
 };
 
-const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void) { return &avx512bf16_kernels; }
+const mi4_cpu_kernels *BF16_TABLE_GETTER(void) { return &avx512bf16_kernels; }

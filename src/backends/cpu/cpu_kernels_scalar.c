@@ -110,7 +110,8 @@ const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
         cap = 2;
 #if defined(MOEINT4_HAVE_X86_KERNELS)
     if (cap >= 3 && mi4_cpu_has_avx512_bf16())
-        return mi4_cpu_kernels_avx512bf16();
+        return mi4_cpu_has_avx512_vbmi2() ? mi4_cpu_kernels_avx512bf16()
+                                          : mi4_cpu_kernels_avx512bf16_novbmi2();
     if (cap >= 2 && mi4_cpu_has_avx512())
         return mi4_cpu_kernels_avx512();
     if (cap >= 1 && mi4_cpu_has_avx2_fma_f16c())
