@@ -1,5 +1,5 @@
 """pytest set-up: the package from the source tree (unless an installed one is
-asked for), and a SKIP exit code for ctest when every test was skipped."""
+asked for), and a SKIP exit code for ctest when any test was skipped."""
 import os
 import sys
 from pathlib import Path
@@ -11,14 +11,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """With MOEINT4_ALL_SKIPPED_CODE set (ctest's SKIP_RETURN_CODE), a run in
-    which nothing passed and something was skipped exits with that code, so
-    ctest reports it as Skipped rather than Passed."""
-    code = os.environ.get("MOEINT4_ALL_SKIPPED_CODE")
+    """With MOEINT4_SKIPPED_CODE set (ctest's SKIP_RETURN_CODE), a run that
+    failed nothing but skipped something exits with that code, so ctest
+    reports it as Skipped rather than Passed (as the C tests' kit does); the
+    tests that depend on hardware or a newer torch have ctest entries of their
+    own, so the rest still shows Passed."""
+    code = os.environ.get("MOEINT4_SKIPPED_CODE")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if not code or reporter is None or exitstatus not in (0, 5):  # 5: nothing collected
         return
-    passed = len(reporter.stats.get("passed", []))
-    skipped = len(reporter.stats.get("skipped", []))
-    if passed == 0 and skipped > 0:
+    if reporter.stats.get("skipped"):
         session.exitstatus = int(code)

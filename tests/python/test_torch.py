@@ -88,7 +88,7 @@ def test_device_tensors_on_hip_backend_with_callers_stream(fmt, asym, dtype):
 
 
 @needs_gpu
-def test_device_tensor_on_host_backend_is_refused():
+def test_gpu_tensor_on_host_backend_is_refused():
     layer = Layer(seed=59)
     with layer.weights(backend="cpu") as w:
         inp = layer.inputs(3, 2)
