@@ -32,6 +32,19 @@ moeint4_status mi4_hip_failure(char *err, size_t cap, const char *what, hipError
     return e == hipErrorMemoryAllocation ? MOEINT4_OUT_OF_MEMORY : MOEINT4_DEVICE_ERROR;
 }
 
+moeint4_status mi4_hip_upload(void **dst, const void *src, size_t bytes, const char *what,
+                              char *err, size_t cap)
+{
+    moeint4_status st = mi4_hip_device_alloc(dst, bytes, what, err, cap);
+    if (st != MOEINT4_SUCCESS)
+        return st;
+    hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
+    if (e == hipSuccess)
+        return MOEINT4_SUCCESS;
+    snprintf(err, cap, "hip: copying %s to the device failed: %s", what, hipGetErrorString(e));
+    return MOEINT4_DEVICE_ERROR;
+}
+
 namespace {
 
 typedef mi4_hip_device_scope device_scope;

@@ -82,21 +82,6 @@ __global__ void dequantize(dequant_params p)
     }
 }
 
-moeint4_status upload(void **dst, const void *src, size_t bytes, const char *what, char *err,
-                      size_t err_cap)
-{
-    moeint4_status st = mi4_hip_device_alloc(dst, bytes, what, err, err_cap);
-    if (st != MOEINT4_SUCCESS)
-        return st;
-    hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
-    if (e != hipSuccess) {
-        snprintf(err, err_cap, "hip: copying %s to the device failed: %s", what,
-                 hipGetErrorString(e));
-        return MOEINT4_DEVICE_ERROR;
-    }
-    return MOEINT4_SUCCESS;
-}
-
 } // namespace
 
 moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, char *err,
@@ -107,14 +92,15 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
     size_t words = experts * (size_t)m->in_features * (size_t)m->out_features / 8;
     size_t scale_count = experts * (size_t)groups * (size_t)m->out_features;
     void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr, *g_idx = nullptr;
-    moeint4_status st = upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
+    moeint4_status st = mi4_hip_upload(&qweight, m->qweight, words * 4, "qweight", err, err_cap);
     if (st == MOEINT4_SUCCESS)
-        st = upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
+        st = mi4_hip_upload(&scales, m->scales, scale_count * 2, "scales", err, err_cap);
     const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
     if (st == MOEINT4_SUCCESS && packing.has_zeros)
-        st = upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
+        st = mi4_hip_upload(&qzeros, m->qzeros, scale_count / 8 * 4, "qzeros", err, err_cap);
     if (st == MOEINT4_SUCCESS && m->g_idx != nullptr)
-        st = upload(&g_idx, m->g_idx, experts * (size_t)m->in_features * 4, "g_idx", err, err_cap);
+        st = mi4_hip_upload(&g_idx, m->g_idx, experts * (size_t)m->in_features * 4, "g_idx", err,
+                            err_cap);
     if (st == MOEINT4_SUCCESS) {
         dequant_params p;
         p.qweight = (const int32_t *)qweight;
@@ -129,11 +115,8 @@ moeint4_status mi4_hip_dequantize(const moeint4_quant_matrix *m, uint16_t *out, 
         p.group_size = m->group_size == -1 ? m->in_features : m->group_size;
         p.groups = groups;
         p.dst = out;
-        int64_t work = (int64_t)words;
-        int64_t blocks = (work + 255) / 256;
-        hipError_t e = mi4_launch(
-            dequantize, dim3((unsigned)(blocks > 1 << 20 ? 1 << 20 : (blocks < 1 ? 1 : blocks))),
-            dim3(256), 0, (hipStream_t)0, p);
+        hipError_t e = mi4_launch(dequantize, dim3(mi4_hip_stride_grid((int64_t)words)),
+                                  dim3(256), 0, (hipStream_t)0, p);
         if (e == hipSuccess)
             e = hipStreamSynchronize(0);
         if (e != hipSuccess) {

@@ -151,12 +151,13 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
     return e;
 }
 
-/* The caller's workspace rounded up to 256 bytes, or NULL after a message
- * when it is smaller than `needed`. */
+/* The caller's workspace rounded up to MI4_WORKSPACE_ALIGNMENT (the bound
+ * includes that slack), or NULL after a message when it is smaller than
+ * `needed`. */
 char *caller_scratch(const moeint4_forward_args *args, size_t needed, char *err, size_t cap)
 {
-    const uintptr_t at = (uintptr_t)args->workspace;
-    const uintptr_t aligned = (at + 255u) & ~(uintptr_t)255u;
+    const uintptr_t at = (uintptr_t)args->workspace, mask = MI4_WORKSPACE_ALIGNMENT - 1;
+    const uintptr_t aligned = (at + mask) & ~mask;
     const size_t lost = (size_t)(aligned - at);
     if (args->workspace_bytes < lost || args->workspace_bytes - lost < needed) {
         snprintf(err, cap,

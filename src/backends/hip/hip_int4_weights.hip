@@ -106,22 +106,6 @@ __global__ void repack(repack_params p)
     }
 }
 
-moeint4_status upload(void **dst, const void *src, size_t bytes, const char *what, char *err,
-                      size_t err_cap)
-{
-    moeint4_status st = mi4_hip_device_alloc(dst, bytes, what, err, err_cap);
-    if (st != MOEINT4_SUCCESS)
-        return st;
-    hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
-    return e == hipSuccess ? MOEINT4_SUCCESS : mi4_hip_failure(err, err_cap, what, e);
-}
-
-unsigned grid_for(int64_t work)
-{
-    int64_t blocks = (work + 255) / 256;
-    return (unsigned)(blocks > (1 << 20) ? (1 << 20) : (blocks < 1 ? 1 : blocks));
-}
-
 } // namespace
 
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m)
@@ -186,12 +170,12 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
     }
     void *qweight = nullptr, *scales = nullptr, *qzeros = nullptr;
     if (st == MOEINT4_SUCCESS)
-        st = upload(&qweight, m->qweight, experts * in * rows / 2, "qweight (upload)", err,
-                    err_cap);
+        st = mi4_hip_upload(&qweight, m->qweight, experts * in * rows / 2, "qweight (upload)",
+                            err, err_cap);
     if (st == MOEINT4_SUCCESS)
-        st = upload(&scales, m->scales, row_groups * 2, "scales (upload)", err, err_cap);
+        st = mi4_hip_upload(&scales, m->scales, row_groups * 2, "scales (upload)", err, err_cap);
     if (st == MOEINT4_SUCCESS && packing.has_zeros)
-        st = upload(&qzeros, m->qzeros, row_groups / 2, "qzeros (upload)", err, err_cap);
+        st = mi4_hip_upload(&qzeros, m->qzeros, row_groups / 2, "qzeros (upload)", err, err_cap);
     if (st == MOEINT4_SUCCESS) {
         repack_params p;
         p.qweight = (const int32_t *)qweight;
@@ -208,10 +192,9 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
         p.scales_t = out->scales;
         p.zeros = out->zeros;
         const int64_t words = (int64_t)(experts * rows * in / 8);
-        hipError_t e = mi4_launch(repack, dim3(grid_for(words > (int64_t)row_groups
-                                                            ? words
-                                                            : (int64_t)row_groups)),
-                                  dim3(256), 0, (hipStream_t)0, p);
+        const int64_t work = words > (int64_t)row_groups ? words : (int64_t)row_groups;
+        hipError_t e = mi4_launch(repack, dim3(mi4_hip_stride_grid(work)), dim3(256), 0,
+                                  (hipStream_t)0, p);
         if (e == hipSuccess)
             e = hipStreamSynchronize(0);
         if (e != hipSuccess)
@@ -302,7 +285,8 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
         p.m = *parts[i];
         p.dst = dst[i];
         const int64_t words = (int64_t)p.m.experts * p.m.rows * (p.m.inner / 8);
-        hipError_t e = mi4_launch(expand, dim3(grid_for(words)), dim3(256), 0, stream, p);
+        hipError_t e =
+            mi4_launch(expand, dim3(mi4_hip_stride_grid(words)), dim3(256), 0, stream, p);
         if (e != hipSuccess)
             return e;
     }

@@ -73,6 +73,17 @@ moeint4_status mi4_hip_device_alloc(void **ptr, size_t bytes, const char *what, 
                                     size_t cap);
 /* A message "hip: <what> failed: <runtime's text>"; OUT_OF_MEMORY or DEVICE_ERROR. */
 moeint4_status mi4_hip_failure(char *err, size_t cap, const char *what, hipError_t e);
+/* A device copy of `bytes` host bytes in *dst (mi4_hip_device_alloc naming
+ * `what`); after a failed copy *dst stays allocated for the caller to free. */
+moeint4_status mi4_hip_upload(void **dst, const void *src, size_t bytes, const char *what,
+                              char *err, size_t cap);
+/* Blocks of 256 threads for a grid-stride kernel over `work` items (the
+ * load-time kernels and the int4 expansion): at least 1, at most 2^20. */
+static inline unsigned mi4_hip_stride_grid(int64_t work)
+{
+    int64_t blocks = (work + 255) / 256;
+    return (unsigned)(blocks > (1 << 20) ? (1 << 20) : (blocks < 1 ? 1 : blocks));
+}
 
 #ifdef __cplusplus
 /* Makes `device` current for the scope and restores the caller's device, so
@@ -247,8 +258,12 @@ hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t strea
 
 
 /* ---- hip_workspace.hip ---- */
-/* Where one forward's scratch lies, as byte offsets from a 256-byte aligned
- * base: routing status, tile experts, sorted slots, bf16 input rows (when
+/* The alignment of a forward's scratch base and of each piece in it (a
+ * caller workspace is rounded up to it). */
+#define MI4_WORKSPACE_ALIGNMENT 256
+
+/* Where one forward's scratch lies, as byte offsets from an aligned base:
+ * routing status, tile experts, sorted slots, bf16 input rows (when
  * converted), bf16 intermediate, f32 per-slot outputs, routing scratch,
  * BF16 copies of int4 weights (mi4_hip_int4_expand_bytes). */
 typedef struct mi4_hip_workspace_plan {

@@ -8,7 +8,7 @@
 
 namespace {
 
-constexpr size_t ALIGNMENT = 256;
+constexpr size_t ALIGNMENT = MI4_WORKSPACE_ALIGNMENT;
 
 size_t round_up(size_t bytes) { return (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT; }
 
