@@ -4,7 +4,7 @@
  * combine, the routed path's 8-row tiles) with weights read as int4 codes.
  *
  * Each lane loads 16 bytes of one row (32 codes of one group: groups are
- * 32, 64, 128 inputs or the whole row, rows padded to 32), turns a code
+ * 32, 64, 128 inputs or the whole row, rows padded to 128), turns a code
  * into a float by a byte permute into the mantissa of 2^23 and one
  * subtraction of 2^23 + zero (exact: q - zero), multiplies with the
  * token's bf16 inputs in f32, and applies the group's scale once per 32

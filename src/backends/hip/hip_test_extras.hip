@@ -4,14 +4,14 @@
  * CUDA toolchain of its own:
  *   hip_download_weights(ctx, weights, w13, w2): prepared bf16 weights to host
  *     (int4 weights: expanded to bf16 as the matrix-core tiles read them)
- *   hip_context_uses_mma(ctx): 1 when the context uses matrix cores
  *   hip_test_stream_create(&stream) / hip_test_stream_destroy(stream)
  *   hip_test_stream_synchronize(stream)
  *   hip_test_capture_begin(stream), hip_test_capture_end(stream, &graph):
  *     stream capture (global mode: any unsafe call during the capture fails
  *     it) and instantiation
  *   hip_test_graph_launch(graph, stream) / hip_test_graph_destroy(graph)
- * Each returns 0 on success, else the runtime's error code. */
+ * The stream and graph calls return 0 on success, else the runtime's error
+ * code; hip_download_weights returns a moeint4_status. */
 #if defined(MOEINT4_HIP_TEST_EXTRAS)
 #include <string.h>
 
@@ -44,11 +44,6 @@ moeint4_status hip_download_weights(void *backend_context, const void *backend_w
         e = hipMemcpy(w2, view.w2, bytes / 2, hipMemcpyDeviceToHost);
     (void)hipFree(scratch);
     return e == hipSuccess ? MOEINT4_SUCCESS : MOEINT4_DEVICE_ERROR;
-}
-
-int hip_context_uses_mma(void *backend_context)
-{
-    return ((mi4_hip_context *)backend_context)->use_mma;
 }
 
 /* A blocking stream: the public memory helpers' copies (legacy default
@@ -94,7 +89,6 @@ void *mi4_hip_test_extra(const char *name)
         void *fn;
     } extras[] = {
         {"hip_download_weights", (void *)hip_download_weights},
-        {"hip_context_uses_mma", (void *)hip_context_uses_mma},
         {"hip_test_stream_create", (void *)stream_create},
         {"hip_test_stream_destroy", (void *)stream_destroy},
         {"hip_test_stream_synchronize", (void *)stream_synchronize},
