@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -23,6 +24,12 @@ int hip_test_available(void)
         return 0;
     }
     return 1;
+}
+
+int hip_test_weights_env_is(const char *mode)
+{
+    const char *v = getenv("MOEINT4_HIP_WEIGHTS");
+    return v != NULL && strcasecmp(v, mode) == 0;
 }
 
 moeint4_context *hip_test_context(const char *gemm)

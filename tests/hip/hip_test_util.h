@@ -12,8 +12,20 @@
 
 #define HIP_TEST_SKIP 77
 
+/* The relative L2 error a HIP forward is held to against the double
+ * reference, in both weights modes and for every dtype alike: input rows
+ * and the intermediate are rounded to bf16, the weights too in the BF16
+ * mode (int4 mode: only on the paths that round them once to BF16, the
+ * q64 / q128 tiles and the expansion). ~4e-3 through both projections, more
+ * on tiny layers (tests/conformance/conformance_run.c derives the bound). */
+#define HIP_TOLERANCE 1e-2
+
 /* 1 when the HIP backend is loaded and has a device; otherwise prints why. */
 int hip_test_available(void);
+
+/* 1 when MOEINT4_HIP_WEIGHTS names `mode` ("bf16", "int4"; any case, as
+ * the backend reads it). */
+int hip_test_weights_env_is(const char *mode);
 
 /* A context forced to the HIP backend with MOEINT4_HIP_GEMM = gemm ("mma" or
  * "fma"; NULL leaves the variable alone). Fails the test on error. */

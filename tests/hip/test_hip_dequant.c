@@ -165,8 +165,7 @@ static void check_layer_held(plugin *p, void *context, moeint4_format format, in
     size_t host_bytes = 0, device_bytes = 0;
     p->iface->memory_usage(context, weights, &host_bytes, &device_bytes);
     /* bf16 weights, or (int4 mode) the int4 codes and their group scales */
-    const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
-    if (expect == HELD_AS_BF16 || (mode && strcmp(mode, "bf16") == 0))
+    if (expect == HELD_AS_BF16 || hip_test_weights_env_is("bf16"))
         assert_true(device_bytes >= (w13_count + w2_count) * 2);
     else
         assert_true(device_bytes >= (w13_count + w2_count) / 2 &&
@@ -193,8 +192,7 @@ static void test_act_order(void **state)
 {
     plugin *p = *state;
     const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
-    int int4_named = mode && strcmp(mode, "int4") == 0;
-    held_as in_this_context = int4_named ? REFUSED_IN_INT4 : HELD_AS_BF16;
+    held_as in_this_context = hip_test_weights_env_is("int4") ? REFUSED_IN_INT4 : HELD_AS_BF16;
     check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1,
                      in_this_context);
     check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 3001, 1,

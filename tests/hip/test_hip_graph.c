@@ -246,8 +246,10 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
     free(want);
 }
 
-/* 64 experts, top-10: M = 1 takes the direct GEMVs, 8 and 64 the 64-row
- * tiles, 512 (5120 slots) the 256-row tiles and the multi-block routing. */
+/* 64 experts, top-10, group 128, K and N multiples of 128: M = 1 takes the
+ * direct GEMVs; on sm_90a builds 8, 64 and 512 take the int4 grouped GEMM's
+ * q8, q16 and q128 tiles (BF16 weights: w64, w64, w256), elsewhere the
+ * routed tiles; 512 (5120 slots) also the multi-block routing. */
 static void test_graph_replay(void **state)
 {
     (void)state;

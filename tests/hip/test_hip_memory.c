@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,9 +24,6 @@
 
 #include "hip_test_util.h"
 
-/* Weights are rounded to bf16 at load in the BF16 mode (as in
- * test_hip_forward.c); the int4 mode is no coarser. */
-#define HIP_TOLERANCE 1e-2
 #define MIB ((size_t)1 << 20)
 #define GIB ((size_t)1 << 30)
 /* Device filling stops here: a device of more than 200 GiB skips the cases. */
@@ -223,11 +219,7 @@ static void expect_prepare_out_of_memory(moeint4_context *ctx, const moeint4_wei
 }
 
 /* 1 unless MOEINT4_HIP_WEIGHTS asks for bf16 (the contexts here use AUTO). */
-static int int4_mode(void)
-{
-    const char *v = getenv("MOEINT4_HIP_WEIGHTS");
-    return !(v && strcasecmp(v, "bf16") == 0);
-}
+static int int4_mode(void) { return !hip_test_weights_env_is("bf16"); }
 
 /* ---- 1: larger than the device ---- */
 

@@ -21,11 +21,6 @@
 #include "hip_test_util.h"
 #include "tk_cmocka.h"
 
-/* Both modes round the input rows and the intermediate to bf16; BF16 also
- * rounds the weights (int4 keeps them exact): ~4e-3 through both
- * projections, a bf16 output adds its own rounding. */
-#define TOLERANCE 1e-2
-
 static moeint4_status create(int gpu_weights, size_t struct_size, moeint4_context **ctx)
 {
     moeint4_context_options options;
@@ -182,7 +177,7 @@ static void test_paths_in_both_modes(void **state)
                     c.on_input = g == 1 && t == 2;
                     c.seed = seed * 10 + (uint64_t)t;
                     double e = hip_test_error(ctx, w, &layer, &c);
-                    assert_true(e <= TOLERANCE);
+                    assert_true(e <= HIP_TOLERANCE);
                 }
                 moeint4_weights_release(w);
                 tk_layer_free(&layer);
