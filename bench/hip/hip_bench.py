@@ -84,6 +84,17 @@ VLLM_GRAPH_US = {
 }
 
 
+def forward_args(M, topk, x, out, ids, w, stream):
+    """The argument struct of one bf16 forward of x into out on `stream`."""
+    a = ForwardArgs()
+    a.struct_size = C.sizeof(ForwardArgs)
+    a.dtype, a.num_tokens, a.topk = DTYPE_BF16, M, topk
+    a.hidden_states, a.output = x.data_ptr(), out.data_ptr()
+    a.topk_ids, a.topk_weights = ids.data_ptr(), w.data_ptr()
+    a.stream = stream.cuda_stream
+    return a
+
+
 def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
     """ms per forward of GRAPH_FORWARDS async forwards captured in one graph."""
     size = C.c_size_t()
@@ -94,12 +105,7 @@ def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
     structs = []
     for i in range(GRAPH_FORWARDS):
         ids, w = sets[i % len(sets)]
-        a = ForwardArgs()
-        a.struct_size = C.sizeof(ForwardArgs)
-        a.dtype, a.num_tokens, a.topk = DTYPE_BF16, M, topk
-        a.hidden_states, a.output = x.data_ptr(), out.data_ptr()
-        a.topk_ids, a.topk_weights = ids.data_ptr(), w.data_ptr()
-        a.stream = stream.cuda_stream
+        a = forward_args(M, topk, x, out, ids, w, stream)
         a.flags, a.workspace, a.workspace_bytes = FORWARD_ASYNC, workspace.data_ptr(), size.value
         structs.append(a)
     with torch.cuda.stream(stream):  # warm-up, outside the capture
@@ -294,16 +300,8 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
             mode, ctx, weights = prep["mode"], prep["ctx"], prep["weights"]
             # one argument struct per routing, filled before timing: the timed
             # region holds the ctypes call alone
-            all_args, structs = [], []
-            for ids, w in sets:
-                args = ForwardArgs()
-                args.struct_size = C.sizeof(ForwardArgs)
-                args.dtype, args.num_tokens, args.topk = DTYPE_BF16, M, topk
-                args.hidden_states, args.output = x.data_ptr(), out.data_ptr()
-                args.stream = stream.cuda_stream
-                args.topk_ids, args.topk_weights = ids.data_ptr(), w.data_ptr()
-                structs.append(args)  # keeps each struct alive behind its byref
-                all_args.append(C.byref(args))
+            structs = [forward_args(M, topk, x, out, ids, w, stream) for ids, w in sets]
+            all_args = [C.byref(a) for a in structs]  # structs keeps each one alive
             forward = lib.moeint4_forward
 
             def ours(i, ctx=ctx, weights=weights, all_args=all_args):
@@ -337,7 +335,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
                     raise RuntimeError(f"{name} [{mode}] M={M}: non-finite output after graph")
             bytes_moved = hit * expert_bytes[mode] + 2 * M * K * 2
             floor_mem = bytes_moved / bandwidth * 1e3
-            floor = floors[mode]
+            floor = floors[mode]  # max(floor_mem, floor_cmp)
             med = statistics.median(t_ours)
             graph_ms = statistics.median(t_graph) if t_graph else None
             r = dict(preset=name, format="gptq-sym", backend="hip", weights=mode, M=M,

@@ -60,11 +60,7 @@ def main():
         sets = hb.routings(M, p["E"], p["topk"], 4, gen)
         x = torch.randn(M, p["K"], dtype=torch.bfloat16, device="cuda", generator=gen)
         out = torch.empty_like(x)
-        args = hb.ForwardArgs()
-        args.struct_size = C.sizeof(hb.ForwardArgs)
-        args.dtype, args.num_tokens, args.topk = hb.DTYPE_BF16, M, p["topk"]
-        args.hidden_states, args.output = x.data_ptr(), out.data_ptr()
-        args.stream = torch.cuda.current_stream().cuda_stream
+        args = hb.forward_args(M, p["topk"], x, out, *sets[0], torch.cuda.current_stream())
 
         def fwd(i):
             ids, wt = sets[i % len(sets)]
