@@ -207,11 +207,13 @@ static moeint4_status build_stack(moeint4_checkpoint *ck, mi4_ckpt_experts *x)
     return MOEINT4_SUCCESS;
 }
 
-moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x,
+moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x, int *holder,
                                      moeint4_weights_desc *desc)
 {
     pthread_mutex_lock(&ck->lock);
     moeint4_status s = x->stack.ready ? MOEINT4_SUCCESS : build_stack(ck, x);
+    if (s == MOEINT4_SUCCESS && holder)
+        (*holder)++;
     pthread_mutex_unlock(&ck->lock);
     if (s != MOEINT4_SUCCESS)
         return s;
