@@ -37,6 +37,12 @@ static void fuzz_safetensors(const uint8_t *data, size_t size)
             abort();
         if (mi4_st_find(&f, t->name) != t)
             abort();
+        for (size_t j = 0; j < i; j++) { /* no two non-empty tensors share a byte */
+            const mi4_st_tensor *u = &f.tensors[j];
+            if (t->bytes && u->bytes && t->offset < u->offset + u->bytes &&
+                u->offset < t->offset + t->bytes)
+                abort();
+        }
     }
     mi4_st_close(&f);
 }
