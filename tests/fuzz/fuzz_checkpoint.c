@@ -79,12 +79,25 @@ static int write_file(const char *name, const uint8_t *data, size_t size)
     return wrote == size ? 0 : -1;
 }
 
+/* The scratch folder goes at exit (libFuzzer exits through exit()). */
+static void remove_scratch(void)
+{
+    static const char *const names[] = { "config.json", "model.safetensors" };
+    char path[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
+        unlink(path);
+    }
+    rmdir(scratch);
+}
+
 static void fuzz_checkpoint(const uint8_t *data, size_t size)
 {
     if (!scratch[0]) {
         snprintf(scratch, sizeof scratch, "/tmp/moeint4-fuzz-checkpoint-XXXXXX");
         if (!mkdtemp(scratch))
             abort();
+        atexit(remove_scratch);
     }
     size_t config_bytes = size >= 2 ? (size_t)(data[0] | data[1] << 8) : 0;
     data += size >= 2 ? 2 : size;
