@@ -88,6 +88,8 @@ void mi4_ckpt_close(moeint4_checkpoint *ck);
  * INVALID_ARGUMENT) and the warnings. */
 moeint4_status mi4_ckpt_build_refs(moeint4_checkpoint *ck);
 const mi4_ckpt_ref *mi4_ckpt_find(const moeint4_checkpoint *ck, const char *name);
+/* The first tensor (in name order) whose name starts with `prefix`, or NULL. */
+const mi4_ckpt_ref *mi4_ckpt_find_prefix(const moeint4_checkpoint *ck, const char *prefix);
 /* Adds a warning line (thread-safe); formatting like printf. */
 void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

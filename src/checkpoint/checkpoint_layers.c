@@ -370,11 +370,7 @@ static moeint4_status open_layer(moeint4_checkpoint *ck, mi4_ckpt_layer *l)
     }
     snprintf(l->shared_prefix, sizeof l->shared_prefix, "%s.%s", l->block, f->shared_block);
     snprintf(name, sizeof name, "%s.%s.", l->shared_prefix, f->proj[0]);
-    const mi4_ckpt_ref *probe = NULL;
-    for (size_t i = 0; i < ck->num_refs && !probe; i++)
-        if (strncmp(ck->refs[i].tensor->name, name, strlen(name)) == 0)
-            probe = &ck->refs[i];
-    if (!probe) {
+    if (!mi4_ckpt_find_prefix(ck, name)) {
         l->shared_prefix[0] = '\0';
         return MOEINT4_SUCCESS;
     }
