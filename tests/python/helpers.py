@@ -25,9 +25,10 @@ def tolerance(dtype: str, k: int, n: int, bf16_weights: bool = False) -> float:
       sqrt(K + N) * 2^-24 relative; 8x that is a safe bound.
     - The result is rounded once to dtype (the ABI's rule): every element
       within u relative, so at most u in relative L2.
-    - Backends that hold BF16 weights (HIP dequantizes at load) add one bf16
-      rounding per weight; over a dot product of random-sign errors that is
-      about u_bf16 / sqrt(3) per GEMM: 2 * 2^-8 covers both GEMMs."""
+    - Backends that round to BF16 on the way (HIP: inputs and intermediate,
+      and the weights in its BF16 mode) add one bf16 rounding per term; over
+      a dot product of random-sign errors that is about u_bf16 / sqrt(3) per
+      GEMM: 2 * 2^-8 covers both GEMMs."""
     accumulate = 8.0 * math.sqrt(k + n) * 2.0 ** -24
     weights = 2.0 * UNIT_ROUNDOFF["bf16"] if bf16_weights else 0.0
     return accumulate + UNIT_ROUNDOFF[dtype] + weights
