@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -12,7 +13,17 @@ import numpy as np
 from moeint4 import reference as ref
 
 REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "python" / "moeint4"
 VECTORS = Path(os.environ.get("MOEINT4_VECTORS_DIR", REPO / "tests" / "data" / "vllm"))
+
+
+
+def package_copy(site: Path) -> Path:
+    """Copies the source package to site/moeint4 with no library beside it
+    (the loader tests place one where they want it); returns site."""
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    return site
+
 
 # Unit roundoff of each activation dtype.
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
