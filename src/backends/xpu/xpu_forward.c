@@ -90,14 +90,21 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
     int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
     const float *weights = s->args->topk_weights + first_token * topk;
-    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids),           MI4_XPU_PTR(weights),
-                           MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
-                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
-                           MI4_XPU_INT(num_local),     MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_INT(tile_rows),     MI4_XPU_INT(gated),
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids),
+                           MI4_XPU_PTR(weights),
+                           MI4_XPU_PTR(w->expert_map),
+                           MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),
+                           MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),
+                           MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_INT(tile_rows),
+                           MI4_XPU_INT(gated),
                            MI4_XPU_INT(reset),
-                           MI4_XPU_INT(sort),          MI4_XPU_PTR(s->buf.slot_expert),
-                           MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->buf.sorted),
+                           MI4_XPU_INT(sort),
+                           MI4_XPU_PTR(s->buf.slot_expert),
+                           MI4_XPU_PTR(s->buf.route),
+                           MI4_XPU_PTR(s->buf.sorted),
                            MI4_XPU_PTR(s->record) };
     s->reset = 0;
     return launch(s, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
