@@ -39,10 +39,7 @@ moeint4_status mi4_hip_upload(void **dst, const void *src, size_t bytes, const c
     if (st != MOEINT4_SUCCESS)
         return st;
     hipError_t e = hipMemcpy(*dst, src, bytes, hipMemcpyHostToDevice);
-    if (e == hipSuccess)
-        return MOEINT4_SUCCESS;
-    snprintf(err, cap, "hip: copying %s to the device failed: %s", what, hipGetErrorString(e));
-    return MOEINT4_DEVICE_ERROR;
+    return e == hipSuccess ? MOEINT4_SUCCESS : mi4_hip_failure(err, cap, what, e);
 }
 
 namespace {
