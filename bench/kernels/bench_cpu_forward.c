@@ -1,11 +1,12 @@
 /* The CPU backend's forward pass alone (internal API, no core validation):
  * median wall time per M for a preset-sized layer, with the routing re-drawn
  * and the caches flushed (a read of 2x the last-level cache) before every
- * timed forward, and the same for each kernel table. Also reports the wall
- * time of the all-thread CPU time, so a shared machine's stolen time shows,
+ * timed forward, on the selected kernel table (MOEINT4_CPU_KERNEL caps it;
+ * BF16 activations). Also reports the wall time of the all-thread CPU
+ * time, so a shared machine's stolen time shows,
  * the page faults per forward (fresh scratch memory shows as faults) and the
  * CPU time the process burns in a 2 ms gap after each forward (idle
- * workers spinning or yielding between decode steps).
+ * workers spinning between decode steps before they sleep).
  * Usage: bench_cpu_forward [qwen|mixtral|tiny] [M,...] [threads] [iters] */
 #include <stdio.h>
 #include <sys/resource.h>
