@@ -241,7 +241,10 @@ def nm_symbols(objects):
     result = {obj: (set(), set()) for obj in objects}
     if not objects:
         return result
-    output = subprocess.run(["nm", "-A", "-P", *objects], capture_output=True, text=True).stdout
+    run = subprocess.run(["nm", "-A", "-P", *objects], capture_output=True, text=True)
+    if run.returncode != 0:  # an unread object would hide its calls: no loop found, wrongly
+        sys.exit(f"check_layers: nm failed ({run.returncode}) on the objects:\n{run.stderr}")
+    output = run.stdout
     for line in output.splitlines():
         # "path/to/file.o: symbol type [value size]"
         obj, _, rest = line.partition(": ")

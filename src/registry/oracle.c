@@ -316,17 +316,18 @@ MOEINT4_API moeint4_status moeint4_oracle_explain(const moeint4_problem *caller_
     else
         text_append(&text, "chosen: none (%s)\n",
                     why ? why : "no backend is both available and able to serve this problem");
-    const mi4_backend_entry *first = mi4_oracle_first_available(device_index);
-    if (!forced && chosen)
+    if (!forced && chosen) {
+        const mi4_backend_entry *first = mi4_oracle_first_available(device_index);
         text_append(&text,
                     "binding: an AUTO context binds to %s at its first prepare of this problem: "
                     "its later weights and its memory helpers (moeint4_memory_*) use %s too; "
                     "memory helpers called before any prepare bind it to the first available "
                     "backend (%s)\n",
                     chosen->name, chosen->name, first ? first->name : "none");
-    else if (forced)
+    } else if (forced) {
         text_append(&text, "binding: the context uses %s for its weights and memory helpers\n",
                     forced->name);
+    }
     if (chosen && chosen->id == MOEINT4_BACKEND_HIP)
         explain_hip_weights(&text);
     if (length)

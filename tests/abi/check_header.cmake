@@ -1,5 +1,5 @@
 cmake_minimum_required(VERSION 3.25)
-# cmake -DHEADER_DIR=<include> -DC_COMPILER=<cc> [-DCXX_COMPILER=<c++>]
+# cmake -DHEADER_DIR=<include> -DC_COMPILER=<cc> [-DCXX_COMPILER=<c++>] -DNM=<nm>
 #       -DWORK_DIR=<dir> -P check_header.cmake
 # include/moeint4.h stands alone: it compiles on its own, warning-free, as
 # C99 and C11 with -pedantic, and as C++ (engines are mostly C++), where its
@@ -24,7 +24,7 @@ if(CXX_COMPILER)
   compile("as C++11" ${CXX_COMPILER} -std=c++11 -pedantic -Wall -Wextra -Werror -I${HEADER_DIR}
     -c ${WORK_DIR}/only_header.cpp -o ${WORK_DIR}/only_header_cxx.o)
   # C linkage: the C++ object refers to the plain (unmangled) name.
-  execute_process(COMMAND nm -u ${WORK_DIR}/only_header_cxx.o OUTPUT_VARIABLE undefined)
+  execute_process(COMMAND ${NM} -u ${WORK_DIR}/only_header_cxx.o OUTPUT_VARIABLE undefined)
   if(NOT undefined MATCHES "(^|\n| )moeint4_version(\n|$)")
     message(FATAL_ERROR "moeint4_version has C++ linkage in C++ (no extern \"C\"?):\n${undefined}")
   endif()
@@ -45,7 +45,7 @@ if(CXX_COMPILER)
   compile("(moeint4_backend.h) as C++11" ${CXX_COMPILER} -std=c++11 -pedantic -Wall -Wextra
     -Werror -I${HEADER_DIR} -c ${WORK_DIR}/only_backend_header.cpp
     -o ${WORK_DIR}/only_backend_header_cxx.o)
-  execute_process(COMMAND nm -u ${WORK_DIR}/only_backend_header_cxx.o OUTPUT_VARIABLE undefined)
+  execute_process(COMMAND ${NM} -u ${WORK_DIR}/only_backend_header_cxx.o OUTPUT_VARIABLE undefined)
   if(NOT undefined MATCHES "(^|\n| )moeint4_backend_load(\n|$)")
     message(FATAL_ERROR "moeint4_backend_load has C++ linkage in C++ (no extern \"C\"?):\n${undefined}")
   endif()

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core_test_util.h"
 #include "fake_backend.h"
 #include "moeint4.h"
 #include "testkit.h"
@@ -83,20 +84,10 @@ static void test_min_sizes_are_the_first_published_layout(void **state)
     assert_true(MOEINT4_BACKEND_IFACE_MIN_SIZE <= sizeof(moeint4_backend_iface));
 }
 
-static moeint4_context_options cpu_options(void)
-{
-    moeint4_context_options options;
-    memset(&options, 0, sizeof options);
-    options.struct_size = sizeof options;
-    options.backend = MOEINT4_BACKEND_CPU;
-    options.num_threads = 2;
-    return options;
-}
-
 static void test_context_options(void **state)
 {
     (void)state;
-    moeint4_context_options options = cpu_options();
+    moeint4_context_options options = util_options(MOEINT4_BACKEND_CPU);
     moeint4_context *ctx = NULL;
     guarded g;
     moeint4_context_options *older = guarded_copy(&g, &options, MOEINT4_CONTEXT_OPTIONS_MIN_SIZE);
@@ -139,7 +130,7 @@ static int scene_setup(void **state)
         return -1;
     tk_fill_activations(&rng, MOEINT4_DTYPE_F32, 3 * 64, 1.0, s->hidden);
     tk_route_random(&rng, 3, 8, 2, s->ids, s->router);
-    moeint4_context_options options = cpu_options();
+    moeint4_context_options options = util_options(MOEINT4_BACKEND_CPU);
     if (moeint4_context_create(&options, &s->ctx) != MOEINT4_SUCCESS)
         return -1;
     *state = s;

@@ -34,7 +34,7 @@ typedef struct expected_set {
 static const expected_set expected_sets[] = {
     /* The CPU serves every format, group size, activation and dtype. */
     { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
-    /* HIP dequantizes every format to bf16 at load. */
+    /* HIP serves every format, as int4 or bf16 device weights (gpu_weights). */
     { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* XPU: GPTQ symmetric only (vLLM's XPU W4A16 path has no zero points). */
     { "xpu", FMT_GPTQ_SYM, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
