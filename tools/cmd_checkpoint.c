@@ -95,10 +95,16 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* What the HIP backend holds with gpu_weights BF16: every weight as 2 bytes. */
+static size_t hip_bf16_bytes(const moeint4_checkpoint_layer_info *li)
+{
+    return (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size *
+           2;
+}
+
 static void print_layer_text(const moeint4_checkpoint_layer_info *li)
 {
-    size_t bf16 =
-        (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size * 2;
+    size_t bf16 = hip_bf16_bytes(li);
     printf("  layer %d: %d experts, top-k %d, K=%d N=%d, %s, zeros %s, group %d%s%s, scales %s\n",
            li->layer, li->num_experts, li->top_k, li->hidden_size, li->intermediate_size,
            cli_format_name(li->format), zeros_name(li->zeros), li->group_size,
@@ -126,9 +132,7 @@ static void print_layer_json(const moeint4_checkpoint_layer_info *li, int first)
            : li->zeros == MOEINT4_ZEROS_GPTQ_V2 ? "gptq_v2"
                                                 : "awq",
            li->zero_offset, li->group_size, li->act_order ? "true" : "false",
-           li->fused_experts ? "true" : "false", li->expert_bytes,
-           (size_t)li->num_experts * 3 * (size_t)li->hidden_size * (size_t)li->intermediate_size *
-               2);
+           li->fused_experts ? "true" : "false", li->expert_bytes, hip_bf16_bytes(li));
     json_string(li->router_name);
     printf(", \"shared_experts\": %d, \"shared_N\": %d, \"shared_quantized\": %s}",
            li->shared_experts, li->shared_intermediate_size,
@@ -391,7 +395,7 @@ static int batch_make(batch *b, const ckpt_layer_run *r, const cli_options *o, i
     tk_rng_seed(&rng, o->seed * 7919u + 17u);
     tk_fill_activations(&rng, o->dtype, values, 1.0, b->hidden);
     tk_route_random(&rng, tokens, r->info.num_experts, r->info.top_k, b->ids, b->weights);
-    memset(b->output, 0xff, values * tk_dtype_size(o->dtype)); /* NaN: an unwritten value fails */
+    tk_poison(b->output, values * tk_dtype_size(o->dtype)); /* an unwritten value fails */
     return CLI_EXIT_OK;
 }
 

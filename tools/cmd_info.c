@@ -43,11 +43,6 @@ static int cli_print_backends(void)
     return CLI_EXIT_OK;
 }
 
-static const char *cli_dtype_word(moeint4_dtype dtype)
-{
-    return dtype == MOEINT4_DTYPE_F32 ? "f32" : dtype == MOEINT4_DTYPE_F16 ? "f16" : "bf16";
-}
-
 /* moeint4_backend_precision for every backend and dtype. */
 static void cli_print_precision(void)
 {
@@ -72,14 +67,14 @@ static void cli_print_precision(void)
             p.struct_size = sizeof p;
             if (moeint4_backend_precision(ids[i], (moeint4_dtype)d, &p) != MOEINT4_SUCCESS ||
                 !p.stated) {
-                printf(" %4s: %-18s", cli_dtype_word((moeint4_dtype)d), "not stated");
+                printf(" %4s: %-18s", cli_dtype_name((moeint4_dtype)d), "not stated");
                 continue;
             }
             char words[64];
-            snprintf(words, sizeof words, "%s/%s/%s/%s", cli_dtype_word(p.inputs),
-                     cli_dtype_word(p.weights), cli_dtype_word(p.intermediate),
-                     cli_dtype_word(p.accumulation));
-            printf(" %4s: %-18s", cli_dtype_word((moeint4_dtype)d), words);
+            snprintf(words, sizeof words, "%s/%s/%s/%s", cli_dtype_name(p.inputs),
+                     cli_dtype_name(p.weights), cli_dtype_name(p.intermediate),
+                     cli_dtype_name(p.accumulation));
+            printf(" %4s: %-18s", cli_dtype_name((moeint4_dtype)d), words);
         }
         printf("\n");
     }

@@ -81,7 +81,7 @@ if [ "${DIAG:-0}" = 1 ]; then
     ptxas -arch=sm_90 -v "$OUT/program.clean.ptx" -o "$OUT/program.cubin" 2>&1 |
       grep -A2 -E "mi4_(w13|w2|route)" | head -40
     cuobjdump -sass "$OUT/program.cubin" > "$OUT/program.sass" 2>&1
-    echo "SASS lines per GEMV kernel: $(grep -c . "$OUT/program.sass")"
+    echo "SASS lines (all kernels): $(grep -c . "$OUT/program.sass")"
   fi
 fi
 profile() { # label cli backend_path extra-env...

@@ -49,14 +49,9 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
 
-def expert_range(num_experts: int, world: int, rank: int):
-    """The contiguous slice [lo, hi) of experts rank `rank` owns."""
-    bounds = np.linspace(0, num_experts, world + 1).round().astype(int)
-    return int(bounds[rank]), int(bounds[rank + 1])
-
-
-def token_range(num_tokens: int, world: int, rank: int):
-    bounds = np.linspace(0, num_tokens, world + 1).round().astype(int)
+def rank_slice(count: int, world: int, rank: int):
+    """The contiguous slice [lo, hi) of `count` experts (or tokens) rank `rank` owns."""
+    bounds = np.linspace(0, count, world + 1).round().astype(int)
     return int(bounds[rank]), int(bounds[rank + 1])
 
 
@@ -187,13 +182,13 @@ def run_rank(rank, world, args):
     threads = 0 if on_gpu else max(1, (os.cpu_count() or 1) // world)
     ckpt, x_np, ids_np, tw_np = problem(args)
     E = args.experts
-    lo, hi = expert_range(E, world, rank)
+    lo, hi = rank_slice(E, world, rank)
     owner_of = torch.tensor([r for r in range(world) for _ in range(
-        *expert_range(E, world, r))], dtype=torch.int64, device=device)
+        *rank_slice(E, world, r))], dtype=torch.int64, device=device)
     x = torch.from_numpy(x_np).to(device, DTYPES[args.dtype])
     ids = torch.from_numpy(ids_np).to(device)
     tw = torch.from_numpy(tw_np).to(device)
-    t_lo, t_hi = token_range(args.tokens, world, rank)
+    t_lo, t_hi = rank_slice(args.tokens, world, rank)
 
     with moeint4.Context("hip" if on_gpu else "cpu", device_index=rank if on_gpu else 0,
                          num_threads=threads) as ctx:

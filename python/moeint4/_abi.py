@@ -330,12 +330,12 @@ FUNCTIONS: List[Function] = [
     ("moeint4_layout_dequantize_bf16", STATUS, [POINTER(QuantMatrix), POINTER(c_uint16)]),
     ("moeint4_layout_dequantize_f32", STATUS, [POINTER(QuantMatrix), POINTER(c_float)]),
     ("moeint4_layout_validate", STATUS, [POINTER(QuantMatrix)]),
+    ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
     # include/moeint4_backend.h
     ("moeint4_register_backend", STATUS, [POINTER(BackendIface), POINTER(c_enum)]),
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
     ("moeint4_backend_layout_gptq_to_xpu", None, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
-    ("moeint4_backend_precision", STATUS, [c_enum, c_enum, POINTER(Precision)]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
      [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),
@@ -362,7 +362,8 @@ ASYNC_FUNCTIONS: List[Function] = [
 ]
 
 STRUCTS = [BackendInfo, ContextOptions, QuantMatrix, WeightsDesc, ForwardArgs, Problem,
-           BackendIface, CheckpointOptions, CheckpointInfo, CheckpointLayerInfo, TensorView]
+           BackendIface, CheckpointOptions, CheckpointInfo, CheckpointLayerInfo, TensorView,
+           Precision]
 
 
 def bind(lib: ctypes.CDLL, errcheck: Callable[..., Any]) -> Optional[str]:
@@ -372,7 +373,7 @@ def bind(lib: ctypes.CDLL, errcheck: Callable[..., Any]) -> Optional[str]:
     for name, restype, argtypes in FUNCTIONS:
         if not _bind_one(lib, name, restype, argtypes, errcheck):
             return name
-    if all(hasattr(lib, name) for name, _, _ in ASYNC_FUNCTIONS):
+    if has_async_forward(lib):
         for name, restype, argtypes in ASYNC_FUNCTIONS:
             _bind_one(lib, name, restype, argtypes, errcheck)
     return None

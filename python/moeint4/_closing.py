@@ -1,13 +1,28 @@
 """Context-manager and finalizer behaviour shared by the handle classes."""
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 T = TypeVar("T", bound="Closing")
 
 
 class Closing:
-    """Subclasses define close() (idempotent); `with` and garbage collection call it."""
+    """Subclasses keep their library handle in `_handle` (None once closed)
+    and define close() (idempotent); `with` and garbage collection call it."""
+
+    _handle: Optional[int] = None
+    _closed_message = "this moeint4 object is closed"
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    @property
+    def handle(self) -> int:
+        """The library handle (ValueError once closed)."""
+        if self._handle is None:
+            raise ValueError(self._closed_message)
+        return self._handle
 
     def close(self) -> None:
         raise NotImplementedError

@@ -126,6 +126,8 @@ class Checkpoint(Closing):
     """A directory with config.json and *.safetensors (sharded with an index), or one
     .safetensors file (then config_json / quantization_json may describe it)."""
 
+    _closed_message = "the checkpoint is closed"
+
     def __init__(self, path: Any, *, config_json: Optional[str] = None,
                  quantization_json: Optional[str] = None) -> None:
         self._handle: Optional[int] = None
@@ -146,16 +148,6 @@ class Checkpoint(Closing):
         numbers = (ctypes.c_int * max(count.value, 1))()
         lib().moeint4_checkpoint_layers(self._handle, numbers, count.value, ctypes.byref(count))
         self.layers: List[int] = list(numbers[:count.value])
-
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the checkpoint is closed")
-        return self._handle
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
 
     def close(self) -> None:
         if self._handle is not None:

@@ -49,6 +49,8 @@ class Context(Closing):
     handle prepared with it (they raise ValueError afterwards).
     """
 
+    _closed_message = "this moeint4 Context is closed"
+
     def __init__(self, backend: BackendLike = "auto", device_index: int = 0,
                  num_threads: int = 0) -> None:
         self._handle: Optional[int] = None
@@ -62,17 +64,6 @@ class Context(Closing):
         self._handle = handle.value
         self.requested_backend = options.backend
         self.device_index = device_index
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    @property
-    def handle(self) -> int:
-        """The moeint4_context* (ValueError once closed)."""
-        if self._handle is None:
-            raise ValueError("this moeint4 Context is closed")
-        return self._handle
 
     @property
     def backend(self) -> str:

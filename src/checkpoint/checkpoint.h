@@ -53,7 +53,10 @@ typedef struct mi4_ckpt_layer {
     mi4_ckpt_experts shared;
     char shared_prefix[128];
     const mi4_ckpt_ref *router, *shared_gate;
-    int desc_given; /* a layer desc was handed out: keep the stack */
+    /* Under the checkpoint's lock: descs of the routed experts handed out
+     * (kept until release_layer), and moeint4_checkpoint_prepare calls in
+     * flight; the routed stack is freed by neither while the other holds it. */
+    int desc_given, preparing;
 } mi4_ckpt_layer;
 
 struct moeint4_checkpoint {
@@ -85,6 +88,8 @@ void mi4_ckpt_close(moeint4_checkpoint *ck);
  * INVALID_ARGUMENT) and the warnings. */
 moeint4_status mi4_ckpt_build_refs(moeint4_checkpoint *ck);
 const mi4_ckpt_ref *mi4_ckpt_find(const moeint4_checkpoint *ck, const char *name);
+/* The first tensor (in name order) whose name starts with `prefix`, or NULL. */
+const mi4_ckpt_ref *mi4_ckpt_find_prefix(const moeint4_checkpoint *ck, const char *prefix);
 /* Adds a warning line (thread-safe); formatting like printf. */
 void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -93,8 +98,10 @@ void mi4_ckpt_warn(moeint4_checkpoint *ck, const char *fmt, ...)
 moeint4_status mi4_ckpt_discover_layers(moeint4_checkpoint *ck);
 const mi4_ckpt_layer *mi4_ckpt_layer_find(const moeint4_checkpoint *ck, int layer);
 
-/* checkpoint_stack.c: the stacked arrays and the descriptions. */
-moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *experts,
+/* checkpoint_stack.c: the stacked arrays and the descriptions. `holder`
+ * (may be NULL) is incremented under the checkpoint's lock together with the
+ * build, so that no release can come between the two. */
+moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *experts, int *holder,
                                      moeint4_weights_desc *desc);
 void mi4_ckpt_stack_release(mi4_ckpt_stack *stack);
 

@@ -146,7 +146,7 @@ static moeint4_status group_size_of(moeint4_checkpoint *ck, const mi4_ckpt_ref *
                         scales->file->label, t->name, (long long)groups, in);
     int from_tensors = groups == 1 && ck->quant.group_size != in ? -1 : in / (int)groups;
     int from_config = ck->quant.group_size;
-    if (from_config != 0 && from_config != from_tensors && !(from_config == -1 && groups == 1))
+    if (from_config != 0 && from_config != from_tensors)
         mi4_ckpt_warn(ck,
                       "%s: group_size %d from the config, but \"%s\" has %lld groups over "
                       "%d inputs: using %d (the tensors)",
@@ -240,7 +240,10 @@ static moeint4_status open_experts(moeint4_checkpoint *ck, const mi4_ckpt_layer 
                 return MOEINT4_SUCCESS;
             }
             char what[200];
-            if (!shared && !x->fused) {
+            if (!shared && !x->fused && j > 0) {
+                snprintf(what, sizeof what, "expert %d of layer %d: %s is int4, %s is not", e,
+                         l->layer, f->proj[0], proj);
+            } else if (!shared && !x->fused) {
                 int present = 0;
                 for (int other = 0; other < E; other++) {
                     snprintf(name, sizeof name, "%s.%d.%s.qweight", x->prefix, other, f->proj[0]);
@@ -367,11 +370,7 @@ static moeint4_status open_layer(moeint4_checkpoint *ck, mi4_ckpt_layer *l)
     }
     snprintf(l->shared_prefix, sizeof l->shared_prefix, "%s.%s", l->block, f->shared_block);
     snprintf(name, sizeof name, "%s.%s.", l->shared_prefix, f->proj[0]);
-    const mi4_ckpt_ref *probe = NULL;
-    for (size_t i = 0; i < ck->num_refs && !probe; i++)
-        if (strncmp(ck->refs[i].tensor->name, name, strlen(name)) == 0)
-            probe = &ck->refs[i];
-    if (!probe) {
+    if (!mi4_ckpt_find_prefix(ck, name)) {
         l->shared_prefix[0] = '\0';
         return MOEINT4_SUCCESS;
     }

@@ -72,8 +72,6 @@ static const void *stack_part(mi4_ckpt_stack *stack, const mi4_ckpt_experts *x, 
         memcpy(copy, r->tensor->data, r->tensor->bytes);
         return copy;
     }
-    if (which == PART_G_IDX && !x->act_order)
-        return NULL;
     const mi4_ckpt_ref *first = part(&x->proj[w13 ? 0 : 2], which);
     if (!first)
         return NULL;
@@ -150,16 +148,16 @@ static moeint4_status check_same_parts(const mi4_ckpt_experts *x, int which, con
     if (x->fused)
         return MOEINT4_SUCCESS;
     for (int j = 0; j < 3; j++) {
+        if (j == 1 && which == PART_G_IDX)
+            continue; /* w13 takes gate's g_idx */
         const mi4_ckpt_ref *first = part(&x->proj[j == 1 ? 0 : j], which);
         for (int e = 0; e < x->num_experts; e++) {
             const mi4_ckpt_ref *r = part(&x->proj[e * 3 + j], which);
-            if (j == 1 && which == PART_G_IDX)
-                break; /* w13 takes gate's g_idx */
             if (!r != !first)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                                "%s: expert %d's %s %s is %s, but expert 0's gate has %s",
-                                x->prefix, e, names[j], what, r ? "present" : "missing",
-                                first ? "one" : "none");
+                                "%s: expert %d's %s %s is %s, but expert 0's %s has %s", x->prefix,
+                                e, names[j], what, r ? "present" : "missing",
+                                j == 1 ? "gate" : names[j], first ? "one" : "none");
             if (r && r->tensor->bytes != first->tensor->bytes)
                 return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                                 "%s: tensor \"%s\" (%s) holds %zu bytes, expert 0's %s %zu",
@@ -207,11 +205,13 @@ static moeint4_status build_stack(moeint4_checkpoint *ck, mi4_ckpt_experts *x)
     return MOEINT4_SUCCESS;
 }
 
-moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x,
+moeint4_status mi4_ckpt_experts_desc(moeint4_checkpoint *ck, mi4_ckpt_experts *x, int *holder,
                                      moeint4_weights_desc *desc)
 {
     pthread_mutex_lock(&ck->lock);
     moeint4_status s = x->stack.ready ? MOEINT4_SUCCESS : build_stack(ck, x);
+    if (s == MOEINT4_SUCCESS && holder)
+        (*holder)++;
     pthread_mutex_unlock(&ck->lock);
     if (s != MOEINT4_SUCCESS)
         return s;

@@ -45,6 +45,21 @@ const mi4_ckpt_ref *mi4_ckpt_find(const moeint4_checkpoint *ck, const char *name
     return ck->num_refs ? bsearch(&key, ck->refs, ck->num_refs, sizeof key, by_ref_name) : NULL;
 }
 
+const mi4_ckpt_ref *mi4_ckpt_find_prefix(const moeint4_checkpoint *ck, const char *prefix)
+{
+    size_t lo = 0, hi = ck->num_refs, length = strlen(prefix);
+    while (lo < hi) { /* the first name >= prefix */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ck->refs[mid].tensor->name, prefix) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ck->num_refs && strncmp(ck->refs[lo].tensor->name, prefix, length) == 0
+               ? &ck->refs[lo]
+               : NULL;
+}
+
 moeint4_status mi4_ckpt_build_refs(moeint4_checkpoint *ck)
 {
     size_t total = 0;

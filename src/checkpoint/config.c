@@ -177,11 +177,14 @@ static moeint4_status parse_model(const char *label, const cJSON *root, mi4_mode
                     cJSON_GetArrayItem(arch, 0)->valuestring);
     m->family = mi4_family_find(m->model_type[0] ? m->model_type : NULL,
                                 m->architecture[0] ? m->architecture : NULL);
-    if (!m->family)
+    if (!m->family) {
+        char known[256];
+        mi4_family_list(known, sizeof known);
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "%s: architecture \"%s\" (model_type \"%s\") is not a known MoE family "
                         "(known: %s)",
-                        label, m->architecture, m->model_type, mi4_family_list());
+                        label, m->architecture, m->model_type, known);
+    }
     const mi4_family *f = m->family;
     moeint4_status status;
     if ((status = need_int(label, root, "num_hidden_layers", 1, &m->num_hidden_layers)) ||

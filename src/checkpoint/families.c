@@ -2,6 +2,7 @@
  * (checked against save_pretrained output: docs/CHECKPOINTS.md). */
 #include "checkpoint/families.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define GATE_UP_DOWN                                                                               \
@@ -52,7 +53,11 @@ const mi4_family *mi4_family_find(const char *model_type, const char *architectu
     return NULL;
 }
 
-const char *mi4_family_list(void)
+void mi4_family_list(char *buffer, size_t capacity)
 {
-    return "qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3";
+    size_t used = 0;
+    buffer[0] = '\0';
+    for (size_t i = 0; i < sizeof families / sizeof families[0] && used < capacity; i++)
+        used += (size_t)snprintf(buffer + used, capacity - used, "%s%s", i ? ", " : "",
+                                 families[i].model_type);
 }

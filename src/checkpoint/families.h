@@ -3,6 +3,8 @@
 #ifndef MOEINT4_CHECKPOINT_FAMILIES_H
 #define MOEINT4_CHECKPOINT_FAMILIES_H
 
+#include <stddef.h>
+
 typedef struct mi4_family {
     const char *model_type;   /* config.json model_type */
     const char *architecture; /* config.json architectures[0] */
@@ -22,7 +24,7 @@ typedef struct mi4_family {
 
 /* The family whose model_type (first) or architecture matches; NULL if none. */
 const mi4_family *mi4_family_find(const char *model_type, const char *architecture);
-/* "qwen2_moe, qwen3_moe, ..." for messages. */
-const char *mi4_family_list(void);
+/* "qwen2_moe, qwen3_moe, ..." (every row's model_type) for messages. */
+void mi4_family_list(char *buffer, size_t capacity);
 
 #endif

@@ -95,8 +95,6 @@ static moeint4_status find_layer(const moeint4_checkpoint *ck, int layer,
                     layer, list);
 }
 
-static const char *dtype_text(mi4_st_dtype d) { return mi4_st_dtype_name(d); }
-
 MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoint *checkpoint,
                                                           int layer,
                                                           moeint4_checkpoint_layer_info *info)
@@ -137,7 +135,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoi
         snprintf(out.shared_gate_name, sizeof out.shared_gate_name, "%s",
                  l->shared_gate->tensor->name);
     snprintf(out.router_name, sizeof out.router_name, "%s", l->router->tensor->name);
-    snprintf(out.router_dtype, sizeof out.router_dtype, "%s", dtype_text(l->router->tensor->dtype));
+    snprintf(out.router_dtype, sizeof out.router_dtype, "%s",
+             mi4_st_dtype_name(l->router->tensor->dtype));
     out.expert_bytes = l->routed.stored_bytes;
     mi4_struct_write(info, &out, sizeof out);
     return MOEINT4_SUCCESS;
@@ -165,9 +164,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *che
     mi4_ckpt_layer *l = NULL;
     moeint4_status s = desc_common(checkpoint, desc, layer, &l);
     if (s == MOEINT4_SUCCESS)
-        s = mi4_ckpt_experts_desc(checkpoint, &l->routed, desc);
-    if (s == MOEINT4_SUCCESS)
-        l->desc_given = 1;
+        s = mi4_ckpt_experts_desc(checkpoint, &l->routed, &l->desc_given, desc);
     return s;
 }
 
@@ -186,7 +183,7 @@ MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *ch
                         "layer %d's shared expert (%s) is stored dense: read its .weight tensors "
                         "with moeint4_checkpoint_tensor",
                         layer, l->shared_prefix);
-    return mi4_ckpt_experts_desc(checkpoint, &l->shared, desc);
+    return mi4_ckpt_experts_desc(checkpoint, &l->shared, NULL, desc);
 }
 
 MOEINT4_API moeint4_status moeint4_checkpoint_release_layer(moeint4_checkpoint *checkpoint,
@@ -201,7 +198,8 @@ MOEINT4_API moeint4_status moeint4_checkpoint_release_layer(moeint4_checkpoint *
         return s;
     mi4_ckpt_layer *l = (mi4_ckpt_layer *)found;
     pthread_mutex_lock(&checkpoint->lock);
-    mi4_ckpt_stack_release(&l->routed.stack);
+    if (!l->preparing) /* else the last prepare in flight frees it */
+        mi4_ckpt_stack_release(&l->routed.stack);
     mi4_ckpt_stack_release(&l->shared.stack);
     l->desc_given = 0;
     pthread_mutex_unlock(&checkpoint->lock);
@@ -220,15 +218,15 @@ MOEINT4_API moeint4_status moeint4_checkpoint_prepare(moeint4_context *ctx,
     moeint4_status s = desc_common(checkpoint, &desc, layer, &l);
     if (s != MOEINT4_SUCCESS)
         return s;
-    int keep = l->desc_given;
-    s = mi4_ckpt_experts_desc(checkpoint, &l->routed, &desc);
-    if (s == MOEINT4_SUCCESS)
-        s = moeint4_weights_prepare(ctx, &desc, weights);
-    if (!keep) {
-        pthread_mutex_lock(&checkpoint->lock);
+    s = mi4_ckpt_experts_desc(checkpoint, &l->routed, &l->preparing, &desc);
+    if (s != MOEINT4_SUCCESS)
+        return s;
+    s = moeint4_weights_prepare(ctx, &desc, weights);
+    /* the arrays go again with the last prepare, unless a desc holds them */
+    pthread_mutex_lock(&checkpoint->lock);
+    if (--l->preparing == 0 && !l->desc_given)
         mi4_ckpt_stack_release(&l->routed.stack);
-        pthread_mutex_unlock(&checkpoint->lock);
-    }
+    pthread_mutex_unlock(&checkpoint->lock);
     return s;
 }
 

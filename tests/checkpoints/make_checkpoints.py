@@ -410,6 +410,13 @@ def bad_cases(out_dir, rng):
         text = json.dumps(header).encode()
         rewrite(d, file, struct.pack("<Q", len(text)) + text + data[8 + n:])
 
+    def edit_config(d, mutate):
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        mutate(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+
     def replace_tensors(d, mutate):
         """Writes the shards again from a mutated copy of the good tensors."""
         part = dict(tensors)
@@ -459,7 +466,8 @@ def bad_cases(out_dir, rng):
         for n in [n for n in part if ".experts.1.w3." in n]:
             del part[n]
     case("expert_missing", "MOEINT4_INVALID_ARGUMENT",
-         ["model.layers.0.block_sparse_moe.experts.1.w3.qweight", "missing"],
+         ["model.layers.0.block_sparse_moe.experts.1.w3.qweight", "missing",
+          "expert 1 of layer 0: w1 is int4, w3 is not"],
          lambda d: replace_tensors(d, drop_expert))
 
     def drop_last_expert(part):
@@ -476,11 +484,7 @@ def bad_cases(out_dir, rng):
          lambda d: replace_tensors(d, other_shape))
 
     def not_quantized(d):  # every expert dense, the config without quantization_config
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = json.load(f)
-        del cfg["quantization_config"]
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
+        edit_config(d, lambda cfg: cfg.pop("quantization_config"))
         files = sorted(x for x in os.listdir(d) if x.endswith(".safetensors"))
         all_tensors = {}
         for n, v in tensors.items():
@@ -501,22 +505,17 @@ def bad_cases(out_dir, rng):
     case("shard_missing", "MOEINT4_INVALID_ARGUMENT", [shard2, "is missing"],
          lambda d: os.remove(os.path.join(d, shard2)))
 
-    def unknown_arch(d):
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = json.load(f)
+    def unknown_arch(cfg):
         cfg["model_type"], cfg["architectures"] = "grok-1", ["Grok1ModelForCausalLM"]
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
-    case("unknown_architecture", "MOEINT4_UNSUPPORTED", ["Grok1ModelForCausalLM", "not a known"],
-         unknown_arch)
+    case("unknown_architecture", "MOEINT4_UNSUPPORTED",
+         ["Grok1ModelForCausalLM", "not a known",
+          "known: qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3"],
+         lambda d: edit_config(d, unknown_arch))
 
-    def eight_bit(d):
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = json.load(f)
+    def eight_bit(cfg):
         cfg["quantization_config"]["bits"] = 8
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
-    case("bits_8", "MOEINT4_UNSUPPORTED", ["bits = 8", "only 4-bit"], eight_bit)
+    case("bits_8", "MOEINT4_UNSUPPORTED", ["bits = 8", "only 4-bit"],
+         lambda d: edit_config(d, eight_bit))
 
     def duplicate(d):
         data = raw(d, shard1)
@@ -529,15 +528,11 @@ def bad_cases(out_dir, rng):
         rewrite(d, shard1, struct.pack("<Q", len(dup)) + dup.encode() + data[8 + n:])
     case("duplicate_name", "MOEINT4_INVALID_ARGUMENT", [shard1, "appears twice"], duplicate)
 
-    def skip_w1(d):  # a config that says w1 is not quantized, while the tensors are int4
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = json.load(f)
+    def skip_w1(cfg):  # a config that says w1 is not quantized, while the tensors are int4
         cfg["quantization_config"]["modules_to_not_convert"] = ["gate", "w1"]
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
     case("config_skips_quantized_module", "MOEINT4_SUCCESS",
          ["modules_to_not_convert lists \"w1\"", "experts.0.w1.qweight", "going by the tensors"],
-         skip_w1)
+         lambda d: edit_config(d, skip_w1))
     cases[-1]["stage"] = "warning"
 
     # Symmetric GPTQ zeros, checked when a layer's arrays are built (stage "desc")
@@ -552,9 +547,8 @@ def bad_cases(out_dir, rng):
     d = os.path.join(out_dir, "bad", "sym_zero_not_7_or_8")
     zeros = "model.layers.0.mlp.experts.2.up_proj.qzeros"
     with open(os.path.join(d, "model.safetensors.index.json")) as f:
-        file = json.load(f)["weight_map"][zeros]
-    with open(os.path.join(d, "model.safetensors.index.json")) as f:
         index = json.load(f)
+    file = index["weight_map"][zeros]
     part = {n: v for n, v in sym_tensors.items() if index["weight_map"][n] == file}
     part[zeros] = part[zeros].copy()
     part[zeros][0, 1] = np.int32(0x88888388 - (1 << 32))  # nibble 2 holds 3

@@ -1,7 +1,8 @@
 /* Bad checkpoint files (bad/cases.json from the generator): each gives its
  * status and a message naming the file and the tensor, and nothing crashes
  * or leaks (the reliability run repeats this under ASan and valgrind). Then
- * the API's own argument checks. */
+ * the API's own argument checks, and prepare from several threads. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,6 +257,100 @@ static void test_act_order_and_the_oracle(void **state)
     moeint4_checkpoint_close(ck);
 }
 
+/* moeint4_checkpoint_prepare on one layer from several threads at once: the
+ * stacked arrays one call builds must not be freed under another's prepare
+ * (each thread's forward matches a forward of weights prepared alone). */
+#define PREPARE_THREADS 4
+#define PREPARE_ROUNDS 8
+#define PREPARE_TOKENS 3
+
+typedef struct prepare_worker {
+    moeint4_checkpoint *ck;
+    const float *hidden, *expected;
+    int failures;
+    char message[256];
+} prepare_worker;
+
+static moeint4_status prepare_and_forward(moeint4_context *ctx, moeint4_checkpoint *ck,
+                                          const float *hidden, float *out)
+{
+    static const int32_t ids[PREPARE_TOKENS * 2] = { 0, 1, 2, 3, 1, 2 };
+    static const float router[PREPARE_TOKENS * 2] = { 0.75f, 0.25f, 0.5f, 0.5f, 1.0f, 0.125f };
+    moeint4_weights *w = NULL;
+    moeint4_status s = moeint4_checkpoint_prepare(ctx, ck, 0, &w);
+    moeint4_forward_args a = { .struct_size = sizeof a,
+                               .dtype = MOEINT4_DTYPE_F32,
+                               .num_tokens = PREPARE_TOKENS,
+                               .topk = 2,
+                               .hidden_states = hidden,
+                               .topk_ids = ids,
+                               .topk_weights = router,
+                               .output = out,
+                               .activation = MOEINT4_ACTIVATION_SILU };
+    if (s == MOEINT4_SUCCESS)
+        s = moeint4_forward(ctx, w, &a);
+    moeint4_weights_release(w);
+    return s;
+}
+
+static moeint4_context *one_thread_cpu_context(void)
+{
+    moeint4_context_options o = { .struct_size = sizeof o,
+                                  .backend = MOEINT4_BACKEND_CPU,
+                                  .num_threads = 1 };
+    moeint4_context *ctx = NULL;
+    return moeint4_context_create(&o, &ctx) == MOEINT4_SUCCESS ? ctx : NULL;
+}
+
+static void *prepare_worker_main(void *arg)
+{
+    prepare_worker *self = arg;
+    moeint4_context *ctx = one_thread_cpu_context();
+    float out[PREPARE_TOKENS * 128];
+    for (int round = 0; round < PREPARE_ROUNDS && ctx; round++) {
+        moeint4_status s = prepare_and_forward(ctx, self->ck, self->hidden, out);
+        if (s != MOEINT4_SUCCESS || memcmp(out, self->expected, sizeof out) != 0) {
+            self->failures++;
+            snprintf(self->message, sizeof self->message, "round %d: %s %s", round,
+                     moeint4_status_string(s), s ? moeint4_last_error() : "output differs");
+        }
+    }
+    if (!ctx) {
+        self->failures++;
+        snprintf(self->message, sizeof self->message, "context: %s", moeint4_last_error());
+    }
+    moeint4_context_destroy(ctx);
+    return NULL;
+}
+
+static void test_prepare_from_threads(void **state)
+{
+    (void)state;
+    moeint4_checkpoint *ck;
+    /* Mixtral: K = 128, layer 0 */
+    assert_int_equal(moeint4_checkpoint_open(ck_path("mixtral_awq_gemm_g64", NULL), NULL, &ck),
+                     MOEINT4_SUCCESS);
+    static float hidden[PREPARE_TOKENS * 128], expected[PREPARE_TOKENS * 128];
+    for (int i = 0; i < PREPARE_TOKENS * 128; i++)
+        hidden[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+    moeint4_context *ctx = one_thread_cpu_context();
+    assert_non_null(ctx);
+    assert_int_equal(prepare_and_forward(ctx, ck, hidden, expected), MOEINT4_SUCCESS);
+    moeint4_context_destroy(ctx);
+    prepare_worker workers[PREPARE_THREADS];
+    pthread_t threads[PREPARE_THREADS];
+    for (int i = 0; i < PREPARE_THREADS; i++) {
+        workers[i] = (prepare_worker){ .ck = ck, .hidden = hidden, .expected = expected };
+        assert_int_equal(pthread_create(&threads[i], NULL, prepare_worker_main, &workers[i]), 0);
+    }
+    for (int i = 0; i < PREPARE_THREADS; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    for (int i = 0; i < PREPARE_THREADS; i++)
+        if (workers[i].failures)
+            fail_msg("thread %d: %d failures, last %s", i, workers[i].failures, workers[i].message);
+    moeint4_checkpoint_close(ck);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -265,6 +360,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_single_file),
         cmocka_unit_test(test_act_order_and_the_oracle),
+        cmocka_unit_test(test_prepare_from_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

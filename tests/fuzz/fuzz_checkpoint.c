@@ -37,6 +37,12 @@ static void fuzz_safetensors(const uint8_t *data, size_t size)
             abort();
         if (mi4_st_find(&f, t->name) != t)
             abort();
+        for (size_t j = 0; j < i; j++) { /* no two non-empty tensors share a byte */
+            const mi4_st_tensor *u = &f.tensors[j];
+            if (t->bytes && u->bytes && t->offset < u->offset + u->bytes &&
+                u->offset < t->offset + t->bytes)
+                abort();
+        }
     }
     mi4_st_close(&f);
 }
@@ -73,12 +79,25 @@ static int write_file(const char *name, const uint8_t *data, size_t size)
     return wrote == size ? 0 : -1;
 }
 
+/* The scratch folder goes at exit (libFuzzer exits through exit()). */
+static void remove_scratch(void)
+{
+    static const char *const names[] = { "config.json", "model.safetensors" };
+    char path[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
+        unlink(path);
+    }
+    rmdir(scratch);
+}
+
 static void fuzz_checkpoint(const uint8_t *data, size_t size)
 {
     if (!scratch[0]) {
         snprintf(scratch, sizeof scratch, "/tmp/moeint4-fuzz-checkpoint-XXXXXX");
         if (!mkdtemp(scratch))
             abort();
+        atexit(remove_scratch);
     }
     size_t config_bytes = size >= 2 ? (size_t)(data[0] | data[1] << 8) : 0;
     data += size >= 2 ? 2 : size;

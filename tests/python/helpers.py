@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -12,7 +13,17 @@ import numpy as np
 from moeint4 import reference as ref
 
 REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "python" / "moeint4"
 VECTORS = Path(os.environ.get("MOEINT4_VECTORS_DIR", REPO / "tests" / "data" / "vllm"))
+
+
+
+def package_copy(site: Path) -> Path:
+    """Copies the source package to site/moeint4 with no library beside it
+    (the loader tests place one where they want it); returns site."""
+    shutil.copytree(PACKAGE, site / "moeint4", ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    return site
+
 
 # Unit roundoff of each activation dtype.
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
@@ -25,16 +36,16 @@ def tolerance(dtype: str, k: int, n: int, bf16_weights: bool = False) -> float:
       sqrt(K + N) * 2^-24 relative; 8x that is a safe bound.
     - The result is rounded once to dtype (the ABI's rule): every element
       within u relative, so at most u in relative L2.
-    - Backends that hold BF16 weights (HIP dequantizes at load) add one bf16
-      rounding per weight; over a dot product of random-sign errors that is
-      about u_bf16 / sqrt(3) per GEMM: 2 * 2^-8 covers both GEMMs."""
+    - Backends that round to BF16 on the way (HIP: inputs and intermediate,
+      and the weights in its BF16 mode) add one bf16 rounding per term; over
+      a dot product of random-sign errors that is about u_bf16 / sqrt(3) per
+      GEMM: 2 * 2^-8 covers both GEMMs."""
     accumulate = 8.0 * math.sqrt(k + n) * 2.0 ** -24
     weights = 2.0 * UNIT_ROUNDOFF["bf16"] if bf16_weights else 0.0
     return accumulate + UNIT_ROUNDOFF[dtype] + weights
 
 
-def rel_l2(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+rel_l2 = ref.relative_l2  # ||got - want|| / ||want|| (NaN for a non-finite result)
 
 
 def to_dtype(x32: np.ndarray, dtype: str) -> np.ndarray:

@@ -21,6 +21,7 @@ C_NAMES = {
     "BackendIface": "moeint4_backend_iface", "CheckpointOptions": "moeint4_checkpoint_options",
     "CheckpointInfo": "moeint4_checkpoint_info",
     "CheckpointLayerInfo": "moeint4_checkpoint_layer_info", "TensorView": "moeint4_tensor_view",
+    "Precision": "moeint4_precision",
 }
 
 

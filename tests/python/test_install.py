@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, package_copy
 
 SONAME = "libmoeint4.so.0"
 
@@ -71,23 +71,17 @@ def _load(tmp_path, site, **env_extra):
                           cwd=tmp_path, check=True).stdout
 
 
-def _package_copy(site):
-    shutil.copytree(REPO / "python" / "moeint4", site / "moeint4",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
-    return site
-
-
 def test_installed_prefix_is_found_from_the_package_in_it(tmp_path, installed):
     prefix, libdir = installed
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    site = _package_copy(prefix / "lib" / version / "site-packages")
+    site = package_copy(prefix / "lib" / version / "site-packages")
     out = _load(tmp_path, site)
     assert out.startswith(f"LOADED {libdir / SONAME} "), out
 
 
 def test_installed_prefix_is_found_through_ld_library_path(tmp_path, installed):
     _, libdir = installed
-    out = _load(tmp_path, _package_copy(tmp_path / "elsewhere"), LD_LIBRARY_PATH=str(libdir))
+    out = _load(tmp_path, package_copy(tmp_path / "elsewhere"), LD_LIBRARY_PATH=str(libdir))
     assert out.startswith(f"LOADED {libdir / SONAME} "), out
 
 
@@ -97,7 +91,7 @@ def test_installed_prefix_is_found_through_pkg_config(tmp_path, installed):
     _, libdir = installed
     pc_files = sorted(installed[0].rglob("moeint4.pc"))
     assert len(pc_files) == 1, pc_files
-    out = _load(tmp_path, _package_copy(tmp_path / "elsewhere"),
+    out = _load(tmp_path, package_copy(tmp_path / "elsewhere"),
                 PKG_CONFIG_PATH=str(pc_files[0].parent))
     if out.startswith("LOADED") and str(libdir) not in out:
         pytest.skip(f"a system-wide libmoeint4 was found first: {out}")
@@ -105,7 +99,7 @@ def test_installed_prefix_is_found_through_pkg_config(tmp_path, installed):
 
 
 def test_not_installed_error_names_only_sensible_places(tmp_path, installed):
-    site = _package_copy(tmp_path / "elsewhere")
+    site = package_copy(tmp_path / "elsewhere")
     out = _load(tmp_path, site)
     if out.startswith("LOADED"):
         pytest.skip(f"a system-wide libmoeint4 is installed: {out}")

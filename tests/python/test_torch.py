@@ -26,7 +26,7 @@ def _as_float64(t):
 
 
 def _check(layer, w, device, dtype, M=33, topk=2, **kwargs):
-    bf16_weights = w.backend == "hip"  # BF16 weights prepared at load time
+    bf16_weights = w.backend == "hip"  # HIP rounds to BF16 on the way (README: What it computes)
     inp = layer.inputs(M, topk)
     x = torch.from_numpy(inp["x32"]).to(device=device, dtype=DTYPES[dtype])
     ids = torch.from_numpy(inp["topk_ids"]).to(device)

@@ -1,8 +1,10 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
  * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
- * and non-finite router weights found on the device (output untouched), expert_map, determinism across runs and chunkings,
- * the oneDNN path against the reference, memory accounting, and an OpenCL
- * "framework" handing in its own context, queue and SVM memory. */
+ * and non-finite router weights found on the device (output untouched), the
+ * asynchronous forward with a caller workspace, expert_map, determinism
+ * across runs and chunkings, the oneDNN path against the reference, memory
+ * accounting, and an OpenCL "framework" handing in its own context, queue
+ * and SVM memory. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

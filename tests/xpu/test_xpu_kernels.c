@@ -40,15 +40,14 @@ static void run_routing(mi4_xpu_runtime *rt, const int32_t *ids, const float *we
     void *slot_expert_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     void *sorted_d = xt_upload(rt, NULL, (size_t)num_slots * 4);
     int slot_base = 0, gated = 1, reset = 1, sort = 1;
-    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids_d),           MI4_XPU_PTR(weights_d),
-                           MI4_XPU_PTR(map_d),           MI4_XPU_INT(num_slots),
-                           MI4_XPU_INT(slot_base),       MI4_XPU_INT(num_experts),
-                           MI4_XPU_INT(num_local),       MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_INT(tile_rows),       MI4_XPU_INT(gated),
-                           MI4_XPU_INT(reset),
-                           MI4_XPU_INT(sort),            MI4_XPU_PTR(slot_expert_d),
-                           MI4_XPU_PTR(route_d),         MI4_XPU_PTR(sorted_d),
-                           MI4_XPU_PTR(errors_d) };
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids_d),         MI4_XPU_PTR(weights_d),
+                           MI4_XPU_PTR(map_d),         MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),     MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_INT(tile_rows),     MI4_XPU_INT(gated),
+                           MI4_XPU_INT(reset),         MI4_XPU_INT(sort),
+                           MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(route_d),
+                           MI4_XPU_PTR(sorted_d),      MI4_XPU_PTR(errors_d) };
     xt_launch(rt, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
     xt_download(rt, out->route, route_d, route_ints * 4);
     xt_download(rt, out->slot_expert, slot_expert_d, (size_t)num_slots * 4);
@@ -271,8 +270,8 @@ static double ref_activation(int kind, double g, double u, double limit, double 
     return (uc + beta) * gc / (1.0 + exp(-alpha * gc));
 }
 
-static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_input,
-                      int group_size, moeint4_dtype scales_dtype, uint64_t seed)
+static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_input, int group_size,
+                      moeint4_dtype scales_dtype, uint64_t seed)
 {
     const int E = d.E, K = d.K, N = d.N, M = d.M, TOPK = d.topk;
     const float limit = 1.5f, alpha = 1.702f, beta = 0.5f;
@@ -336,8 +335,9 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
             double bound = gate_err * d_gate + up_err * d_up + 4e-6 * fabs(want) + 1e-7;
             double diff = fabs((double)got[s * N + n] - want);
             if (!(diff <= bound))
-                fail_msg("w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d team %d",
-                         s, n, (double)got[s * N + n], want, bound, (int)dtype, act_kind, team);
+                fail_msg(
+                    "w13 slot %d n %d: got %.9g want %.9g (bound %.3g) dtype %d act %d team %d", s,
+                    n, (double)got[s * N + n], want, bound, (int)dtype, act_kind, team);
         }
     }
     void *all[] = { hidden_d, route_d, sorted_d, weights_d, act_d };

@@ -311,9 +311,9 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
         st = upload(ctx, w, records, sizeof records, (void **)&w->errors, err, cap);
     /* forwards of up to reserve_tokens tokens (top-8) allocate nothing */
     if (st == MOEINT4_SUCCESS)
-        st =
-            mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
-                            mi4_xpu_chunk_scratch_bytes(w, ctx->reserve_tokens, 8), NULL, err, cap);
+        st = mi4_xpu_reserve(ctx, &ctx->scratch.chunk, &ctx->scratch.chunk_bytes,
+                             mi4_xpu_chunk_scratch(w, ctx->reserve_tokens, 8, NULL, NULL), NULL,
+                             err, cap);
     pthread_mutex_unlock(&ctx->lock);
     free(map);
     if (st != MOEINT4_SUCCESS) {

@@ -19,17 +19,40 @@
 /* tokens whose scratch prepare reserves (MOEINT4_XPU_RESERVE_TOKENS) */
 #define MI4_XPU_DEFAULT_RESERVE_TOKENS 64
 
-/* Device buffers a forward works in. Reserved at prepare, grown (never per
- * forward) when a forward needs more; owned by the context, whose lock
- * serialises forwards. */
+/* Alignment of every buffer carved out of the scratch or a caller's workspace. */
+#define MI4_XPU_ALIGN 256
+
+/* The oneDNN operands of mi4_xpu_scratch.dnnl (xpu_forward.c sizes them). */
+enum {
+    MI4_XPU_DNNL_A,
+    MI4_XPU_DNNL_W,
+    MI4_XPU_DNNL_A2,
+    MI4_XPU_DNNL_C13,
+    MI4_XPU_DNNL_C2,
+    MI4_XPU_DNNL_S,
+    MI4_XPU_DNNL_BUFFERS
+};
+
+/* Device buffers a forward works in. The chunk's are reserved at prepare;
+ * each is grown (never per forward) when a forward needs more; owned by the
+ * context, whose lock serialises forwards. */
 typedef struct mi4_xpu_scratch {
     void *chunk; /* route table, slot lists, f32 intermediates of one chunk */
     size_t chunk_bytes;
     void *staging; /* a forward of several chunks combines here first */
     size_t staging_bytes;
-    void *dnnl[6]; /* oneDNN operands (whole allocations: see xpu_forward.c) */
-    size_t dnnl_bytes[6];
+    void *dnnl[MI4_XPU_DNNL_BUFFERS]; /* oneDNN operands (whole allocations: see xpu_forward.c) */
+    size_t dnnl_bytes[MI4_XPU_DNNL_BUFFERS];
 } mi4_xpu_scratch;
+
+/* One chunk's buffers, carved out of the chunk scratch (mi4_xpu_chunk_scratch). */
+typedef struct mi4_xpu_chunk_buffers {
+    int32_t *route;       /* 4E+2 ints, see kernels/routing.cl */
+    int32_t *slot_expert; /* [S] */
+    int32_t *sorted;      /* [S] */
+    float *act;           /* [S, N] */
+    float *slot_out;      /* [S, K] */
+} mi4_xpu_chunk_buffers;
 
 typedef struct mi4_xpu_context {
     mi4_xpu_runtime *rt;
@@ -59,16 +82,20 @@ typedef struct mi4_xpu_weights {
     size_t device_bytes;
 } mi4_xpu_weights;
 
-/* Bytes of chunk scratch for `tokens` tokens of `topk` slots on these weights. */
-size_t mi4_xpu_chunk_scratch_bytes(const mi4_xpu_weights *w, int64_t tokens, int topk);
+/* Bytes (a multiple of MI4_XPU_ALIGN) of chunk scratch for `tokens` tokens
+ * of `topk` slots on these weights; with base (MI4_XPU_ALIGN-aligned), also
+ * the buffers carved out of it into *buf. */
+size_t mi4_xpu_chunk_scratch(const mi4_xpu_weights *w, int64_t tokens, int topk, void *base,
+                             mi4_xpu_chunk_buffers *buf);
 /* Tokens per chunk of a forward of num_tokens tokens. */
 int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *w, int topk,
                              int64_t num_tokens);
 /* Bytes of a caller workspace for up to max_tokens tokens (any alignment). */
 size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights *w,
                                int64_t max_tokens, int topk, moeint4_dtype dtype);
-/* Makes ctx->scratch.chunk at least `bytes` (waits for the queue before
- * freeing a smaller one). Called with ctx->lock held. */
+/* Makes *buffer (one of ctx->scratch's, *have bytes) at least `bytes`
+ * (waits for the queue before freeing a smaller one). Called with ctx->lock
+ * held. */
 moeint4_status mi4_xpu_reserve(mi4_xpu_context *ctx, void **buffer, size_t *have, size_t bytes,
                                void *queue, char *err, size_t cap);
 void mi4_xpu_scratch_free(mi4_xpu_context *ctx);

@@ -16,17 +16,6 @@
 
 /* routing and GEMM work-groups must be exactly this wide; other kernels take any size */
 #define LOCAL_SIZE MI4_XPU_GROUP
-#define ALIGN 256
-
-typedef struct chunk_buffers {
-    int32_t *route;       /* 4E+2 ints, see kernels/routing.cl */
-    int32_t *slot_expert; /* [S] */
-    int32_t *sorted;      /* [S] */
-    float *act;           /* [S, N] */
-    float *slot_out;      /* [S, K] */
-} chunk_buffers;
-
-enum { DNNL_A, DNNL_W, DNNL_A2, DNNL_C13, DNNL_C2, DNNL_S };
 
 typedef struct fwd_state {
     mi4_xpu_context *ctx;
@@ -40,7 +29,7 @@ typedef struct fwd_state {
     int64_t chunk_tokens;
     int use_dnnl; /* oneDNN may serve experts of this forward */
     int reset;    /* the next routing launch resets the error record first */
-    chunk_buffers buf;
+    mi4_xpu_chunk_buffers buf;
     void **dnnl; /* ctx->scratch.dnnl */
     char *err;
     size_t cap;
@@ -64,23 +53,6 @@ static moeint4_status launch(fwd_state *s, mi4_xpu_kernel kernel, size_t size0, 
 
 static size_t dtype_size(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_F32 ? 4 : 2; }
 
-/* Carves one chunk's buffers out of `base` (same order and sizes as
- * mi4_xpu_chunk_scratch_bytes). */
-static void carve_chunk(fwd_state *s, uint8_t *base)
-{
-    size_t slots = (size_t)s->chunk_tokens * (size_t)s->args->topk;
-    uint8_t *p = base;
-    s->buf.route = (int32_t *)p;
-    p += round_up((4 * (size_t)s->w->num_local + 2) * 4, ALIGN);
-    s->buf.slot_expert = (int32_t *)p;
-    p += round_up(slots * 4, ALIGN);
-    s->buf.sorted = (int32_t *)p;
-    p += round_up(slots * 4, ALIGN);
-    s->buf.act = (float *)p;
-    p += round_up(slots * (size_t)s->w->intermediate * 4, ALIGN);
-    s->buf.slot_out = (float *)p;
-}
-
 static moeint4_status reserve_dnnl_buffers(fwd_state *s)
 {
     const mi4_xpu_weights *w = s->w;
@@ -89,15 +61,15 @@ static moeint4_status reserve_dnnl_buffers(fwd_state *s)
     size_t K = (size_t)w->hidden, N = (size_t)w->intermediate;
     size_t esize = dtype_size(mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype));
     size_t scales13 = 2 * N * (K / (size_t)w->group13), scales2 = K * (N / (size_t)w->group2);
-    size_t bytes[6];
-    bytes[DNNL_A] = rows * K * esize;
-    bytes[DNNL_W] = 2 * N * K * esize;
-    bytes[DNNL_A2] = rows * N * esize;
-    bytes[DNNL_C13] = rows * 2 * N * 4;
-    bytes[DNNL_C2] = rows * K * 4;
-    bytes[DNNL_S] = (scales13 > scales2 ? scales13 : scales2) * 2;
+    size_t bytes[MI4_XPU_DNNL_BUFFERS];
+    bytes[MI4_XPU_DNNL_A] = rows * K * esize;
+    bytes[MI4_XPU_DNNL_W] = 2 * N * K * esize;
+    bytes[MI4_XPU_DNNL_A2] = rows * N * esize;
+    bytes[MI4_XPU_DNNL_C13] = rows * 2 * N * 4;
+    bytes[MI4_XPU_DNNL_C2] = rows * K * 4;
+    bytes[MI4_XPU_DNNL_S] = (scales13 > scales2 ? scales13 : scales2) * 2;
     moeint4_status st = MOEINT4_SUCCESS;
-    for (int i = 0; i < 6 && !st; ++i)
+    for (int i = 0; i < MI4_XPU_DNNL_BUFFERS && !st; ++i)
         st = mi4_xpu_reserve(s->ctx, &sc->dnnl[i], &sc->dnnl_bytes[i], bytes[i], s->queue, s->err,
                              s->cap);
     return st;
@@ -118,14 +90,21 @@ static moeint4_status route(fwd_state *s, int64_t first_token, int64_t tokens, i
     int dnnl_min_rows = s->use_dnnl ? s->ctx->onednn_min_tokens : INT_MAX;
     const int32_t *ids = s->args->topk_ids + first_token * topk;
     const float *weights = s->args->topk_weights + first_token * topk;
-    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids),           MI4_XPU_PTR(weights),
-                           MI4_XPU_PTR(w->expert_map), MI4_XPU_INT(num_slots),
-                           MI4_XPU_INT(slot_base),     MI4_XPU_INT(num_experts),
-                           MI4_XPU_INT(num_local),     MI4_XPU_INT(dnnl_min_rows),
-                           MI4_XPU_INT(tile_rows),     MI4_XPU_INT(gated),
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(ids),
+                           MI4_XPU_PTR(weights),
+                           MI4_XPU_PTR(w->expert_map),
+                           MI4_XPU_INT(num_slots),
+                           MI4_XPU_INT(slot_base),
+                           MI4_XPU_INT(num_experts),
+                           MI4_XPU_INT(num_local),
+                           MI4_XPU_INT(dnnl_min_rows),
+                           MI4_XPU_INT(tile_rows),
+                           MI4_XPU_INT(gated),
                            MI4_XPU_INT(reset),
-                           MI4_XPU_INT(sort),          MI4_XPU_PTR(s->buf.slot_expert),
-                           MI4_XPU_PTR(s->buf.route),  MI4_XPU_PTR(s->buf.sorted),
+                           MI4_XPU_INT(sort),
+                           MI4_XPU_PTR(s->buf.slot_expert),
+                           MI4_XPU_PTR(s->buf.route),
+                           MI4_XPU_PTR(s->buf.sorted),
                            MI4_XPU_PTR(s->record) };
     s->reset = 0;
     return launch(s, MI4_XPU_ROUTE, MI4_XPU_GROUP, 1, 16, args);
@@ -206,23 +185,24 @@ static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed, con
     moeint4_status st;
     if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && operands != MOEINT4_DTYPE_F32) {
         mi4_xpu_arg args[] = { MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
-                               MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[DNNL_S]) };
+                               MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_S]) };
         st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)out, (size_t)groups, 5, args);
         if (!st) /* the copy waits for everything before it */
-            st = s->rt->ops->copy(s->rt, s->queue, s->dnnl[DNNL_W],
+            st = s->rt->ops->copy(s->rt, s->queue, s->dnnl[MI4_XPU_DNNL_W],
                                   packed + (size_t)expert * expert_bytes, expert_bytes, s->err,
                                   s->cap);
         return st ? st
                   : mi4_xpu_dnnl_matmul_int4(s->ctx->dnnl, operands, rows, out, in, group_size, a,
-                                             s->dnnl[DNNL_W], s->dnnl[DNNL_S], c, s->err, s->cap);
+                                             s->dnnl[MI4_XPU_DNNL_W], s->dnnl[MI4_XPU_DNNL_S], c,
+                                             s->err, s->cap);
     }
     mi4_xpu_arg args[] = {
         MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales), MI4_XPU_INT(bf16),
         MI4_XPU_INT(expert),     MI4_XPU_INT(out),    MI4_XPU_INT(in),
-        MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[DNNL_W])
+        MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_W])
     };
     st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 9, args);
-    return st ? st : dnnl_matmul(s, rows, out, in, a, s->dnnl[DNNL_W], c);
+    return st ? st : dnnl_matmul(s, rows, out, in, a, s->dnnl[MI4_XPU_DNNL_W], c);
 }
 
 /* One expert with many slots through oneDNN: gather its rows, w13, the
@@ -242,8 +222,8 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
                                   MI4_XPU_PTR(hidden),       MI4_XPU_INT(dtype),
                                   MI4_XPU_PTR(topk_weights), MI4_XPU_INT(on_input),
                                   MI4_XPU_INT(topk),         MI4_XPU_INT(K),
-                                  MI4_XPU_INT(mdt),          MI4_XPU_PTR(s->dnnl[DNNL_A]) };
-    mi4_xpu_arg act_args[] = { MI4_XPU_PTR(s->dnnl[DNNL_C13]),
+                                  MI4_XPU_INT(mdt),          MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_A]) };
+    mi4_xpu_arg act_args[] = { MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_C13]),
                                MI4_XPU_INT(rows),
                                MI4_XPU_INT(N),
                                MI4_XPU_INT(act_kind),
@@ -251,21 +231,25 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
                                MI4_XPU_FLOAT(alpha),
                                MI4_XPU_FLOAT(beta),
                                MI4_XPU_INT(mdt),
-                               MI4_XPU_PTR(s->dnnl[DNNL_A2]) };
-    mi4_xpu_arg scatter_args[] = { MI4_XPU_PTR(s->buf.route),     MI4_XPU_INT(num_local),
-                                   MI4_XPU_INT(expert),           MI4_XPU_PTR(s->buf.sorted),
-                                   MI4_XPU_PTR(s->dnnl[DNNL_C2]), MI4_XPU_PTR(topk_weights),
-                                   MI4_XPU_INT(on_input),         MI4_XPU_INT(K),
+                               MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_A2]) };
+    mi4_xpu_arg scatter_args[] = { MI4_XPU_PTR(s->buf.route),
+                                   MI4_XPU_INT(num_local),
+                                   MI4_XPU_INT(expert),
+                                   MI4_XPU_PTR(s->buf.sorted),
+                                   MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_C2]),
+                                   MI4_XPU_PTR(topk_weights),
+                                   MI4_XPU_INT(on_input),
+                                   MI4_XPU_INT(K),
                                    MI4_XPU_PTR(s->buf.slot_out) };
     moeint4_status st = launch(s, MI4_XPU_DNNL_GATHER, (size_t)K, (size_t)rows, 12, gather_args);
     if (!st)
         st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13, rows,
-                               s->dnnl[DNNL_A], s->dnnl[DNNL_C13]);
+                               s->dnnl[MI4_XPU_DNNL_A], s->dnnl[MI4_XPU_DNNL_C13]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_ACTIVATE, (size_t)N, (size_t)rows, 9, act_args);
     if (!st)
         st = expert_projection(s, w->w2_packed, w->w2_scales, expert, K, N, w->group2, rows,
-                               s->dnnl[DNNL_A2], s->dnnl[DNNL_C2]);
+                               s->dnnl[MI4_XPU_DNNL_A2], s->dnnl[MI4_XPU_DNNL_C2]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_SCATTER, (size_t)K, (size_t)rows, 9, scatter_args);
     return st;
@@ -276,7 +260,7 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
 static moeint4_status run_dnnl_experts(fwd_state *s, const void *hidden, const float *topk_weights)
 {
     int num_local = s->w->num_local;
-    size_t count_bytes = (2 * (size_t)num_local + 1) * sizeof(int32_t);
+    size_t count_bytes = (size_t)num_local * sizeof(int32_t); /* route[0, E): the counts */
     int32_t *counts = malloc(count_bytes);
     if (!counts)
         return mi4_xpu_fail(s->err, s->cap, MOEINT4_OUT_OF_MEMORY, "xpu: out of host memory");
@@ -413,8 +397,8 @@ size_t mi4_xpu_workspace_bytes(const mi4_xpu_context *ctx, const mi4_xpu_weights
                                int64_t max_tokens, int topk, moeint4_dtype dtype)
 {
     int64_t chunk = mi4_xpu_chunk_tokens(ctx, w, topk, max_tokens > 0 ? max_tokens : 1);
-    size_t bytes = ALIGN /* an unaligned pointer */ + ALIGN /* the record */ +
-                   round_up(mi4_xpu_chunk_scratch_bytes(w, chunk, topk), ALIGN);
+    size_t bytes = MI4_XPU_ALIGN /* an unaligned pointer */ + MI4_XPU_ALIGN /* the record */ +
+                   mi4_xpu_chunk_scratch(w, chunk, topk, NULL, NULL);
     if (chunk < max_tokens)
         bytes += staging_bytes(w, max_tokens, dtype);
     return bytes;
@@ -434,20 +418,20 @@ static moeint4_status take_scratch(fwd_state *s, int chunked)
                                 "args->workspace_bytes = %zu is less than the %zu bytes this "
                                 "forward needs (moeint4_forward_workspace_size)",
                                 a->workspace_bytes, need);
-        uint8_t *p = (uint8_t *)round_up((size_t)(uintptr_t)a->workspace, ALIGN);
+        uint8_t *p = (uint8_t *)round_up((size_t)(uintptr_t)a->workspace, MI4_XPU_ALIGN);
         s->record = s->async ? (int32_t *)p : s->w->errors;
-        p += ALIGN;
-        carve_chunk(s, p);
-        p += round_up(mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk), ALIGN);
+        p += MI4_XPU_ALIGN;
+        p += mi4_xpu_chunk_scratch(s->w, s->chunk_tokens, a->topk, p, &s->buf);
         s->staging = chunked ? p : NULL;
         return MOEINT4_SUCCESS;
     }
     if (s->async)
         return mi4_xpu_fail(s->err, s->cap, MOEINT4_INVALID_ARGUMENT,
                             "args->flags has MOEINT4_FORWARD_ASYNC: args->workspace is required");
-    moeint4_status st = mi4_xpu_reserve(ctx, &sc->chunk, &sc->chunk_bytes,
-                                        mi4_xpu_chunk_scratch_bytes(s->w, s->chunk_tokens, a->topk),
-                                        s->queue, s->err, s->cap);
+    moeint4_status st =
+        mi4_xpu_reserve(ctx, &sc->chunk, &sc->chunk_bytes,
+                        mi4_xpu_chunk_scratch(s->w, s->chunk_tokens, a->topk, NULL, NULL), s->queue,
+                        s->err, s->cap);
     if (!st && chunked)
         st =
             mi4_xpu_reserve(ctx, &sc->staging, &sc->staging_bytes,
@@ -455,7 +439,7 @@ static moeint4_status take_scratch(fwd_state *s, int chunked)
     if (st)
         return st;
     s->record = s->w->errors;
-    carve_chunk(s, sc->chunk);
+    mi4_xpu_chunk_scratch(s->w, s->chunk_tokens, a->topk, sc->chunk, &s->buf);
     s->staging = chunked ? sc->staging : NULL;
     return MOEINT4_SUCCESS;
 }

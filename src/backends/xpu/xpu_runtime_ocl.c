@@ -361,13 +361,14 @@ static void dump_program(cl_program program, const char *path)
 {
     size_t size = 0;
     if (!path || !*path ||
-        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
         size == 0)
         return;
     unsigned char *binary = malloc(size);
     FILE *file = binary ? fopen(path, "wb") : NULL;
-    if (file && clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) ==
-                    CL_SUCCESS)
+    if (file &&
+        clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS)
         fwrite(binary, 1, size, file);
     if (file)
         fclose(file);

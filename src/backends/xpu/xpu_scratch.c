@@ -1,17 +1,33 @@
 /* The context's reserved device buffers (see mi4_xpu_scratch). */
 #include "xpu_backend.h"
 
-#define ALIGN 256
-
-static size_t aligned(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
-
-size_t mi4_xpu_chunk_scratch_bytes(const mi4_xpu_weights *w, int64_t tokens, int topk)
+static size_t aligned(size_t bytes)
 {
-    size_t slots = (size_t)tokens * (size_t)topk;
-    size_t route = (4 * (size_t)w->num_local + 2) * sizeof(int32_t);
-    return aligned(route) + 2 * aligned(slots * sizeof(int32_t)) +
-           aligned(slots * (size_t)w->intermediate * sizeof(float)) +
-           aligned(slots * (size_t)w->hidden * sizeof(float));
+    return (bytes + MI4_XPU_ALIGN - 1) / MI4_XPU_ALIGN * MI4_XPU_ALIGN;
+}
+
+/* The next buffer of `bytes` at offset *at of base (NULL without base);
+ * moves *at past it, aligned. */
+static void *take(uint8_t *base, size_t *at, size_t bytes)
+{
+    void *part = base ? base + *at : NULL;
+    *at += aligned(bytes);
+    return part;
+}
+
+size_t mi4_xpu_chunk_scratch(const mi4_xpu_weights *w, int64_t tokens, int topk, void *base,
+                             mi4_xpu_chunk_buffers *buf)
+{
+    mi4_xpu_chunk_buffers unused;
+    size_t slots = (size_t)tokens * (size_t)topk, at = 0;
+    if (!buf)
+        buf = &unused;
+    buf->route = take(base, &at, (4 * (size_t)w->num_local + 2) * sizeof(int32_t));
+    buf->slot_expert = take(base, &at, slots * sizeof(int32_t));
+    buf->sorted = take(base, &at, slots * sizeof(int32_t));
+    buf->act = take(base, &at, slots * (size_t)w->intermediate * sizeof(float));
+    buf->slot_out = take(base, &at, slots * (size_t)w->hidden * sizeof(float));
+    return at;
 }
 
 moeint4_status mi4_xpu_reserve(mi4_xpu_context *ctx, void **buffer, size_t *have, size_t bytes,
@@ -39,6 +55,6 @@ void mi4_xpu_scratch_free(mi4_xpu_context *ctx)
     mi4_xpu_scratch *s = &ctx->scratch;
     ctx->rt->ops->free(ctx->rt, s->chunk);
     ctx->rt->ops->free(ctx->rt, s->staging);
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < MI4_XPU_DNNL_BUFFERS; ++i)
         ctx->rt->ops->free(ctx->rt, s->dnnl[i]);
 }

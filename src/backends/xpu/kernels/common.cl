@@ -42,20 +42,6 @@ float mi4_load(__global const uchar *base, int dtype, long index)
     return mi4_bf16_to_f32(((__global const ushort *)base)[index]);
 }
 
-/* Eight consecutive activations from index (a multiple of 8): one vector
- * load instead of eight (a GEMV issues one load per weight word, not
- * eight). */
-float8 mi4_load8(__global const uchar *base, int dtype, long index)
-{
-    size_t block = (size_t)(index / 8);
-    if (dtype == MI4_DT_F32)
-        return vload8(block, (__global const float *)base);
-    if (dtype == MI4_DT_F16)
-        return vload_half8(block, (__global const half *)base);
-    ushort8 bits = vload8(block, (__global const ushort *)base);
-    return as_float8(convert_uint8(bits) << 16);
-}
-
 void mi4_store(__global uchar *base, int dtype, long index, float value)
 {
     if (dtype == MI4_DT_F32)

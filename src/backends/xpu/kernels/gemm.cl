@@ -24,8 +24,7 @@
  * 32-bit word (8 codes) at a time. Assignment and order are fixed, so
  * results are deterministic. Words are read little-endian (Intel GPUs,
  * NVIDIA GPUs, PoCL on x86). Only OpenCL C 1.2: local memory and barriers,
- * no sub-groups. Measured on the H200 only, and without the interleaving
- * (bench/results/xpu-2026-12-01.md). */
+ * no sub-groups. Measured on the H200 only (bench/results/xpu-2026-12-01.md). */
 
 #define MI4_ROUTE_END(route, num_local, e) ((route)[(num_local) + (e) + 1])
 #define MI4_XBLOCK 4096 /* f32 values of local memory: staged activations, then the sums */
@@ -35,9 +34,9 @@
 /* Where the 16-byte pieces' activations lie in local memory (vec path):
  * float4 s (0..7) of piece p at s * pieces + p, so the work-items of a team,
  * which read neighbouring pieces, read neighbouring float4 at each step.
- * Piece-major order (8 p + s, what the H200 runs measured) puts all of a
- * team's reads of one step 128 bytes apart, in the same four banks: a
- * team-wide conflict on every read. The interleaving is not measured yet;
+ * Piece-major order (8 p + s) puts all of a team's reads of one step 128
+ * bytes apart, in the same four banks: a team-wide conflict on every read
+ * (on the H200 the GEMVs ran 1.6-2.9x slower in that order, 23852b9).
  * MOEINT4_XPU_BUILD_OPTIONS=-DMI4_X_INTERLEAVE=0 gives piece-major. */
 #ifndef MI4_X_INTERLEAVE
 #define MI4_X_INTERLEAVE 1
@@ -334,7 +333,7 @@ void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
                  scales_bf16, group_size, team, lane, active, acc);
     mi4_team_store(xs, acc, max_rows, rows, 1);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) { /* as in mi4_w13_gemm */
+    for (int i = 0; i < 2; ++i) { /* as in mi4_w13 */
         int r = lane + i * team;
         if (active && r < rows) {
             int slot = sorted_slots[row0 + r];
