@@ -115,12 +115,14 @@ made by bench/run_cpu.sh (ITERS=$iters${OPENBLAS_CORETYPE:+, OPENBLAS_CORETYPE=$
 # other faster than that; kept spinning, the worker is running when the
 # forward starts. The CLI's own table, appended to the page.
 steady="qwen3-30b-a3b gptq-sym, M = 1 and 8"
-steady_command="MOEINT4_CPU_IDLE_MS=100 ${coretype_note}moeint4 bench --preset qwen3-30b-a3b --format gptq-sym --tokens 1,8 --backend cpu --iters $iters ${threads_arg[*]:-}"
+steady_run="--preset qwen3-30b-a3b --format gptq-sym --tokens 1,8"
+steady_command="MOEINT4_CPU_IDLE_MS=100 ${coretype_note}moeint4 bench $steady_run --backend cpu --iters $iters ${threads_arg[*]:-}"
 echo "== $steady_command" >&2
 wait_for_quiet
 load=$(cut -d' ' -f1 /proc/loadavg)
-if MOEINT4_CPU_IDLE_MS=100 "$cli" bench --preset qwen3-30b-a3b --format gptq-sym --tokens 1,8 \
-     --backend cpu --iters "$iters" "${threads_arg[@]}" >"$scratch/steady.txt"; then
+read -r -a args <<<"$steady_run"
+if MOEINT4_CPU_IDLE_MS=100 "$cli" bench "${args[@]}" --backend cpu --iters "$iters" \
+     "${threads_arg[@]}" >"$scratch/steady.txt"; then
   {
     echo
     echo "## Decode steady state: $steady, workers kept spinning"

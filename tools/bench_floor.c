@@ -273,10 +273,10 @@ static size_t cli_physical_bytes(void)
 
 /* The best reader: 1, 2, 4 or 8 streams per thread, each with no software
  * prefetch and with prefetches 4 and 16 KB ahead (the kernels prefetch),
- * its fastest chunks (CLI_READ_CHUNK_BYTES) of a few passes. A bandwidth
- * must not be understated (the floor would be too high): the best, not the
- * median; and the threads' best chunks are summed even where they did not
- * overlap, which can only overstate it. */
+ * its fastest round (cli_read_rounds: the threads' chunks of
+ * CLI_READ_CHUNK_BYTES, started together) of a few passes. A bandwidth must
+ * not be understated (the floor would be too high): the best, not the
+ * median. */
 static double cli_best_read(const uint64_t *data, size_t words, int threads, int *best_streams,
                             int *best_prefetch)
 {

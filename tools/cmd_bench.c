@@ -279,11 +279,11 @@ static void cli_print_header(const cli_bench *bench)
                suggestion ? suggestion : "", suggestion ? " (bench/run_cpu.sh does)" : "");
         const cli_floor *f = &bench->floor;
         printf("floor memory term: read bandwidth %.2f GB/s (%d threads x %d streams, prefetch "
-               "%d bytes ahead, best pass; one thread %.2f GB/s; %.0f MiB array)\n",
+               "%d bytes ahead, fastest round; one thread %.2f GB/s; %.0f MiB array)\n",
                f->bandwidth_gbps, f->bandwidth_threads, f->bandwidth_streams, f->bandwidth_prefetch,
                f->core_bandwidth_gbps, f->bandwidth_bytes / 1048576.0);
         printf("compute ceilings (register-only loops, GFLOP/s per core / all %d cores):",
-               f->bandwidth_threads);
+               f->ceilings[0].threads);
         for (int i = 0; i < CLI_CEILING_COUNT; i++) {
             if (f->ceilings[i].available)
                 printf(" %s %.1f / %.1f;", f->ceilings[i].name, f->ceilings[i].core_gflops,

@@ -26,8 +26,7 @@
 #define MAX_TOKENS 20
 
 /* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
- * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts).
- * level 1: AVX2, 2: AVX-512, 3: AVX-512 with BF16 and VBMI2. */
+ * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts). */
 static int builtin_has_vbmi2(void)
 {
 #if defined(__x86_64__)
@@ -38,6 +37,8 @@ static int builtin_has_vbmi2(void)
 #endif
 }
 
+/* level 1: AVX2 + FMA, 2: AVX-512 F/BW/DQ/VL, 3: those and AVX512-BF16
+ * (VBMI2 apart: builtin_has_vbmi2). */
 static int builtin_has(int level)
 {
 #if defined(__x86_64__)
@@ -78,10 +79,11 @@ static void test_selection(void **state)
     assert_string_equal(mi4_cpu_kernels_select()->name, expected_selection());
 }
 
-/* Each table is tested where the CPU (and the OS) runs it; skipped, not
- * passed, elsewhere. */
 /* bf16 tables this CPU runs: the no-VBMI2 build, and the VBMI2 one */
 static int bf16_tables(void) { return builtin_has(3) ? 1 + builtin_has_vbmi2() : 0; }
+
+/* Each table is tested where the CPU (and the OS) runs it; skipped, not
+ * passed, elsewhere. */
 
 static void test_avx2_present_where_supported(void **state)
 {

@@ -117,7 +117,7 @@ static void wait_for_a_worker(void *arg, int thread, int threads)
         pause_ms(1);
 }
 
-/* Idle workers really sleep (after 1 ms of yielding here), and a job wakes
+/* Idle workers really sleep (after 1 ms of spinning here), and a job wakes
  * them: a sleeping worker joins the next job. */
 static void test_workers_sleep_and_wake(void **state)
 {

@@ -55,7 +55,6 @@ typedef struct forward_plan {
     const mi4_cpu_weights *w;
     const mi4_cpu_kernels *kernels;
     const moeint4_forward_args *args;
-    mi4_cpu_pool *pool;
     mi4_cpu_activation act;
     int64_t token_begin;
     int token_count;
@@ -83,7 +82,6 @@ typedef struct forward_plan {
     const float **pair_x, **pair_xsum, **pair_a, **pair_a_sum;
     int on_input; /* router weight on the input */
     const phase2_item *items;
-    int num_items;
     int out_tiles_per_item;
     int num_out_items;
     float *thread_scratch; /* per thread: phase 2/3 buffers */
@@ -101,7 +99,6 @@ typedef struct forward_plan {
      * run with the tile half_tiles further on), y rows to pair_out. */
     int w2_by_expert;
     const phase2_item *w2_items;
-    int num_w2_items;
     int w2_half_tiles;
     float *pair_out; /* [pairs][pair_out_stride] w2 x activations, per pair */
     size_t pair_out_stride;
@@ -110,11 +107,14 @@ typedef struct forward_plan {
 
 static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
 
+/* Bytes per value of the activations (hidden states and output). */
+static size_t elem_bytes(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_F32 ? 4 : 2; }
+
 static void phase1_inputs(forward_plan *plan)
 {
     const mi4_cpu_weights *w = plan->w;
     const moeint4_forward_args *args = plan->args;
-    size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    size_t elem = elem_bytes(args->dtype);
     int group_columns = w->geo13.group_blocks * MI4_CPU_BLOCK_COLUMNS;
     if (group_columns > w->hidden_size)
         group_columns = w->hidden_size;
@@ -255,7 +255,7 @@ static void phase3_w2(forward_plan *plan, int thread, float *scratch)
     const mi4_cpu_weights *w = plan->w;
     const mi4_cpu_pack_geometry *geo = &w->geo2;
     const moeint4_forward_args *args = plan->args;
-    size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    size_t elem = elem_bytes(args->dtype);
     int columns = plan->out_tiles_per_item * MI4_CPU_TILE_ROWS;
     float *acc = scratch;
     float *y = scratch + (size_t)plan->token_count * columns;
@@ -358,7 +358,7 @@ static void combine_pairs(const forward_plan *plan, float *acc)
 {
     const moeint4_forward_args *args = plan->args;
     int k = plan->w->hidden_size;
-    size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    size_t elem = elem_bytes(args->dtype);
     for (int m = 0; m < plan->token_count; m++) {
         memset(acc, 0, sizeof(float) * (size_t)k);
         for (int p = 0; p < plan->num_pairs; p++) {
@@ -421,7 +421,7 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     int rows = w->input_perm ? max_pairs : max_tokens;
     plan->x = arena_take(a, sizeof(float) * (size_t)rows * plan->x_stride);
     plan->xsum = arena_take(a, sizeof(float) * (size_t)rows * w->geo13.num_groups);
-    size_t elem = plan->args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+    size_t elem = elem_bytes(plan->args->dtype);
     plan->gathered =
         w->input_perm ? arena_take(a, elem * (size_t)max_pairs * (size_t)w->hidden_size) : NULL;
     plan->pair_x = arena_take(a, sizeof(float *) * (size_t)max_pairs);
@@ -543,7 +543,6 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.w = w;
     plan.kernels = kernels;
     plan.args = args;
-    plan.pool = ctx->pool;
     plan.threads = threads;
     plan.act.kind = args->activation;
     plan.act.limit = args->swiglu_limit;
@@ -633,17 +632,15 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         plan.pair_in_factor = in_factor;
         plan.pair_out_factor = out_factor;
         plan.items = items;
-        plan.num_items = num_items;
         plan.on_input = on_input;
         atomic_store(&plan.next_row, 0);
         atomic_store(&plan.rows_done, 0);
         mi4_cpu_work_split(plan.item_shares, threads, num_items);
         int num_w2_items = w2_by_expert ? make_items(w2_items, num_active, half2, w2_item_tiles) : 0;
         plan.w2_items = w2_items;
-        plan.num_w2_items = num_w2_items;
         mi4_cpu_work_split(plan.out_item_shares, threads,
                            w2_by_expert ? num_w2_items : plan.num_out_items);
-        size_t elem = args->dtype == MOEINT4_DTYPE_F32 ? 4 : 2;
+        size_t elem = elem_bytes(args->dtype);
         plan.input_rows = (const char *)args->hidden_states + (size_t)begin * w->hidden_size * elem;
         plan.input_row_count = count;
         if (w->input_perm) { /* act-order: by the caller, before the job */

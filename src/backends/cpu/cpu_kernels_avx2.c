@@ -12,8 +12,6 @@
 #include "backends/cpu/cpu_scalar_io.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-/* How far ahead the decode kernel prefetches. Measured per core from DRAM:
- * 1 KB 6.5-7.1, 2 KB 7.0-7.6, 4 KB 7.2-7.4 GB/s (bench_cpu_kernels). */
 #define MAX_BLOCK_TOKENS 8
 
 static ALWAYS_INLINE __m256 nibble_as_float(__m256i word, int c)
@@ -53,9 +51,9 @@ static ALWAYS_INLINE void tile_tokens(const mi4_cpu_tile_job *job, int t_first, 
         const uint8_t *block = job->tile + (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_BYTES;
         const size_t column0 = (size_t)g * geo->group_blocks * MI4_CPU_BLOCK_COLUMNS;
         for (int b = 0; b < geo->group_blocks; b++) {
-            /* pull lines ~2 KB ahead (past the tile's end is the next tile,
-             * usually the next one read), whatever the token count: the
-             * first pass over a tile streams it from DRAM */
+            /* pull lines MI4_CPU_PREFETCH_BYTES ahead (past the tile's end
+             * is the next tile, usually the next one read), whatever the
+             * token count: the first pass over a tile streams it from DRAM */
             if ((b & 1) == 0)
                 _mm_prefetch((const char *)(block + (size_t)b * MI4_CPU_BLOCK_BYTES +
                                             MI4_CPU_PREFETCH_BYTES),

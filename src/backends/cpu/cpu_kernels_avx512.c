@@ -6,7 +6,8 @@
  * Per 16 weights that is one AND, one int->float and one FMA, against the
  * same three per 8 weights in the AVX2 kernel (Intel's ports 0 and 5 both
  * take 512-bit FMAs). The pair is gate and up tile t in phase 2 of the
- * forward, tiles t and t + 1 in phase 3.
+ * forward, tiles t and t + 1 in phase 3 (t and t + half the tiles when
+ * phase 3 runs by expert, for decode).
  *
  * Every lane does the same operations whichever tile shares its register,
  * so a lone tile (run as a pair with itself) gets the same bits as in a
