@@ -218,10 +218,14 @@ int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-    /* the bf16 table runs with or without VBMI2 (cpu_features.h) */
-    int bf16_table = avx512 && cli_ceiling_available(CLI_CEILING_DPBF16);
+    /* the bf16 table runs with or without VBMI2 (cpu_features.h): its
+     * no-VBMI2 build has its own name */
+    int bf16_table = avx512 && cli_ceiling_available(CLI_CEILING_DPBF16), vbmi2 = 0;
+#if defined(CLI_X86)
+    vbmi2 = __builtin_cpu_supports("avx512vbmi2");
+#endif
     if (cap >= 3 && bf16_table && dtype == MOEINT4_DTYPE_BF16) {
-        *table = "avx512bf16";
+        *table = vbmi2 ? "avx512bf16" : "avx512bf16-novbmi2";
         return CLI_CEILING_DPBF16;
     }
     if (cap >= 2 && avx512) {
