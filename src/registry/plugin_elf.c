@@ -10,6 +10,13 @@
 
 #include "base/error.h"
 
+/* The dynamic loader trusts the program headers and the dynamic table: a
+ * header pointing at the wrong bytes makes it read through garbage
+ * addresses (SIGSEGV) and a truncated file makes it touch pages past the
+ * end (SIGBUS). What is checked here is what glibc's loader uses without
+ * checking itself; the ELF identity bytes it refuses with an error. */
+#define MAX_PROGRAM_HEADERS 64
+
 /* Reads exactly `bytes` at `offset`; 0 on a short read. */
 static int read_at(int fd, void *buffer, size_t bytes, uint64_t offset)
 {
@@ -23,48 +30,207 @@ static int inside(uint64_t offset, uint64_t length, uint64_t size)
     return offset <= size && length <= size - offset;
 }
 
+static int known_segment_type(uint32_t type)
+{
+    switch (type) {
+    case PT_NULL:
+    case PT_LOAD:
+    case PT_DYNAMIC:
+    case PT_INTERP:
+    case PT_NOTE:
+    case PT_PHDR:
+    case PT_TLS:
+    case PT_GNU_EH_FRAME:
+    case PT_GNU_STACK:
+    case PT_GNU_RELRO:
+    case PT_GNU_PROPERTY: return 1;
+    default: return 0;
+    }
+}
+
+typedef struct elf_image {
+    ElfW(Phdr) segments[MAX_PROGRAM_HEADERS];
+    unsigned segment_count;
+    const ElfW(Phdr) * dynamic;
+} elf_image;
+
+/* 1 when [address, address + length) lies in one loadable segment's memory. */
+static int mapped(const elf_image *image, uint64_t address, uint64_t length)
+{
+    for (unsigned i = 0; i < image->segment_count; i++) {
+        const ElfW(Phdr) *s = &image->segments[i];
+        if (s->p_type == PT_LOAD && address >= s->p_vaddr &&
+            inside(address - s->p_vaddr, length, s->p_memsz))
+            return 1;
+    }
+    return 0;
+}
+
+/* Loadable segment `index` is aligned as the loader requires and starts
+ * past the end of the one before (the loader maps them in one reservation
+ * sized from the first and the last). */
+static int load_in_order(const elf_image *image, unsigned index)
+{
+    const ElfW(Phdr) *s = &image->segments[index];
+    uint64_t align = s->p_align ? s->p_align : 1;
+    if ((align & (align - 1)) != 0 || (s->p_vaddr - s->p_offset) % align != 0 ||
+        s->p_memsz > UINT64_MAX - s->p_vaddr)
+        return 0;
+    for (unsigned i = index; i-- > 0;) {
+        const ElfW(Phdr) *before = &image->segments[i];
+        if (before->p_type == PT_LOAD)
+            return s->p_vaddr >= before->p_vaddr + before->p_memsz;
+    }
+    return 1;
+}
+
+static int check_identity(const ElfW(Ehdr) * header, char *reason, size_t reason_cap)
+{
+    if (header->e_ident[EI_MAG0] != ELFMAG0 || header->e_ident[EI_MAG1] != ELFMAG1 ||
+        header->e_ident[EI_MAG2] != ELFMAG2 || header->e_ident[EI_MAG3] != ELFMAG3)
+        return mi4_fail_into(reason, reason_cap, 0, "not an ELF file"), 0;
+    int native_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+    if (header->e_ident[EI_CLASS] != native_class || header->e_type != ET_DYN)
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "not a shared object for this machine (ELF class %d, type %d)",
+                             header->e_ident[EI_CLASS], header->e_type),
+               0;
+    /* every linker writes the program headers right after the ELF header */
+    if (header->e_phentsize != sizeof(ElfW(Phdr)) || header->e_phoff != sizeof *header ||
+        header->e_phnum == 0 || header->e_phnum > MAX_PROGRAM_HEADERS)
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "corrupt ELF header: %u program headers of %u bytes at offset %llu",
+                             header->e_phnum, header->e_phentsize,
+                             (unsigned long long)header->e_phoff),
+               0;
+    return 1;
+}
+
+static int check_segments(int fd, const ElfW(Ehdr) * header, uint64_t size, elf_image *image,
+                          char *reason, size_t reason_cap)
+{
+    image->segment_count = header->e_phnum;
+    image->dynamic = NULL;
+    if (!inside(header->e_phoff, (uint64_t)header->e_phnum * sizeof(ElfW(Phdr)), size) ||
+        !read_at(fd, image->segments, header->e_phnum * sizeof(ElfW(Phdr)), header->e_phoff))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "truncated or corrupt: program headers outside the file's %llu bytes",
+                             (unsigned long long)size),
+               0;
+    for (unsigned i = 0; i < image->segment_count; i++) {
+        const ElfW(Phdr) *s = &image->segments[i];
+        if (!known_segment_type(s->p_type))
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: program header %u has unknown type %#x", i, s->p_type),
+                   0;
+        if (s->p_type == PT_LOAD &&
+            (!inside(s->p_offset, s->p_filesz, size) || s->p_filesz > s->p_memsz))
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "truncated: segment %u ends at byte %llu, past the file's %llu", i,
+                                 (unsigned long long)(s->p_offset + s->p_filesz),
+                                 (unsigned long long)size),
+                   0;
+        if (s->p_type == PT_LOAD && !load_in_order(image, i))
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: loadable segment %u is misaligned or out of order", i),
+                   0;
+        if (s->p_type == PT_DYNAMIC) {
+            if (image->dynamic)
+                return mi4_fail_into(reason, reason_cap, 0, "corrupt: two dynamic segments"), 0;
+            image->dynamic = s;
+        }
+    }
+    if (!image->dynamic)
+        return mi4_fail_into(reason, reason_cap, 0, "corrupt: no dynamic segment"), 0;
+    /* the loader reads the other segments (notes, TLS image, own headers)
+     * through their load addresses */
+    for (unsigned i = 0; i < image->segment_count; i++) {
+        const ElfW(Phdr) *s = &image->segments[i];
+        if (s->p_type != PT_LOAD && s->p_type != PT_NULL && s->p_type != PT_GNU_STACK &&
+            !mapped(image, s->p_vaddr, s->p_memsz))
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: segment %u (type %#x) lies outside the loaded ones", i,
+                                 s->p_type),
+                   0;
+    }
+    return 1;
+}
+
+/* The dynamic table must be where a loadable segment puts it, end in DT_NULL
+ * and point only into loaded memory. */
+static int check_dynamic(int fd, uint64_t size, const elf_image *image, char *reason,
+                         size_t reason_cap)
+{
+    const ElfW(Phdr) *d = image->dynamic;
+    int placed = 0;
+    for (unsigned i = 0; i < image->segment_count; i++) {
+        const ElfW(Phdr) *s = &image->segments[i];
+        if (s->p_type == PT_LOAD && d->p_vaddr >= s->p_vaddr &&
+            inside(d->p_vaddr - s->p_vaddr, d->p_filesz, s->p_filesz) &&
+            d->p_offset - s->p_offset == d->p_vaddr - s->p_vaddr)
+            placed = 1;
+    }
+    if (!placed || d->p_filesz % sizeof(ElfW(Dyn)) != 0 || !inside(d->p_offset, d->p_filesz, size))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "corrupt: the dynamic segment is not inside a loadable one"),
+               0;
+    uint64_t count = d->p_filesz / sizeof(ElfW(Dyn));
+    for (uint64_t i = 0; i < count; i++) {
+        ElfW(Dyn) entry;
+        if (!read_at(fd, &entry, sizeof entry, d->p_offset + i * sizeof entry))
+            return mi4_fail_into(reason, reason_cap, 0, "cannot read dynamic entry %llu",
+                                 (unsigned long long)i),
+                   0;
+        switch (entry.d_tag) {
+        case DT_NULL: return 1;
+        case DT_HASH:
+        case DT_GNU_HASH:
+        case DT_STRTAB:
+        case DT_SYMTAB:
+        case DT_RELA:
+        case DT_REL:
+        case DT_JMPREL:
+        case DT_INIT:
+        case DT_FINI:
+        case DT_INIT_ARRAY:
+        case DT_FINI_ARRAY:
+        case DT_PLTGOT:
+        case DT_VERSYM:
+        case DT_VERNEED:
+        case DT_VERDEF:
+            if (!mapped(image, entry.d_un.d_ptr, 1))
+                return mi4_fail_into(reason, reason_cap, 0,
+                                     "corrupt: dynamic entry %llu (tag %lld) points at %#llx, "
+                                     "outside the loaded segments",
+                                     (unsigned long long)i, (long long)entry.d_tag,
+                                     (unsigned long long)entry.d_un.d_ptr),
+                       0;
+            break;
+        default: break;
+        }
+    }
+    return mi4_fail_into(reason, reason_cap, 0, "corrupt: the dynamic table has no end"), 0;
+}
+
 static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
 {
     ElfW(Ehdr) header;
     if (size < sizeof header || !read_at(fd, &header, sizeof header, 0))
         return mi4_fail_into(reason, reason_cap, 0,
-                             "file of %llu bytes is too short for an ELF "
-                             "header",
+                             "file of %llu bytes is too short for an ELF header",
                              (unsigned long long)size),
                0;
-    if (header.e_ident[EI_MAG0] != ELFMAG0 || header.e_ident[EI_MAG1] != ELFMAG1 ||
-        header.e_ident[EI_MAG2] != ELFMAG2 || header.e_ident[EI_MAG3] != ELFMAG3)
-        return mi4_fail_into(reason, reason_cap, 0, "not an ELF file"), 0;
-    int native_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
-    if (header.e_ident[EI_CLASS] != native_class || header.e_type != ET_DYN)
-        return mi4_fail_into(reason, reason_cap, 0,
-                             "not a shared object for this machine (ELF class %d, type %d)",
-                             header.e_ident[EI_CLASS], header.e_type),
-               0;
-    if (header.e_phentsize != sizeof(ElfW(Phdr)) ||
-        !inside(header.e_phoff, (uint64_t)header.e_phnum * sizeof(ElfW(Phdr)), size))
-        return mi4_fail_into(reason, reason_cap, 0,
-                             "truncated or corrupt: program headers outside the file's %llu bytes",
-                             (unsigned long long)size),
-               0;
+    if (!check_identity(&header, reason, reason_cap))
+        return 0;
     if (header.e_shoff != 0 &&
         !inside(header.e_shoff, (uint64_t)header.e_shnum * header.e_shentsize, size))
         return mi4_fail_into(reason, reason_cap, 0,
                              "truncated: section headers end past the file's %llu bytes",
                              (unsigned long long)size),
                0;
-    for (unsigned i = 0; i < header.e_phnum; i++) {
-        ElfW(Phdr) segment;
-        if (!read_at(fd, &segment, sizeof segment, header.e_phoff + (uint64_t)i * sizeof segment))
-            return mi4_fail_into(reason, reason_cap, 0, "cannot read program header %u", i), 0;
-        if (segment.p_type == PT_LOAD && !inside(segment.p_offset, segment.p_filesz, size))
-            return mi4_fail_into(reason, reason_cap, 0,
-                                 "truncated: segment %u ends at byte %llu, past the file's %llu", i,
-                                 (unsigned long long)(segment.p_offset + segment.p_filesz),
-                                 (unsigned long long)size),
-                   0;
-    }
-    return 1;
+    elf_image image;
+    return check_segments(fd, &header, size, &image, reason, reason_cap) &&
+           check_dynamic(fd, size, &image, reason, reason_cap);
 }
 
 int mi4_plugin_file_is_whole(const char *path, char *reason, size_t reason_cap)

@@ -7,7 +7,8 @@
 #include <stddef.h>
 
 /* 1 when `path` is an ELF shared object of this machine's class whose
- * program headers and loadable segments lie inside the file; else 0 with
+ * program headers and loadable segments lie inside the file and whose
+ * segments and dynamic table point only into loaded memory; else 0 with
  * the reason. */
 int mi4_plugin_file_is_whole(const char *path, char *reason, size_t reason_cap);
 
