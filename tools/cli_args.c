@@ -311,6 +311,7 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
         }
         if ((bit & accepted_flags) == 0)
             return cli_usage_error(command, "unknown option '%s'%s", flag, "");
+        options->given_flags |= bit;
         if (equals) {
             value = equals + 1;
         } else if (i + 1 < argc) {
@@ -345,5 +346,21 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
                                options->checkpoint_path, "");
     if (!options->checkpoint_path && options->layer >= 0)
         return cli_usage_error(command, "--layer needs --checkpoint PATH%s%s", "", "");
+    /* A checkpoint's layer brings its own shape, format and activation (SiLU
+     * in every family read): a flag describing a synthetic layer is refused,
+     * never silently ignored. */
+    static const struct {
+        unsigned bit;
+        const char *flag;
+    } synthetic_only[] = { { CLI_FLAG_PRESET, "--preset" },
+                           { CLI_FLAG_FORMAT, "--format" },
+                           { CLI_FLAG_ACTIVATION, "--activation" } };
+    for (int f = 0; options->checkpoint_path && f < CLI_COUNT(synthetic_only); f++) {
+        if (options->given_flags & synthetic_only[f].bit)
+            return cli_usage_error(command,
+                                   "%s describes a synthetic layer; with --checkpoint the layer's "
+                                   "shape, format and activation come from %s",
+                                   synthetic_only[f].flag, options->checkpoint_path);
+    }
     return CLI_EXIT_OK;
 }

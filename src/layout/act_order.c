@@ -14,7 +14,8 @@ int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc)
     return moeint4_quant_matrix_has_act_order(&w13) || moeint4_quant_matrix_has_act_order(&w2);
 }
 
-void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size, int32_t *perm)
+void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size, int32_t *perm,
+                               int32_t *next_slot)
 {
     int group = moeint4_effective_group_size(in_features, group_size);
     int groups = in_features / group;
@@ -23,11 +24,11 @@ void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_
             perm[k] = k;
         return;
     }
-    /* group g's rows go to [g * group, ...) in input order */
-    for (int g = 0, at = 0; g < groups; g++)
-        for (int k = 0; k < in_features && at < in_features; k++)
-            if (g_idx[k] == g)
-                perm[at++] = k;
+    /* group g's rows go to [g * group, ...) in input order: one pass */
+    for (int g = 0; g < groups; g++)
+        next_slot[g] = g * group;
+    for (int k = 0; k < in_features; k++)
+        perm[next_slot[g_idx[k]]++] = k;
 }
 
 void mi4_layout_sorted_free(mi4_layout_sorted *sorted)
@@ -65,16 +66,16 @@ static void w13_out_map(const int32_t *perm2, int n, int32_t *out_map)
 }
 
 static void sort_expert(const moeint4_weights_desc *d, int e, mi4_layout_sorted *s, uint8_t *codes,
-                        int32_t *perm2, int32_t *out_map, int32_t *identity)
+                        int32_t *perm2, int32_t *out_map, int32_t *identity, int32_t *next_slot)
 {
     int k = d->hidden_size, n = d->intermediate_size;
     moeint4_quant_matrix w13 = moeint4_desc_w13(d), w2 = moeint4_desc_w2(d);
     int g13 = mi4_layout_num_groups(&w13);
     int32_t *perm1 = s->input_perm + (size_t)e * (size_t)k;
     mi4_layout_act_order_perm(d->w13_g_idx ? d->w13_g_idx + (size_t)e * k : NULL, k, d->group_size,
-                              perm1);
+                              perm1, next_slot);
     mi4_layout_act_order_perm(d->w2_g_idx ? d->w2_g_idx + (size_t)e * n : NULL, n, d->group_size,
-                              perm2);
+                              perm2, next_slot);
     w13_out_map(perm2, n, out_map);
     mi4_layout_decode_codes(&w13, e, 0, 2 * n, 0, k, codes, (size_t)k);
     pack_gptq(codes, k, 2 * n, perm1, out_map, s->w13_qweight + (size_t)e * (k / 8) * 2 * n);
@@ -114,7 +115,7 @@ moeint4_status mi4_layout_sort_act_order(const moeint4_weights_desc *desc, mi4_l
     s.w13_qzeros = asym ? mi4_malloc(sizeof(int32_t) * e * g13 * (2 * n / 8)) : NULL;
     s.w2_qweight = mi4_malloc(sizeof(int32_t) * e * (n / 8) * k);
     uint8_t *codes = mi4_malloc(2 * n * k);
-    int32_t *scratch = mi4_malloc(sizeof(int32_t) * (n + 2 * n + big));
+    int32_t *scratch = mi4_malloc(sizeof(int32_t) * (n + 2 * n + 2 * big));
     if (!s.input_perm || !s.w13_qweight || !s.w13_scales || (asym && !s.w13_qzeros) ||
         !s.w2_qweight || !codes || !scratch) {
         mi4_free(codes);
@@ -124,10 +125,11 @@ moeint4_status mi4_layout_sort_act_order(const moeint4_weights_desc *desc, mi4_l
                              "no memory to sort %zu act-order experts into contiguous groups", e);
     }
     int32_t *perm2 = scratch, *out_map = scratch + n, *identity = scratch + 3 * n;
+    int32_t *next_slot = identity + big; /* one per group: groups <= in_features <= big */
     for (size_t i = 0; i < big; i++)
         identity[i] = (int32_t)i;
     for (size_t x = 0; x < e; x++)
-        sort_expert(desc, (int)x, &s, codes, perm2, out_map, identity);
+        sort_expert(desc, (int)x, &s, codes, perm2, out_map, identity, next_slot);
     mi4_free(codes);
     mi4_free(scratch);
     s.desc = *desc;

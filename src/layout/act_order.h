@@ -26,9 +26,10 @@
 int mi4_layout_desc_has_act_order(const moeint4_weights_desc *desc);
 
 /* perm[i] = the input row at sorted position i: rows in group order, stable.
- * Requires every group to hold exactly group_size rows (validated). */
-void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size,
-                               int32_t *perm);
+ * Requires every group to hold exactly group_size rows (validated);
+ * next_slot is scratch for one int per group. */
+void mi4_layout_act_order_perm(const int32_t *g_idx, int in_features, int group_size, int32_t *perm,
+                               int32_t *next_slot);
 
 typedef struct mi4_layout_sorted {
     moeint4_weights_desc desc; /* no g_idx; points at the arrays below */

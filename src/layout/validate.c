@@ -3,8 +3,10 @@
  * first so that garbage is refused before a single array element is read. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "moeint4_backend.h"
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "layout/layout.h"
@@ -205,20 +207,28 @@ static moeint4_status check_g_idx(const moeint4_quant_matrix *m, const char *nam
     }
     if (!act_order)
         return MOEINT4_SUCCESS;
-    for (int e = 0; e < m->num_experts; e++) {
+    int *rows_in_group = mi4_malloc(sizeof(int) * (size_t)groups);
+    if (!rows_in_group)
+        return mi4_fail(MOEINT4_OUT_OF_MEMORY,
+                        "no memory to count the rows of %s_g_idx's %d groups", name, groups);
+    moeint4_status status = MOEINT4_SUCCESS;
+    for (int e = 0; e < m->num_experts && status == MOEINT4_SUCCESS; e++) {
         const int32_t *row = m->g_idx + (size_t)e * (size_t)m->in_features;
+        memset(rows_in_group, 0, sizeof(int) * (size_t)groups);
+        for (int k = 0; k < m->in_features; k++)
+            rows_in_group[row[k]]++;
         for (int g = 0; g < groups; g++) {
-            int count = 0;
-            for (int k = 0; k < m->in_features; k++)
-                count += row[k] == g;
-            if (count != group_size)
-                return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                                "%s_g_idx[%d] puts %d rows in group %d; act-order g_idx gives "
-                                "every group exactly group_size = %d rows",
-                                name, e, count, g, group_size);
+            if (rows_in_group[g] != group_size) {
+                status = mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                                  "%s_g_idx[%d] puts %d rows in group %d; act-order g_idx gives "
+                                  "every group exactly group_size = %d rows",
+                                  name, e, rows_in_group[g], g, group_size);
+                break;
+            }
         }
     }
-    return MOEINT4_SUCCESS;
+    mi4_free(rows_in_group);
+    return status;
 }
 
 moeint4_status mi4_layout_validate_shape(const moeint4_quant_matrix *m, const char *name)
