@@ -135,13 +135,13 @@ def int32_view(name: str, obj: Any, meaning: str, shape: Sequence[Optional[int]]
 
 def _checked_before_narrowing(v: View, bound: int) -> Any:
     """Raises the library's INVALID_ARGUMENT for the first int64 value outside
-    [0, bound). A device tensor inside a CUDA/HIP graph capture cannot be read
-    back: its values are clamped to [-1, bound] instead, so a bad one stays
-    bad after narrowing and the library's device-side check records it."""
+    [0, bound). A device tensor is not read back (that would be a copy and a
+    host synchronization per forward, and is impossible inside a CUDA/HIP
+    graph capture): its values are clamped to [-1, bound] on the device, so a
+    bad one stays bad after narrowing and the library's device-side check
+    reports it (with the clamped value, -1 or bound)."""
     if v.kind == "torch" and not v.on_host:
-        torch = _torch()
-        if torch.cuda.is_current_stream_capturing():
-            return v.obj.clamp(-1, bound)
+        return v.obj.clamp(-1, bound)
     values = v.obj if v.kind == "numpy" else v.obj.detach().cpu().numpy()
     bad = (values < 0) | (values >= bound)
     if bad.any():
