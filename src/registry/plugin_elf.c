@@ -222,6 +222,16 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
                0;
     if (!check_identity(&header, reason, reason_cap))
         return 0;
+    /* glibc ignores the section headers; debuggers and valgrind read them
+     * (valgrind gives up on the whole process over a bad one) */
+    if (header.e_shoff != 0 &&
+        (header.e_shentsize != sizeof(ElfW(Shdr)) || header.e_shnum == 0 ||
+         (header.e_shstrndx != SHN_UNDEF && header.e_shstrndx >= header.e_shnum)))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "corrupt ELF header: %u section headers of %u bytes, names in "
+                             "section %u",
+                             header.e_shnum, header.e_shentsize, header.e_shstrndx),
+               0;
     if (header.e_shoff != 0 &&
         !inside(header.e_shoff, (uint64_t)header.e_shnum * header.e_shentsize, size))
         return mi4_fail_into(reason, reason_cap, 0,

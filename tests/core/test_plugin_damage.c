@@ -1,5 +1,7 @@
-/* Every one-byte change to the program-header fields of a plugin's ELF
- * header (e_phoff, e_phentsize, e_phnum), and every e_phoff/e_phnum pair
+/* Every one-byte change to the program- and section-header fields of a
+ * plugin's ELF header (e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize,
+ * e_shnum, e_shstrndx: the loader trusts the first three groups, debuggers
+ * and valgrind the section headers), and every e_phoff/e_phnum pair
  * pointing inside the first page, is loaded by moeint4_backend_load in a
  * child process: the child must come back with a status (the plugin loaded,
  * or refused with words), never die inside dlopen. A fuzzer found such a
@@ -16,7 +18,8 @@
 #include "moeint4_backend.h"
 
 #define PHOFF_AT 32
-#define PHENTSIZE_AT 54
+#define SHOFF_AT 40
+#define PHENTSIZE_AT 54 /* then e_phnum, e_shentsize, e_shnum, e_shstrndx */
 #define PHNUM_AT 56
 
 typedef struct sweep {
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
     s.good = good;
     snprintf(s.path, sizeof s.path, "%s/libmoeint4-damaged.so", argv[2]);
     char what[96];
-    static const int fields[][2] = { { PHOFF_AT, 8 }, { PHENTSIZE_AT, 2 }, { PHNUM_AT, 2 } };
+    static const int fields[][2] = { { PHOFF_AT, 8 }, { SHOFF_AT, 8 }, { PHENTSIZE_AT, 10 } };
     for (size_t field = 0; field < sizeof fields / sizeof fields[0]; field++) {
         for (int at = fields[field][0]; at < fields[field][0] + fields[field][1]; at++) {
             for (int value = 0; value < 256; value++) {
