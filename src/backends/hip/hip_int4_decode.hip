@@ -115,29 +115,15 @@ MI4_DEVICE float decode_scale(const mi4_hip_int4_matrix &q, uint32_t bits)
     return f;
 }
 
-MI4_DEVICE uint32_t word_of(const uint4 &v, int w)
-{
-    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
-/* bf16x2 of -(128 + zero) in both halves (exact: 128..143). */
-MI4_DEVICE uint32_t bias_pair(uint32_t zero)
-{
-    const uint32_t h = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
-    return h | h << 16;
-}
-
 /* The 8 codes of `word` (code j at bits 4j) as q - zero in bf16x2 pairs
  * (c0, c4), (c1, c5), (c2, c6), (c3, c7): each nibble pair moved to bits
  * 0-3 of both halves (bf16 keeps 7 mantissa bits), ORed into 128.0,
  * then one FMA subtracting 128 + zero. */
 MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
 {
-    const uint32_t one = 0x3f803f80u, biased = 0x43004300u, low = 0x000f000fu;
-    pair[0] = bf16x2_fma((word & low) | biased, one, bias);
-    pair[1] = bf16x2_fma(((word >> 4) & low) | biased, one, bias);
-    pair[2] = bf16x2_fma(((word >> 8) & low) | biased, one, bias);
-    pair[3] = bf16x2_fma(((word >> 12) & low) | biased, one, bias);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
 }
 
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero points
@@ -146,14 +132,14 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, uint32_t z
                           const uint4 *x, float &lo, float &hi)
 {
     const uint32_t z_lo = zeros & 0xffffu, z_hi = zeros >> 16;
-    const uint32_t bias_lo = bias_pair(z_lo), bias_hi = bias_pair(z_hi);
+    const uint32_t bias_lo = int4_bias_pair((int)z_lo), bias_hi = int4_bias_pair((int)z_hi);
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         const uint4 xv = x[w];
         uint32_t pl[4], ph[4];
-        dequant_word(word_of(code_lo, w), bias_lo, pl);
-        dequant_word(word_of(code_hi, w), bias_hi, ph);
+        dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
+        dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
         mma_16816(c, pl[0], ph[0], pl[1], ph[1], xv.x, xv.y);
         mma_16816(c, pl[2], ph[2], pl[3], ph[3], xv.z, xv.w);
     }

@@ -158,8 +158,7 @@ MI4_DEVICE uint32_t q_pack_bf16x2(float lo, float hi)
 template <bool ROUNDED>
 MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float scale)
 {
-    const uint32_t v =
-        bf16x2_fma(((word >> shift) & 0x000f000fu) | 0x43004300u, 0x3f803f80u, bias);
+    const uint32_t v = int4_pair_minus_zero(word, shift, bias);
     if (!ROUNDED)
         return v;
     return q_pack_bf16x2(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
@@ -173,11 +172,6 @@ MI4_DEVICE void q_keep(uint32_t (&r)[8][4])
 #pragma unroll
         for (int i = 0; i < 4; i++)
             asm volatile("" : "+r"(r[s][i])::"memory");
-}
-
-MI4_DEVICE uint32_t q_word(const uint4 &v, int w)
-{
-    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
 #endif
@@ -293,19 +287,16 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         const float scale_hi = int4_scale_of(q, s_scale[row_hi * q.groups + group]);
         const int zero_lo = q.zeros ? s_zero[row_lo * q.groups + group] : 8;
         const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
-        uint32_t bias_lo = mi4_dev_f32_to_bits(-(128.0f + (float)zero_lo)) >> 16;
-        uint32_t bias_hi = mi4_dev_f32_to_bits(-(128.0f + (float)zero_hi)) >> 16;
-        bias_lo |= bias_lo << 16;
-        bias_hi |= bias_hi << 16;
+        const uint32_t bias_lo = int4_bias_pair(zero_lo), bias_hi = int4_bias_pair(zero_hi);
 #pragma unroll
         for (int w = 0; w < 4; w++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 uint32_t(&a)[4] = cur[2 * w + h];
-                a[0] = q_dequant<!EXACT>(q_word(lo, w), 8 * h, bias_lo, scale_lo);
-                a[1] = q_dequant<!EXACT>(q_word(hi, w), 8 * h, bias_hi, scale_hi);
-                a[2] = q_dequant<!EXACT>(q_word(lo, w), 8 * h + 4, bias_lo, scale_lo);
-                a[3] = q_dequant<!EXACT>(q_word(hi, w), 8 * h + 4, bias_hi, scale_hi);
+                a[0] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h, bias_lo, scale_lo);
+                a[1] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h, bias_hi, scale_hi);
+                a[2] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h + 4, bias_lo, scale_lo);
+                a[3] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h + 4, bias_hi, scale_hi);
             }
         const uint16_t *tokens = (const uint16_t *)stage;
         const uint64_t desc0 = mi4_wgmma_desc(tokens), desc1 = mi4_wgmma_desc(tokens + N * 64);

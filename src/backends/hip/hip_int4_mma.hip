@@ -28,17 +28,6 @@ using namespace mi4_gemm;
 
 constexpr int CHUNK_K = 128; /* inputs per 16-byte load of the 4 lanes of a row */
 
-/* bf16x2 (128 + nibble s/4, 128 + nibble s/4 + 4) of a word of 8 codes. */
-MI4_DEVICE uint32_t code_pair(uint32_t word, int shift)
-{
-    return ((word >> shift) & 0x000f000fu) | 0x43004300u;
-}
-
-MI4_DEVICE uint32_t word_of(const uint4 &v, int w)
-{
-    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
 /* One 128-input chunk of NB blocks of 8 weight rows and two token rows, as
  * one lane loads it: its 16 bytes of codes per block, the blocks' zero
  * (as a bf16x2 -(128 + zero)) and scales, its 32 inputs of each token row. */
@@ -69,8 +58,7 @@ MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, 
         c.b[nb] = valid ? mi4_load_stream((const uint4 *)(r.codes[nb] + k0 / 2))
                         : make_uint4(0u, 0u, 0u, 0u);
         const int zero = valid && r.zeros[nb] ? (int)r.zeros[nb][group] : 8;
-        const uint32_t neg = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
-        c.bias[nb] = neg | neg << 16;
+        c.bias[nb] = int4_bias_pair(zero);
         c.s[nb][0] = valid ? int4_scale_of(q, r.scales[nb][group]) * r.factor : 0.0f;
         c.s[nb][1] = valid ? int4_scale_of(q, r.scales[nb][q.groups + group]) * r.factor : 0.0f;
     }
@@ -84,7 +72,6 @@ MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, 
 
 template <int NB> MI4_DEVICE void mma_chunk_compute(const mma_chunk<NB> &c, float (&acc)[NB][4])
 {
-    const uint32_t one = 0x3f803f80u;
     float part[NB][4];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
@@ -106,11 +93,11 @@ template <int NB> MI4_DEVICE void mma_chunk_compute(const mma_chunk<NB> &c, floa
         }
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) {
-            const uint32_t word = word_of(c.b[nb], w);
+            const uint32_t word = int4_word_of(c.b[nb], w);
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const uint32_t b0 = bf16x2_fma(code_pair(word, 8 * h), one, c.bias[nb]);
-                const uint32_t b1 = bf16x2_fma(code_pair(word, 8 * h + 4), one, c.bias[nb]);
+                const uint32_t b0 = int4_pair_minus_zero(word, 8 * h, c.bias[nb]);
+                const uint32_t b1 = int4_pair_minus_zero(word, 8 * h + 4, c.bias[nb]);
                 mma_16816(part[nb], a[h][0], a[h][1], a[h][2], a[h][3], b0, b1);
             }
         }

@@ -1,7 +1,10 @@
-/* What the matrix-core int4 GEMVs share (hip_int4_mma.hip: routed tiles,
- * hip_int4_decode.hip: the direct decode path): mma.sync m16n8k16 bf16 ->
- * f32, the bf16x2 FMA that turns biased codes into q - zero exactly, and a
- * group scale's bits as f32. NVIDIA sm_80+ only (MI4_MMA_NVIDIA). */
+/* What the matrix-core int4 kernels share (hip_int4_mma.hip: routed tiles,
+ * hip_int4_decode.hip: the direct decode path, hip_int4_grouped_gemm.hip:
+ * the wgmma tiles): a group scale's bits as f32, the 32-bit words of 16
+ * bytes of codes, and codes to bf16x2 (q - zero) exactly: two nibbles ORed
+ * into bf16 128.0 (7 mantissa bits hold them), then one bf16x2 FMA adding
+ * -(128 + zero); mma.sync m16n8k16 bf16 -> f32. The FMA and the MMA are
+ * NVIDIA sm_80+ only (MI4_MMA_NVIDIA). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 
@@ -14,6 +17,25 @@ MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
     return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
 }
 
+/* Word w (0..3) of 16 bytes of codes: 8 codes, code j at bits 4j. */
+MI4_DEVICE uint32_t int4_word_of(const uint4 &v, int w)
+{
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+/* bf16x2 of -(128 + zero) in both halves (exact: 128..143). */
+MI4_DEVICE uint32_t int4_bias_pair(int zero)
+{
+    const uint32_t h = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
+    return h | h << 16;
+}
+
+/* bf16x2 (128 + code at bit `shift`, 128 + code at bit shift + 16). */
+MI4_DEVICE uint32_t int4_biased_pair(uint32_t word, int shift)
+{
+    return ((word >> shift) & 0x000f000fu) | 0x43004300u;
+}
+
 #if defined(MI4_MMA_NVIDIA)
 
 MI4_DEVICE uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
@@ -21,6 +43,13 @@ MI4_DEVICE uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
     uint32_t d;
     asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
     return d;
+}
+
+/* bf16x2 (q - zero) of the codes at bit `shift` and shift + 16 of `word`
+ * (bias: int4_bias_pair(zero)), exact. */
+MI4_DEVICE uint32_t int4_pair_minus_zero(uint32_t word, int shift, uint32_t bias)
+{
+    return bf16x2_fma(int4_biased_pair(word, shift), 0x3f803f80u /* 1.0, 1.0 */, bias);
 }
 
 /* c += a (16 x 16, row-major fragment) * b (16 x 8, column fragment). */
