@@ -212,6 +212,41 @@ static int check_dynamic(int fd, uint64_t size, const elf_image *image, char *re
     return mi4_fail_into(reason, reason_cap, 0, "corrupt: the dynamic table has no end"), 0;
 }
 
+/* The section headers (e_shoff != 0, sizes checked): entry 0 null, every
+ * section with file bytes inside the file, names inside the name table. */
+static int check_sections(int fd, const ElfW(Ehdr) * header, uint64_t size, char *reason,
+                          size_t reason_cap)
+{
+    ElfW(Shdr) names = { 0 };
+    if (header->e_shstrndx != SHN_UNDEF &&
+        (!read_at(fd, &names, sizeof names,
+                  header->e_shoff + (uint64_t)header->e_shstrndx * sizeof names) ||
+         names.sh_type != SHT_STRTAB || !inside(names.sh_offset, names.sh_size, size)))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "corrupt: section %u is not a name table inside the file",
+                             header->e_shstrndx),
+               0;
+    for (unsigned i = 0; i < header->e_shnum; i++) {
+        ElfW(Shdr) section;
+        if (!read_at(fd, &section, sizeof section, header->e_shoff + (uint64_t)i * sizeof section))
+            return mi4_fail_into(reason, reason_cap, 0, "cannot read section header %u", i), 0;
+        int sound =
+            i == 0 ? section.sh_type == SHT_NULL && section.sh_offset == 0 &&
+                         section.sh_addr == 0 && section.sh_flags == 0
+                   : section.sh_link < header->e_shnum &&
+                         (header->e_shstrndx == SHN_UNDEF || section.sh_name < names.sh_size) &&
+                         (section.sh_type == SHT_NOBITS ||
+                          inside(section.sh_offset, section.sh_size, size));
+        if (!sound)
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: section header %u (type %u) lies outside the file or "
+                                 "its tables",
+                                 i, section.sh_type),
+                   0;
+    }
+    return 1;
+}
+
 static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
 {
     ElfW(Ehdr) header;
@@ -238,6 +273,8 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
                              "truncated: section headers end past the file's %llu bytes",
                              (unsigned long long)size),
                0;
+    if (header.e_shoff != 0 && !check_sections(fd, &header, size, reason, reason_cap))
+        return 0;
     elf_image image;
     return check_segments(fd, &header, size, &image, reason, reason_cap) &&
            check_dynamic(fd, size, &image, reason, reason_cap);
