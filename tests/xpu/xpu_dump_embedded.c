@@ -1,7 +1,7 @@
 /* Writes what the XPU plugin embeds into a folder: the OpenCL C text
  * (source.cl), the SPIR-V module (module.spv), each ocloc binary
  * (<target>.bin), and on stdout the SHA-256 sums recorded when the binaries
- * were compiled. test_xpu_aot_binaries.sh checks them. */
+ * were compiled and each target's ocloc options. test_xpu_aot_binaries.sh checks them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,5 +39,7 @@ int main(int argc, char **argv)
         printf(" %s", mi4_xpu_aot_targets[i]);
     }
     printf("\n");
+    for (int i = 0; i < mi4_xpu_aot_count; ++i)
+        printf("options %s %s\n", mi4_xpu_aot_targets[i], mi4_xpu_aot_options[i]);
     return failed;
 }

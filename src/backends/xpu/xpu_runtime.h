@@ -88,9 +88,11 @@ void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, voi
 extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
-/* ocloc's binaries of that SPIR-V for Intel GPU targets (aot_compile.sh). */
+/* ocloc's binaries of the OpenCL C text for Intel GPU targets, with each
+ * target's ocloc -options (aot_compile.sh). */
 extern const int mi4_xpu_aot_count;
 extern const char *const mi4_xpu_aot_targets[];
+extern const char *const mi4_xpu_aot_options[];
 extern const unsigned char *const mi4_xpu_aot_binaries[];
 extern const size_t mi4_xpu_aot_sizes[];
 extern const char mi4_xpu_aot_source_sha256[];

@@ -291,8 +291,20 @@ void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
  * tiles of one slot: only the one-row code, so the compiler sizes
  * registers for it alone (on the H200 the GEMM kernel run on one-row
  * tiles took 1.5x the GEMV's time). */
+/* An ahead-of-time build for one Intel target may fix the SIMD width
+ * (-DMI4_SUB_GROUP_SIZE, aot_compile.sh: IGC's own choice of SIMD32 on pvc
+ * spills thousands of bytes per thread). These kernels call no sub-group
+ * function, so the width changes registers, not results; elsewhere
+ * (PoCL, NVIDIA, a runtime build) the attribute is absent. */
+#if defined(MI4_SUB_GROUP_SIZE) && defined(cl_intel_required_subgroup_size)
+#define MI4_SIMD_WIDTH __attribute__((intel_reqd_sub_group_size(MI4_SUB_GROUP_SIZE)))
+#else
+#define MI4_SIMD_WIDTH
+#endif
+
 #define MI4_ENTRY(name, body, max_rows, PARAMS, ARGS)                                             \
-    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) void name(PARAMS)            \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
+        PARAMS)                                                                                   \
     {                                                                                             \
         __local float4 xs[MI4_XBLOCK / 4];                                                        \
         body(xs, max_rows, ARGS);                                                                 \
