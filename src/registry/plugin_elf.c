@@ -95,9 +95,11 @@ static int check_identity(const ElfW(Ehdr) * header, char *reason, size_t reason
                              "not a shared object for this machine (ELF class %d, type %d)",
                              header->e_ident[EI_CLASS], header->e_type),
                0;
-    /* every linker writes the program headers right after the ELF header */
-    if (header->e_phentsize != sizeof(ElfW(Phdr)) || header->e_phoff != sizeof *header ||
-        header->e_phnum == 0 || header->e_phnum > MAX_PROGRAM_HEADERS)
+    /* (linkers write the program headers right after the ELF header, but
+     * patchelf, which packagers run on shared objects, may move them) */
+    if (header->e_phentsize != sizeof(ElfW(Phdr)) || header->e_phoff % sizeof(ElfW(Addr)) != 0 ||
+        header->e_phoff < sizeof *header || header->e_phnum == 0 ||
+        header->e_phnum > MAX_PROGRAM_HEADERS)
         return mi4_fail_into(reason, reason_cap, 0,
                              "corrupt ELF header: %u program headers of %u bytes at offset %llu",
                              header->e_phnum, header->e_phentsize,
@@ -133,6 +135,13 @@ static int check_segments(int fd, const ElfW(Ehdr) * header, uint64_t size, elf_
         if (s->p_type == PT_LOAD && !load_in_order(image, i))
             return mi4_fail_into(reason, reason_cap, 0,
                                  "corrupt: loadable segment %u is misaligned or out of order", i),
+                   0;
+        if (s->p_type == PT_PHDR && s->p_offset != header->e_phoff)
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: the program headers are at byte %llu, their own "
+                                 "segment says %llu",
+                                 (unsigned long long)header->e_phoff,
+                                 (unsigned long long)s->p_offset),
                    0;
         if (s->p_type == PT_DYNAMIC) {
             if (image->dynamic)
