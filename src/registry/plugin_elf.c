@@ -221,11 +221,27 @@ static int check_dynamic(int fd, uint64_t size, const elf_image *image, char *re
     return mi4_fail_into(reason, reason_cap, 0, "corrupt: the dynamic table has no end"), 0;
 }
 
-/* The section headers (e_shoff != 0, sizes checked): entry 0 null, every
- * section with file bytes inside the file, names inside the name table. */
+/* The section headers, if any: glibc ignores them, but debuggers and
+ * valgrind read them (valgrind gives up on the whole process over a bad
+ * one). Their description in the ELF header, entry 0 null, every section
+ * with file bytes inside the file, names inside the name table. */
 static int check_sections(int fd, const ElfW(Ehdr) * header, uint64_t size, char *reason,
                           size_t reason_cap)
 {
+    if (header->e_shoff == 0)
+        return 1;
+    if (header->e_shentsize != sizeof(ElfW(Shdr)) || header->e_shnum == 0 ||
+        (header->e_shstrndx != SHN_UNDEF && header->e_shstrndx >= header->e_shnum))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "corrupt ELF header: %u section headers of %u bytes, names in "
+                             "section %u",
+                             header->e_shnum, header->e_shentsize, header->e_shstrndx),
+               0;
+    if (!inside(header->e_shoff, (uint64_t)header->e_shnum * sizeof(ElfW(Shdr)), size))
+        return mi4_fail_into(reason, reason_cap, 0,
+                             "truncated: section headers end past the file's %llu bytes",
+                             (unsigned long long)size),
+               0;
     ElfW(Shdr) names = { 0 };
     if (header->e_shstrndx != SHN_UNDEF &&
         (!read_at(fd, &names, sizeof names,
@@ -264,28 +280,10 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
                              "file of %llu bytes is too short for an ELF header",
                              (unsigned long long)size),
                0;
-    if (!check_identity(&header, reason, reason_cap))
-        return 0;
-    /* glibc ignores the section headers; debuggers and valgrind read them
-     * (valgrind gives up on the whole process over a bad one) */
-    if (header.e_shoff != 0 &&
-        (header.e_shentsize != sizeof(ElfW(Shdr)) || header.e_shnum == 0 ||
-         (header.e_shstrndx != SHN_UNDEF && header.e_shstrndx >= header.e_shnum)))
-        return mi4_fail_into(reason, reason_cap, 0,
-                             "corrupt ELF header: %u section headers of %u bytes, names in "
-                             "section %u",
-                             header.e_shnum, header.e_shentsize, header.e_shstrndx),
-               0;
-    if (header.e_shoff != 0 &&
-        !inside(header.e_shoff, (uint64_t)header.e_shnum * header.e_shentsize, size))
-        return mi4_fail_into(reason, reason_cap, 0,
-                             "truncated: section headers end past the file's %llu bytes",
-                             (unsigned long long)size),
-               0;
-    if (header.e_shoff != 0 && !check_sections(fd, &header, size, reason, reason_cap))
-        return 0;
     elf_image image;
-    return check_segments(fd, &header, size, &image, reason, reason_cap) &&
+    return check_identity(&header, reason, reason_cap) &&
+           check_sections(fd, &header, size, reason, reason_cap) &&
+           check_segments(fd, &header, size, &image, reason, reason_cap) &&
            check_dynamic(fd, size, &image, reason, reason_cap);
 }
 
