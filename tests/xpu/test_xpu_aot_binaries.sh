@@ -14,7 +14,7 @@ recorded() { awk -v key="$1" '$1 == key {print $2}' "$work/recorded.txt"; }
 [ "$(sha256sum < "$work/source.cl" | cut -c1-64)" = "$(recorded source_sha256)" ] ||
   { echo "FAIL: the embedded OpenCL C text is not the one the binaries were compiled from"; exit 1; }
 [ "$(sha256sum < "$work/module.spv" | cut -c1-64)" = "$(recorded spirv_sha256)" ] ||
-  { echo "FAIL: the embedded SPIR-V is not the one the binaries were compiled from"; exit 1; }
+  { echo "FAIL: the embedded SPIR-V is not the module ocloc compiled at build time"; exit 1; }
 targets=$(awk '$1 == "targets" {$1 = ""; print}' "$work/recorded.txt")
 [ -n "$targets" ] || { echo "FAIL: no ocloc binary embedded"; exit 1; }
 for target in $targets; do

@@ -294,9 +294,10 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     /* one token: tiles of one slot for the one-row kernels (GEMVs) */
     int gemv = tokens == 1 && s->ctx->gemv;
     int tile_rows = gemv ? 1 : MI4_XPU_TILE_ROWS;
-    /* the most tiles a chunk can have: every expert's last tile may be partial */
-    size_t max_tiles =
-        slots / (size_t)tile_rows + ((size_t)num_local < slots ? (size_t)num_local : slots);
+    /* the most tiles a chunk can have: each touched expert's last tile may
+     * be partial (one slot per tile: exactly the slots) */
+    size_t touched = (size_t)num_local < slots ? (size_t)num_local : slots;
+    size_t max_tiles = (slots + touched * (size_t)(tile_rows - 1)) / (size_t)tile_rows;
 
     int team13 = mi4_xpu_gemm_team(K, s->ctx->gemm_team);
     int team2 = mi4_xpu_gemm_team(N, s->ctx->gemm_team);
