@@ -1,9 +1,11 @@
 /* Weights that stay int4 on the device (gpu_weights INT4): the layout of
  * mi4_hip_int4_matrix (hip_internal.h) built at prepare from the checkpoint
  * arrays, and its expansion to BF16 in a forward's workspace for the row
- * tiles that only exist for BF16 weights (the matrix-core GEMMs of large
- * batches where the int4 grouped GEMM does not serve: groups 32 / 64, AMD,
- * the plain-FMA variant, K or N not a multiple of 128).
+ * tiles that only exist for BF16 weights: the matrix-core GEMMs of large
+ * batches where the int4 grouped GEMM does not serve (not sm_90a, AMD,
+ * groups 32 / 64, the plain-FMA variant, K or N not a multiple of 128) or
+ * from 256 rows per expert, where the expansion measured faster
+ * (hip_tiles.hip).
  *
  * The checkpoint arrays are uploaded as they are and repacked on the
  * device; which nibble holds what and the zero rule come from the layout
@@ -246,7 +248,8 @@ __global__ void expand(expand_params p)
 
 size_t bf16_bytes(const mi4_hip_int4_matrix &m)
 {
-    return ((size_t)m.experts * m.rows * m.inner * 2 + 255) / 256 * 256;
+    return ((size_t)m.experts * m.rows * m.inner * 2 + MI4_WORKSPACE_ALIGNMENT - 1) /
+           MI4_WORKSPACE_ALIGNMENT * MI4_WORKSPACE_ALIGNMENT;
 }
 
 } // namespace

@@ -183,9 +183,11 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc);
  * there, for the BF16 GEMMs. */
 hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
                                mi4_hip_weights *view);
-/* Rows per expert up to which int4 weights take a routed int4 GEMV: the
- * 8-row FMA one (each weight byte read once per 8 rows), the 16-row
- * matrix-core one (once per 16 rows); past that the weights are expanded. */
+/* Rows per expert up to which int4 weights the int4 grouped GEMM does not
+ * serve (it takes every routed batch below 256 rows per expert where it
+ * does: sm_90a, hip_tiles.hip) take a routed int4 GEMV: the 8-row FMA one
+ * (each weight byte read once per 8 rows), the 16-row matrix-core one
+ * (once per 16 rows); past that the weights are expanded to BF16. */
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
 #define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
 
