@@ -106,7 +106,7 @@ run_valgrind() {
   # Every test that runs a program of ours directly goes through valgrind
   # (CMAKE_CROSSCOMPILING_EMULATOR); the CLI tests (cmake -P drivers) and
   # the bench are left to the other runs, and so is the plugin damage sweep
-  # (5000 forked loads, each one far slower under valgrind).
+  # (8806 forked loads, each one far slower under valgrind).
   local not_here='^(cli_|hip_|test_hip_|python|test_abi_|core_plugin_damage$)'
   MOEINT4_CONFORMANCE_SKIP_LARGE=1 timed valgrind-ctest ctest --test-dir "$dir" \
     --output-on-failure -j2 --timeout 3000 -E "$not_here"

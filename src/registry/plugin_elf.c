@@ -30,24 +30,6 @@ static int inside(uint64_t offset, uint64_t length, uint64_t size)
     return offset <= size && length <= size - offset;
 }
 
-static int known_segment_type(uint32_t type)
-{
-    switch (type) {
-    case PT_NULL:
-    case PT_LOAD:
-    case PT_DYNAMIC:
-    case PT_INTERP:
-    case PT_NOTE:
-    case PT_PHDR:
-    case PT_TLS:
-    case PT_GNU_EH_FRAME:
-    case PT_GNU_STACK:
-    case PT_GNU_RELRO:
-    case PT_GNU_PROPERTY: return 1;
-    default: return 0;
-    }
-}
-
 typedef struct elf_image {
     ElfW(Phdr) segments[MAX_PROGRAM_HEADERS];
     unsigned segment_count;
@@ -121,16 +103,15 @@ static int check_segments(int fd, const ElfW(Ehdr) * header, uint64_t size, elf_
                0;
     for (unsigned i = 0; i < image->segment_count; i++) {
         const ElfW(Phdr) *s = &image->segments[i];
-        if (!known_segment_type(s->p_type))
-            return mi4_fail_into(reason, reason_cap, 0,
-                                 "corrupt: program header %u has unknown type %#x", i, s->p_type),
-                   0;
-        if (s->p_type == PT_LOAD &&
-            (!inside(s->p_offset, s->p_filesz, size) || s->p_filesz > s->p_memsz))
+        if (s->p_type == PT_LOAD && !inside(s->p_offset, s->p_filesz, size))
             return mi4_fail_into(reason, reason_cap, 0,
                                  "truncated: segment %u ends at byte %llu, past the file's %llu", i,
                                  (unsigned long long)(s->p_offset + s->p_filesz),
                                  (unsigned long long)size),
+                   0;
+        if (s->p_type == PT_LOAD && s->p_filesz > s->p_memsz)
+            return mi4_fail_into(reason, reason_cap, 0,
+                                 "corrupt: segment %u has more file bytes than memory", i),
                    0;
         if (s->p_type == PT_LOAD && !load_in_order(image, i))
             return mi4_fail_into(reason, reason_cap, 0,
@@ -152,7 +133,8 @@ static int check_segments(int fd, const ElfW(Ehdr) * header, uint64_t size, elf_
     if (!image->dynamic)
         return mi4_fail_into(reason, reason_cap, 0, "corrupt: no dynamic segment"), 0;
     /* the loader reads the other segments (notes, TLS image, own headers)
-     * through their load addresses */
+     * through their load addresses; types it does not know it ignores, but
+     * a damaged table's garbage entries land here too */
     for (unsigned i = 0; i < image->segment_count; i++) {
         const ElfW(Phdr) *s = &image->segments[i];
         if (s->p_type != PT_LOAD && s->p_type != PT_NULL && s->p_type != PT_GNU_STACK &&
@@ -167,8 +149,7 @@ static int check_segments(int fd, const ElfW(Ehdr) * header, uint64_t size, elf_
 
 /* The dynamic table must be where a loadable segment puts it, end in DT_NULL
  * and point only into loaded memory. */
-static int check_dynamic(int fd, uint64_t size, const elf_image *image, char *reason,
-                         size_t reason_cap)
+static int check_dynamic(int fd, const elf_image *image, char *reason, size_t reason_cap)
 {
     const ElfW(Phdr) *d = image->dynamic;
     int placed = 0;
@@ -179,7 +160,8 @@ static int check_dynamic(int fd, uint64_t size, const elf_image *image, char *re
             d->p_offset - s->p_offset == d->p_vaddr - s->p_vaddr)
             placed = 1;
     }
-    if (!placed || d->p_filesz % sizeof(ElfW(Dyn)) != 0 || !inside(d->p_offset, d->p_filesz, size))
+    /* (inside a loadable segment's file bytes, so inside the file) */
+    if (!placed || d->p_filesz % sizeof(ElfW(Dyn)) != 0)
         return mi4_fail_into(reason, reason_cap, 0,
                              "corrupt: the dynamic segment is not inside a loadable one"),
                0;
@@ -284,7 +266,7 @@ static int check_headers(int fd, uint64_t size, char *reason, size_t reason_cap)
     return check_identity(&header, reason, reason_cap) &&
            check_sections(fd, &header, size, reason, reason_cap) &&
            check_segments(fd, &header, size, &image, reason, reason_cap) &&
-           check_dynamic(fd, size, &image, reason, reason_cap);
+           check_dynamic(fd, &image, reason, reason_cap);
 }
 
 int mi4_plugin_file_is_whole(const char *path, char *reason, size_t reason_cap)

@@ -47,6 +47,7 @@ static void test_refusals(void **state)
     check_refused("truncated", MOEINT4_BACKEND_UNAVAILABLE, "cannot be loaded");
     check_refused("phoff", MOEINT4_BACKEND_UNAVAILABLE, "corrupt: ");
     check_refused("phnum", MOEINT4_BACKEND_UNAVAILABLE, "corrupt: no dynamic segment");
+    check_refused("shstrndx", MOEINT4_BACKEND_UNAVAILABLE, "corrupt ELF header:");
     check_refused("nosym", MOEINT4_BACKEND_UNAVAILABLE, "moeint4_plugin_backend missing");
     check_refused("badversion", MOEINT4_VERSION_MISMATCH, "api version 7");
     /* Nothing was registered by the refusals. */
