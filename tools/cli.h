@@ -38,7 +38,6 @@ typedef struct cli_options {
     const char *plot_path;       /* bench */
     const char *checkpoint_path; /* run/bench --checkpoint: a real checkpoint's layer */
     int layer;                   /* --layer: the model's layer number; -1 = not given */
-    unsigned given_flags;        /* CLI_FLAG_* bits of the flags on the command line */
 } cli_options;
 
 /* Which flags a subcommand accepts (bit set). */

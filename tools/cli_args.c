@@ -286,6 +286,7 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
                       cli_options *options)
 {
     cli_default_options(options);
+    unsigned given = 0; /* CLI_FLAG_* bits of the flags on the command line */
     if (accepted_flags & CLI_FLAG_TOKEN_LIST) {
         static const int64_t bench_tokens[] = { 1, 8, 64, 512 };
         options->num_token_counts = 4;
@@ -311,7 +312,7 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
         }
         if ((bit & accepted_flags) == 0)
             return cli_usage_error(command, "unknown option '%s'%s", flag, "");
-        options->given_flags |= bit;
+        given |= bit;
         if (equals) {
             value = equals + 1;
         } else if (i + 1 < argc) {
@@ -349,18 +350,13 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
     /* A checkpoint's layer brings its own shape, format and activation (SiLU
      * in every family read): a flag describing a synthetic layer is refused,
      * never silently ignored. */
-    static const struct {
-        unsigned bit;
-        const char *flag;
-    } synthetic_only[] = { { CLI_FLAG_PRESET, "--preset" },
-                           { CLI_FLAG_FORMAT, "--format" },
-                           { CLI_FLAG_ACTIVATION, "--activation" } };
-    for (int f = 0; options->checkpoint_path && f < CLI_COUNT(synthetic_only); f++) {
-        if (options->given_flags & synthetic_only[f].bit)
+    const unsigned synthetic_only = CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_ACTIVATION;
+    for (int f = 0; options->checkpoint_path && f < CLI_COUNT(cli_flag_bits); f++) {
+        if (cli_flag_bits[f].bit & synthetic_only & given)
             return cli_usage_error(command,
                                    "%s describes a synthetic layer; with --checkpoint the layer's "
                                    "shape, format and activation come from %s",
-                                   synthetic_only[f].flag, options->checkpoint_path);
+                                   cli_flag_bits[f].flag, options->checkpoint_path);
     }
     return CLI_EXIT_OK;
 }

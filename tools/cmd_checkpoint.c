@@ -431,9 +431,10 @@ static moeint4_status batch_place_make(const ckpt_layer_run *r, const cli_option
 {
     size_t act = (size_t)tokens * r->info.hidden_size * tk_dtype_size(o->dtype);
     size_t slots = (size_t)tokens * r->info.top_k;
-    *p = (batch_place){ b->hidden, b->output, b->ids, b->weights, 0 };
-    if (!r->backend.device_pointers)
+    if (!r->backend.device_pointers) {
+        *p = (batch_place){ b->hidden, b->output, b->ids, b->weights, 0 };
         return MOEINT4_SUCCESS;
+    }
     *p = (batch_place){ NULL, NULL, NULL, NULL, 1 };
     moeint4_status s;
     if ((s = moeint4_memory_alloc(r->ctx, act, &p->hidden)) ||
