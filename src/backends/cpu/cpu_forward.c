@@ -89,9 +89,9 @@ typedef struct forward_plan {
     int max_pairs;
     atomic_int next_row; /* phase 1 rows taken / converted */
     atomic_int rows_done;
-    mi4_cpu_work_share *item_shares; /* [threads] phase 2 items, per thread */
-    atomic_int *expert_items_left; /* [num_active] phase 2 items not yet done */
-    atomic_int *expert_ready;      /* [num_active] 1: activations and sums written */
+    mi4_cpu_work_share *item_shares;     /* [threads] phase 2 items, per thread */
+    atomic_int *expert_items_left;       /* [num_active] phase 2 items not yet done */
+    atomic_int *expert_ready;            /* [num_active] 1: activations and sums written */
     mi4_cpu_work_share *out_item_shares; /* [threads] phase 3 items, per thread */
     int threads;
     /* Decode (few pairs): phase 3 by expert instead (phase3_by_expert):
@@ -376,7 +376,9 @@ static void combine_pairs(const forward_plan *plan, float *acc)
 
 static void forward_job(void *arg, int thread, int threads)
 {
-    (void)threads; /* work is shared through counters, not by thread count */
+    /* work comes in plan->threads shares; a pool that refuses runs one job,
+     * whose thread 0 takes every share */
+    (void)threads;
     forward_plan *plan = arg;
     float *scratch = plan->thread_scratch + (size_t)thread * plan->thread_scratch_floats;
     phase1_inputs(plan);
@@ -404,8 +406,8 @@ static void *arena_take(arena *a, size_t bytes)
 /* Lays the plan's buffers out in `a` (sizes only when a->base is NULL). */
 static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pairs, int threads,
                         int **counts, int **active, int **starts, int **tokens, float **in_f,
-                        float **out_f, phase2_item **items, int max_items,
-                        phase2_item **w2_items, int max_w2_items)
+                        float **out_f, phase2_item **items, int max_items, phase2_item **w2_items,
+                        int max_w2_items)
 {
     const mi4_cpu_weights *w = plan->w;
     size_t experts = (size_t)(w->num_local_experts + 1);
@@ -636,7 +638,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         atomic_store(&plan.next_row, 0);
         atomic_store(&plan.rows_done, 0);
         mi4_cpu_work_split(plan.item_shares, threads, num_items);
-        int num_w2_items = w2_by_expert ? make_items(w2_items, num_active, half2, w2_item_tiles) : 0;
+        int num_w2_items =
+            w2_by_expert ? make_items(w2_items, num_active, half2, w2_item_tiles) : 0;
         plan.w2_items = w2_items;
         mi4_cpu_work_split(plan.out_item_shares, threads,
                            w2_by_expert ? num_w2_items : plan.num_out_items);
