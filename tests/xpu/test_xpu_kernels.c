@@ -230,11 +230,28 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, int
     assert_true(num_tokens == 1 || tile_rows == 1 || g->num_tiles > num_local);
 }
 
-/* A GEMM test's shape: experts, K, N, tokens, top-k, the team size, and
- * whether the one-row kernels (GEMVs, tiles of one slot) run. */
+/* A GEMM test's shape: experts, K, N, tokens, top-k, the team size,
+ * whether the one-row kernels (GEMVs, tiles of one slot) run, and walk > 0:
+ * the walking GEMVs instead, with this many work-groups per tile (each
+ * then walks several rounds of columns). */
 typedef struct gemm_dims {
-    int E, K, N, M, topk, team, gemv;
+    int E, K, N, M, topk, team, gemv, walk;
 } gemm_dims;
+
+/* The kernel and global[0] of a GEMM test's launch over `columns`. */
+static mi4_xpu_kernel gemm_kernel(gemm_dims d, int w13)
+{
+    if (d.walk > 0)
+        return w13 ? MI4_XPU_W13_GEMV_WALK : MI4_XPU_W2_GEMV_WALK;
+    if (d.gemv)
+        return w13 ? MI4_XPU_W13_GEMV : MI4_XPU_W2_GEMV;
+    return w13 ? MI4_XPU_W13_GEMM : MI4_XPU_W2_GEMM;
+}
+
+static size_t gemm_width(gemm_dims d, int columns)
+{
+    return d.walk > 0 ? (size_t)d.walk * MI4_XPU_GROUP : mi4_xpu_gemm_width(columns, d.team);
+}
 
 typedef struct xpu_matrix {
     tk_matrix m;
@@ -287,7 +304,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv || d.walk ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w13;
     make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
     size_t esize = tk_dtype_size(dtype);
@@ -313,8 +330,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
         MI4_XPU_INT(team),         MI4_XPU_PTR(act_d)
     };
     /* two groups past the last tile: they must write nothing */
-    xt_launch(rt, d.gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team),
-              (size_t)g.num_tiles + 2, 20, args);
+    xt_launch(rt, gemm_kernel(d, 1), gemm_width(d, N), (size_t)g.num_tiles + 2, 20, args);
     xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         int e = g.slot_local[s], token = s / TOPK;
@@ -364,7 +380,7 @@ static void test_w13_every_activation_and_dtype(void **state)
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     /* K = 640: 20 pieces of 32 codes, uneven over the team's work-items; 8-row
      * tiles stage it in two blocks; ~13 slots per expert: 2 tiles each */
-    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0 };
+    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0, 0 };
     for (int d = 0; d < 3; ++d)
         for (int act = 0; act < 3; ++act) {
             dims.team = 4 << (act + d) % 4; /* 4, 8, 16, 32 */
@@ -379,15 +395,15 @@ static void test_w13_every_activation_and_dtype(void **state)
 static void test_w13_word_path_and_long_rows(void **state)
 {
     (void)state;
-    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0 }; /* 77 words; per-channel scales */
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0 }; /* 77 words; per-channel scales */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 110);
     words.gemv = 1;
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 113);
-    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0 }; /* one piece per row */
+    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0, 0 }; /* one piece per row */
     check_w13(short_rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_BF16,
               112);
     for (int gemv = 0; gemv < 2; ++gemv) {
-        gemm_dims one_token = { 4, 4352, 40, 1, 2, 16, gemv }; /* 4352 > 4096: two blocks */
+        gemm_dims one_token = { 4, 4352, 40, 1, 2, 16, gemv, 0 }; /* 4352 > 4096: two blocks */
         check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128,
                   MOEINT4_DTYPE_BF16, 111);
     }
@@ -401,7 +417,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, d.gemv ? 1 : MI4_XPU_TILE_ROWS, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv || d.walk ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w2;
     make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
     size_t act_bytes = (size_t)M * TOPK * N * 4;
@@ -423,8 +439,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
                            MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
                            MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
                            MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
-    xt_launch(rt, d.gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team),
-              (size_t)g.num_tiles + 2, 14, args);
+    xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, 14, args);
     xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         double scale = on_input ? 1.0 : g.weights[s];
@@ -456,7 +471,7 @@ static void test_w2_router_weight_and_groups(void **state)
     (void)state;
     /* N = 320: 10 pieces of 32 codes; K = 40 columns, not a whole number of
      * work-groups for any team; ~11 slots per expert: 2 tiles */
-    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0 };
+    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0, 0 };
     check_w2(dims, 0, 32, MOEINT4_DTYPE_F16, 200);
     dims.team = 32;
     check_w2(dims, 1, 64, MOEINT4_DTYPE_BF16, 201);
@@ -464,10 +479,46 @@ static void test_w2_router_weight_and_groups(void **state)
     check_w2(dims, 0, -1, MOEINT4_DTYPE_F16, 202);
     dims.gemv = 1;
     check_w2(dims, 1, 32, MOEINT4_DTYPE_F16, 205);
-    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0 }; /* 41 words: one at a time */
+    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0, 0 }; /* 41 words: one at a time */
     check_w2(words, 0, -1, MOEINT4_DTYPE_F16, 203);
-    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1 }; /* 4608 > 4096: two blocks */
+    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1, 0 }; /* 4608 > 4096: two blocks */
     check_w2(one_token, 1, 128, MOEINT4_DTYPE_F16, 204);
+}
+
+/* The walking GEMVs (kernels/gemv_walk.cl) with few work-groups per tile,
+ * so each walks several rounds of columns: the 16-byte path with one and
+ * two staged blocks, rows of one to three pieces (a work-item's pieces
+ * cross from one column to the next within a batch), the word path, every
+ * team size, columns past the end in the last round. Run under each
+ * variant's build options by the test_xpu_kernels_walk_* entries. */
+static void test_gemv_walk(void **state)
+{
+    (void)state;
+    gemm_dims pieces = { 4, 640, 200, 1, 2, 4, 0, 1 }; /* 20 pieces, 4 rounds of 64 columns */
+    check_w13(pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 400);
+    pieces.team = 32, pieces.walk = 3, pieces.topk = 3;
+    check_w13(pieces, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, -1,
+              MOEINT4_DTYPE_BF16, 401);
+    gemm_dims two_blocks = { 4, 4352, 40, 1, 2, 16, 0, 1 };
+    check_w13(two_blocks, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128, MOEINT4_DTYPE_BF16,
+              402);
+    gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2 }; /* per-channel scales of 616: words */
+    check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 403);
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1 };
+    check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16,
+              404);
+    gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1 };
+    check_w13(three_pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 1, 32, MOEINT4_DTYPE_BF16,
+              405);
+
+    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 4, 0, 1 }; /* 10 pieces, 200 columns */
+    check_w2(w2_pieces, 0, 32, MOEINT4_DTYPE_F16, 410);
+    gemm_dims w2_blocks = { 4, 72, 4608, 1, 3, 32, 0, 2 };
+    check_w2(w2_blocks, 1, 128, MOEINT4_DTYPE_F16, 411);
+    gemm_dims w2_words = { 4, 40, 328, 1, 3, 8, 0, 1 };
+    check_w2(w2_words, 0, -1, MOEINT4_DTYPE_BF16, 412);
+    gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1 };
+    check_w2(w2_short, 1, 32, MOEINT4_DTYPE_F16, 413);
 }
 
 /* ---- combine ---- */
@@ -579,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_w13_every_activation_and_dtype),
         cmocka_unit_test(test_w13_word_path_and_long_rows),
         cmocka_unit_test(test_w2_router_weight_and_groups),
+        cmocka_unit_test(test_gemv_walk),
         cmocka_unit_test(test_combine_is_exact_and_ordered),
         cmocka_unit_test(test_scales_transpose_for_onednn),
     };

@@ -62,6 +62,7 @@ typedef struct mi4_xpu_context {
     int64_t reserve_tokens; /* scratch reserved at prepare for this many tokens */
     int gemm_team;          /* 0: chosen per row length (mi4_xpu_gemm_team) */
     int gemv;               /* one-token chunks use the one-row kernels */
+    int gemv_walk;          /* >0: the walking GEMVs, this many work-groups per compute unit */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

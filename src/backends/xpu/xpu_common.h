@@ -15,6 +15,8 @@ typedef enum mi4_xpu_kernel {
     MI4_XPU_W2_GEMM,
     MI4_XPU_W13_GEMV,
     MI4_XPU_W2_GEMV,
+    MI4_XPU_W13_GEMV_WALK,
+    MI4_XPU_W2_GEMV_WALK,
     MI4_XPU_COMBINE,
     MI4_XPU_COPY_OUT,
     MI4_XPU_RECORD_MERGE,

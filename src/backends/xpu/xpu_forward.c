@@ -126,6 +126,16 @@ size_t mi4_xpu_gemm_width(int columns, int team)
     return ((size_t)columns + per_group - 1) / per_group * MI4_XPU_GROUP;
 }
 
+size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_per_unit,
+                               int compute_units)
+{
+    size_t units = compute_units > 0 ? (size_t)compute_units : 64;
+    size_t groups = ((size_t)groups_per_unit * units + tiles - 1) / tiles;
+    size_t most = mi4_xpu_gemm_width(columns, team) / MI4_XPU_GROUP;
+    groups = groups < 1 ? 1 : groups;
+    return (groups < most ? groups : most) * MI4_XPU_GROUP;
+}
+
 /* The message the core gives for the same input. */
 static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, int topk,
                                int32_t bits, int num_experts)
@@ -351,11 +361,22 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
-    st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
-                max_tiles, 20, w13_args);
-    if (!st)
-        st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2),
-                    max_tiles, 14, w2_args);
+    int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
+    if (walk > 0) {
+        st = launch(s, MI4_XPU_W13_GEMV_WALK,
+                    mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units), max_tiles, 20,
+                    w13_args);
+        if (!st)
+            st = launch(s, MI4_XPU_W2_GEMV_WALK,
+                        mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units), max_tiles,
+                        14, w2_args);
+    } else {
+        st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
+                    max_tiles, 20, w13_args);
+        if (!st)
+            st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM,
+                        mi4_xpu_gemm_width(K, team2), max_tiles, 14, w2_args);
+    }
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;

@@ -25,6 +25,12 @@
 int mi4_xpu_gemm_team(int in, int forced);
 /* global[0] of a GEMM launch over `columns` output columns with `team`. */
 size_t mi4_xpu_gemm_width(int columns, int team);
+/* global[0] of a walking GEMV launch (kernels/gemv_walk.cl) over `tiles`
+ * tiles: about groups_per_unit work-groups per compute unit in all (64
+ * units when the runtime does not know), at least one per tile, never more
+ * than the GEMV's own launch has. */
+size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_per_unit,
+                               int compute_units);
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {
@@ -68,6 +74,7 @@ struct mi4_xpu_runtime {
     char device_name[128];
     char kernels_from[64];  /* what the kernels were built from, for `moeint4 info` */
     int is_test_cpu_device; /* OpenCL test mode on PoCL's CPU device */
+    int compute_units;      /* OpenCL compute units / Level Zero sub-slices; 0: unknown */
 };
 
 /* Probes write why not into `reason`; return 1 when a usable device exists. */

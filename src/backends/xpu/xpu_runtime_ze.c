@@ -476,6 +476,11 @@ moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu
         ze_destroy(&rt->base);
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE, "%s", reason);
     }
+    ze_device_properties_t props;
+    memset(&props, 0, sizeof props);
+    props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+    if (rt->api.device_properties(rt->device, &props) == ZE_RESULT_SUCCESS)
+        rt->base.compute_units = (int)(props.numSlices * props.numSubslicesPerSlice);
     char log[160] = "";
     ze_result_t rc = create_objects(rt, log, sizeof log);
     if (rc != ZE_RESULT_SUCCESS) {

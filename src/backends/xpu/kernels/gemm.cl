@@ -56,15 +56,20 @@
 /* (code - 8) of nibble i of word, exact */
 #define MI4_CODE(word, i) (as_float((((word) >> (4 * (i))) & 15u) | MI4_MAGIC) - MI4_MAGIC_MINUS_8)
 
-/* sum over the 8 codes of word of (code - 8) * x, x from local memory
- * (two float4, `stride` float4 apart), in a fixed order */
-float mi4_dot_word(uint word, __local const float4 *x, int stride)
+/* sum over the 8 codes of word of (code - 8) * x, x = a then b, in a fixed
+ * order */
+float mi4_dot_word_values(uint word, float4 a, float4 b)
 {
-    float4 a = x[0], b = x[stride];
     return (MI4_CODE(word, 0) * a.x + MI4_CODE(word, 1) * a.y + MI4_CODE(word, 2) * a.z +
             MI4_CODE(word, 3) * a.w) +
            (MI4_CODE(word, 4) * b.x + MI4_CODE(word, 5) * b.y + MI4_CODE(word, 6) * b.z +
             MI4_CODE(word, 7) * b.w);
+}
+
+/* The same with x from local memory (two float4, `stride` float4 apart). */
+float mi4_dot_word(uint word, __local const float4 *x, int stride)
+{
+    return mi4_dot_word_values(word, x[0], x[stride]);
 }
 
 /* The 32 codes of a piece against its activations: the piece's eight

@@ -1,0 +1,302 @@
+/* One-token GEMVs whose work-groups live longer (mi4_w13_gemv_walk,
+ * mi4_w2_gemv_walk; the host launches them with MOEINT4_XPU_GEMV_WALK, a
+ * few work-groups per compute unit). Same arguments, teams and arithmetic
+ * as mi4_w13_gemv / mi4_w2_gemv (gemm.cl): each sum is added in the same
+ * order, so the results are the same bits. What differs is the schedule.
+ * On the H200 the GEMVs' short work-groups (stage activations, barrier,
+ * one or two batches of loads, barrier, reduce) left loads and arithmetic
+ * hardly overlapped; here:
+ *  - a work-group walks rounds of columns (round g, g + groups, ...), each
+ *    round MI4_WALK_COLUMNS columns per team (neighbouring teams take
+ *    neighbouring columns at each step), and adds the sums of the whole
+ *    round in one local-memory reduction;
+ *  - the activations are staged once per work-group when a row fits one
+ *    block (else once per block and round, as the GEMV does);
+ *  - a team's pieces of all its columns form one sequence walked in
+ *    batches of MI4_WALK_AHEAD, so the loads of the next column go out with
+ *    those of the end of the current one;
+ *  - MI4_WALK_SPLIT=1: w13's gate and up rows are separate columns of the
+ *    sequence (half the loads in flight per batch, fewer registers);
+ *  - MI4_WALK_X_GLOBAL=1: activations read from global memory (cached) as
+ *    float4, no staging and no barrier before the loads (16-byte path;
+ *    rows on the word path are still staged).
+ * All are build options (MOEINT4_XPU_BUILD_OPTIONS); the defaults below
+ * are a guess, not a measurement. */
+
+#ifndef MI4_WALK_COLUMNS
+#define MI4_WALK_COLUMNS 2
+#endif
+#ifndef MI4_WALK_AHEAD
+#define MI4_WALK_AHEAD MI4_AHEAD
+#endif
+#ifndef MI4_WALK_SPLIT
+#define MI4_WALK_SPLIT 0
+#endif
+#ifndef MI4_WALK_X_GLOBAL
+#define MI4_WALK_X_GLOBAL 0
+#endif
+/* sums per work-item and round: w13 gate sums, then up sums (w2: the first half) */
+#define MI4_WALK_SUMS (2 * MI4_WALK_COLUMNS)
+
+/* The rows a team walks in one round: column j < MI4_WALK_COLUMNS is
+ * min(n0 + j * step, cols - 1) (a column past the end reads the last row
+ * and writes nothing); w13 (halves 2) has the up row `cols` rows after the
+ * gate row. Rows and scales are those of one expert. */
+typedef struct mi4_walk_rows {
+    __global const uchar *packed;
+    __global const ushort *scales;
+    int in, groups, group_size, group_shift, scales_bf16, cols, halves, n0, step;
+} mi4_walk_rows;
+
+/* 4 activations from global memory, index a multiple of 4 */
+float4 mi4_load4(__global const uchar *base, int dtype, long index)
+{
+    if (dtype == MI4_DT_F32)
+        return vload4(0, (__global const float *)base + index);
+    if (dtype == MI4_DT_F16)
+        return vload_half4(0, (__global const half *)base + index);
+    return as_float4(convert_uint4(vload4(0, (__global const ushort *)base + index)) << 16);
+}
+
+/* The expert row of job j (j < jobs): split w13 jobs are the gate rows of
+ * the round's columns, then their up rows. */
+long mi4_walk_row(const mi4_walk_rows *w, int j)
+{
+    int h = j / MI4_WALK_COLUMNS, col = j % MI4_WALK_COLUMNS;
+    return (long)h * w->cols + min(w->n0 + col * w->step, w->cols - 1);
+}
+
+/* The team's 16-byte pieces [kb0, kb0 + kbn) of every job of the round,
+ * added into acc[job] (paired w13: acc[j] gate, acc[MI4_WALK_COLUMNS + j]
+ * up). Each job's pieces are visited in the GEMV's order (lane, lane +
+ * team, ...). x: staged (xs, interleaved as MI4_CODE_AT) or global (x_at:
+ * the token's row start in elements). */
+void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global const uchar *x,
+                     int dtype, long x_at, int x_global, int kb0, int kbn, int team, int lane,
+                     float *acc)
+{
+    int pieces = kbn / 32;
+    int paired = !MI4_WALK_SPLIT && w->halves == 2;
+    int jobs = paired ? MI4_WALK_COLUMNS : MI4_WALK_COLUMNS * w->halves;
+    long row_pieces = w->in / 32;
+    __global const uint4 *p = (__global const uint4 *)w->packed + kb0 / 32;
+    int j = 0, c = lane;
+    while (c >= pieces && j < jobs) /* short rows: the lane starts in a later job */
+        c -= pieces, ++j;
+    while (j < jobs) {
+        uint4 g[MI4_WALK_AHEAD], u[MI4_WALK_AHEAD];
+        float sg[MI4_WALK_AHEAD], su[MI4_WALK_AHEAD];
+        int at[MI4_WALK_AHEAD], ca[MI4_WALK_AHEAD];
+#pragma unroll
+        for (int a = 0; a < MI4_WALK_AHEAD; ++a) { /* loads only: all in flight */
+            int live = j < jobs, jj = live ? j : jobs - 1, cc = live ? c : pieces - 1;
+            long row = mi4_walk_row(w, jj);
+            int group = mi4_group_of(kb0 + 32 * cc, w->group_size, w->group_shift);
+            g[a] = p[row * row_pieces + cc];
+            sg[a] = mi4_load_scale(w->scales + row * w->groups, w->scales_bf16, group);
+            u[a] = paired ? p[(row + w->cols) * row_pieces + cc] : g[a];
+            su[a] = paired ? mi4_load_scale(w->scales + (row + w->cols) * w->groups,
+                                            w->scales_bf16, group)
+                           : 0.0f;
+            at[a] = live ? jj : -1;
+            ca[a] = cc;
+            c += team;
+            while (c >= pieces && j < jobs)
+                c -= pieces, ++j;
+        }
+#pragma unroll
+        for (int a = 0; a < MI4_WALK_AHEAD; ++a) {
+            if (at[a] < 0)
+                continue;
+            float vg, vu = 0.0f;
+            if (x_global) {
+                float4 xv[8];
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+                    xv[i] = mi4_load4(x, dtype, x_at + kb0 + 32 * ca[a] + 4 * i);
+                vg = ((mi4_dot_word_values(g[a].x, xv[0], xv[1]) +
+                       mi4_dot_word_values(g[a].y, xv[2], xv[3])) +
+                      (mi4_dot_word_values(g[a].z, xv[4], xv[5]) +
+                       mi4_dot_word_values(g[a].w, xv[6], xv[7]))) *
+                     sg[a];
+                if (paired)
+                    vu = ((mi4_dot_word_values(u[a].x, xv[0], xv[1]) +
+                           mi4_dot_word_values(u[a].y, xv[2], xv[3])) +
+                          (mi4_dot_word_values(u[a].z, xv[4], xv[5]) +
+                           mi4_dot_word_values(u[a].w, xv[6], xv[7]))) *
+                         su[a];
+            } else {
+                __local const float4 *xp = xs + MI4_PIECE_AT(ca[a], MI4_XBLOCK / 32);
+                int stride = MI4_PIECE_STRIDE(MI4_XBLOCK / 32);
+                vg = mi4_dot_piece(g[a], xp, stride) * sg[a];
+                if (paired)
+                    vu = mi4_dot_piece(u[a], xp, stride) * su[a];
+            }
+            /* constant indices: acc stays in registers */
+#pragma unroll
+            for (int i = 0; i < MI4_WALK_SUMS; ++i) {
+                if (i == at[a])
+                    acc[i] += vg;
+                if (paired && i == at[a] + MI4_WALK_COLUMNS)
+                    acc[i] += vu;
+            }
+        }
+    }
+}
+
+/* Rows that are not 16-byte pieces: each column through the GEMV's word
+ * path (mi4_block), its sums carried in and out of acc. */
+void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, int kbn, int team,
+                    int lane, float *acc)
+{
+    int in_bytes = w->in / 2;
+#pragma unroll
+    for (int j = 0; j < MI4_WALK_COLUMNS; ++j) {
+        long row = mi4_walk_row(w, j), up = w->halves == 2 ? row + w->cols : row;
+        float t[2 * MI4_TILE_ROWS];
+        t[0] = acc[j];
+        t[MI4_TILE_ROWS] = acc[MI4_WALK_COLUMNS + j];
+        int span = w->n0 + j * w->step < w->cols ? kbn : 0;
+        mi4_block(xs, MI4_XBLOCK, kb0, span, 1, 1, w->halves, w->packed + row * in_bytes,
+                  w->packed + up * in_bytes, w->scales + row * w->groups,
+                  w->scales + up * w->groups, w->scales_bf16, w->group_size, 0, team, lane, t);
+        acc[j] = t[0];
+        acc[MI4_WALK_COLUMNS + j] = t[MI4_TILE_ROWS];
+    }
+}
+
+/* One round of a team: its sums over whole rows against the token's
+ * activations (x + x_at elements, of dtype), published in red for
+ * mi4_walk_total. Every work-item of the group calls it (barriers);
+ * `first`: the group's first round (activations that fit one block are
+ * staged then only). */
+void mi4_walk_round(const mi4_walk_rows *w, __local float4 *xs, __local float *red,
+                    __global const uchar *x, int dtype, long x_at, int first, int team, int lane)
+{
+    int vec = w->in % 32 == 0 && w->group_size % 32 == 0 && ((size_t)w->packed & 15) == 0;
+    int x_global = MI4_WALK_X_GLOBAL && vec;
+    int block = x_global ? w->in : MI4_XBLOCK;
+    int lid = (int)get_local_id(0);
+    __local float *xf = (__local float *)xs;
+    float acc[MI4_WALK_SUMS];
+#pragma unroll
+    for (int i = 0; i < MI4_WALK_SUMS; ++i)
+        acc[i] = 0.0f;
+    for (int kb0 = 0; kb0 < w->in; kb0 += block) {
+        int kbn = min(block, w->in - kb0);
+        int stage = !x_global && (first || w->in > block);
+        if (stage) {
+            for (int k = lid; k < kbn; k += MI4_GROUP)
+                xf[vec ? MI4_CODE_AT(k, MI4_XBLOCK / 32) : k] = mi4_load(x, dtype, x_at + kb0 + k);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (vec)
+            mi4_walk_pieces(w, xs, x, dtype, x_at, x_global, kb0, kbn, team, lane, acc);
+        else
+            mi4_walk_words(w, xs, kb0, kbn, team, lane, acc);
+        if (stage && w->in > block)
+            barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block */
+    }
+#pragma unroll
+    for (int i = 0; i < MI4_WALK_SUMS; ++i)
+        if (i < MI4_WALK_COLUMNS * w->halves)
+            red[i * MI4_GROUP + lid] = acc[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The team's total of sum i, added in lane order (as mi4_team_total). */
+float mi4_walk_total(__local const float *red, int i, int team, int lane)
+{
+    int at = i * MI4_GROUP + (int)get_local_id(0) - lane;
+    float sum = 0.0f;
+    for (int t = 0; t < team; ++t)
+        sum += red[at + t];
+    return sum;
+}
+
+/* The rows of `expert` (out_rows of in codes) as the walk sees them. */
+mi4_walk_rows mi4_walk_setup(__global const uchar *packed, __global const ushort *scales,
+                             int expert, int out_rows, int in, int cols, int halves,
+                             int group_size, int scales_bf16, int team)
+{
+    mi4_walk_rows w;
+    w.groups = in / group_size;
+    w.packed = packed + (long)expert * out_rows * (in / 2);
+    w.scales = scales + (long)expert * out_rows * w.groups;
+    w.in = in;
+    w.group_size = group_size;
+    w.group_shift = (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
+    w.scales_bf16 = scales_bf16;
+    w.cols = cols;
+    w.halves = halves;
+    w.step = MI4_GROUP / team;
+    w.n0 = 0;
+    return w;
+}
+
+/* Round r covers columns [r * per_round, +per_round): whether it exists,
+ * and the team's first column in it (w->n0). */
+int mi4_walk_start(mi4_walk_rows *w, int round, int team)
+{
+    w->n0 = round * MI4_WALK_COLUMNS * w->step + (int)get_local_id(0) / team;
+    return round * MI4_WALK_COLUMNS * w->step < w->cols;
+}
+
+void mi4_w13_walk(__local float4 *xs, __local float *red, MI4_W13_PARAMS)
+{
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
+        return; /* the whole work-group */
+    int slot = sorted_slots[row0], lane = (int)get_local_id(0) % team;
+    float scale = weight_on_input ? topk_weights[slot] : 1.0f;
+    mi4_walk_rows w =
+        mi4_walk_setup(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16, team);
+    for (int round = (int)get_group_id(0); mi4_walk_start(&w, round, team);
+         round += (int)get_num_groups(0)) {
+        mi4_walk_round(&w, xs, red, hidden, dtype, (long)(slot / topk) * K,
+                       round == (int)get_group_id(0), team, lane);
+        for (int j = lane; j < MI4_WALK_COLUMNS; j += team) { /* lane j finishes column j */
+            int n = w.n0 + j * w.step;
+            if (n < N) {
+                float gate = mi4_walk_total(red, j, team, lane) * scale;
+                float up = mi4_walk_total(red, MI4_WALK_COLUMNS + j, team, lane) * scale;
+                act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* red is written again by the next round */
+    }
+}
+
+void mi4_w2_walk(__local float4 *xs, __local float *red, MI4_W2_PARAMS)
+{
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
+        return; /* the whole work-group */
+    int slot = sorted_slots[row0], lane = (int)get_local_id(0) % team;
+    float scale = weight_on_input ? 1.0f : topk_weights[slot];
+    mi4_walk_rows w =
+        mi4_walk_setup(packed, scales, expert, K, N, K, 1, group_size, scales_bf16, team);
+    for (int round = (int)get_group_id(0); mi4_walk_start(&w, round, team);
+         round += (int)get_num_groups(0)) {
+        mi4_walk_round(&w, xs, red, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
+                       round == (int)get_group_id(0), team, lane);
+        for (int j = lane; j < MI4_WALK_COLUMNS; j += team) {
+            int k = w.n0 + j * w.step;
+            if (k < K)
+                slot_out[(long)slot * K + k] = mi4_walk_total(red, j, team, lane) * scale;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+#define MI4_WALK_ENTRY(name, body, PARAMS, ARGS)                                                  \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
+        PARAMS)                                                                                   \
+    {                                                                                             \
+        __local float4 xs[MI4_XBLOCK / 4];                                                        \
+        __local float red[MI4_WALK_SUMS * MI4_GROUP];                                             \
+        body(xs, red, ARGS);                                                                      \
+    }
+
+MI4_WALK_ENTRY(mi4_w13_gemv_walk, mi4_w13_walk, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_WALK_ENTRY(mi4_w2_gemv_walk, mi4_w2_walk, MI4_W2_PARAMS, MI4_W2_ARGS)
