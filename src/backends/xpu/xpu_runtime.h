@@ -72,7 +72,7 @@ struct mi4_xpu_runtime {
     const mi4_xpu_runtime_ops *ops;
     mi4_xpu_runtime_kind kind;
     char device_name[128];
-    char kernels_from[64];  /* what the kernels were built from, for `moeint4 info` */
+    char kernels_from[160]; /* what the kernels were built from, for `moeint4 info` */
     int is_test_cpu_device; /* OpenCL test mode on PoCL's CPU device */
     int compute_units;      /* OpenCL compute units / Level Zero sub-slices; 0: unknown */
 };

@@ -383,7 +383,7 @@ static moeint4_status build_program(ocl_runtime *rt, char *err, size_t cap)
         return create_kernels(rt, err, cap);
     /* bench only: e.g. "-DMI4_AHEAD=8" to compare kernel variants in one run */
     const char *options = getenv("MOEINT4_XPU_BUILD_OPTIONS");
-    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text%s%.24s",
+    snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "OpenCL C text%s%.130s",
              options && *options ? " built with " : "", options ? options : "");
     rt->program = clCreateProgramWithSource(rt->context, 1, &text, NULL, &rc);
     if (rc != CL_SUCCESS)
