@@ -9,7 +9,8 @@
 # under the tree: M = 1 per-kernel times of those first),
 # VARIANTS="A=1,B=2;C=3" (M = 1 per-kernel times under each ';'-separated
 # set of ','-separated environment settings, e.g. MOEINT4_XPU_GEMM_TEAM=8 or
-# MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8),
+# MOEINT4_XPU_BUILD_OPTIONS=-DMI4_AHEAD=8; with DIAG=1 also ptxas -v of each
+# variant's GEMV kernels),
 # NCU=1 (ncu's duration and DRAM bytes per GEMM kernel at M = 1; on
 # 2026-12-01 ncu saw no kernel of NVIDIA's OpenCL), DIAG=1 (SM clocks during
 # a 1000-forward Mixtral M = 1 run, and ptxas / cuobjdump of the PTX
@@ -95,10 +96,23 @@ profile() { # label cli backend_path extra-env...
 if [ -n "${BASELINE:-}" ]; then
   profile "baseline kernels ($BASELINE)" "$ROOT/$BASELINE/bin/moeint4" "$ROOT/$BASELINE/lib" X=1
 fi
+registers() { # label index extra-env...: ptxas -v of the GEMV kernels of a variant's build
+  local label=$1 n=$2; shift 2
+  local ptx="$OUT/variant-$n.ptx"
+  env "$@" MOEINT4_XPU_DUMP_PROGRAM="$ptx" timeout 60 "$CLI" bench --backend xpu \
+    --preset qwen3-30b-a3b --tokens 1 --iters 1 > /dev/null 2>&1
+  [ -s "$ptx" ] && command -v ptxas > /dev/null || return 0
+  echo "== $label: ptxas -v (registers, spills) of the GEMVs ($ptx)"
+  tr -d '\000' < "$ptx" > "$ptx.clean" && ptxas -arch=sm_90 -v "$ptx.clean" -o /dev/null 2>&1 |
+    grep -A3 -E "entry function .mi4_(w13|w2)_gemv" | grep -E "Compiling|spill|registers" | head -16
+}
 IFS=';' read -r -a variants <<< "${VARIANTS:-}"
+n=0
 for variant in "${variants[@]}"; do
   IFS=',' read -r -a settings <<< "$variant"
   profile "$variant" "$CLI" "$BUILT_AT/build-x/lib" "${settings[@]}"
+  n=$((n + 1))
+  [ "${DIAG:-0}" = 1 ] && registers "$variant" $n "${settings[@]}"
 done
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
   for preset in qwen3-30b-a3b mixtral-8x7b; do
