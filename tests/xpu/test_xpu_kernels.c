@@ -505,8 +505,7 @@ static void test_gemv_walk(void **state)
     gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2 }; /* per-channel scales of 616: words */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 403);
     gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1 };
-    check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16,
-              404);
+    check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 404);
     gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1 };
     check_w13(three_pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 1, 32, MOEINT4_DTYPE_BF16,
               405);

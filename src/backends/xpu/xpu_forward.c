@@ -368,14 +368,14 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                     w13_args);
         if (!st)
             st = launch(s, MI4_XPU_W2_GEMV_WALK,
-                        mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units), max_tiles,
-                        14, w2_args);
+                        mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units), max_tiles, 14,
+                        w2_args);
     } else {
         st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
                     max_tiles, 20, w13_args);
         if (!st)
-            st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM,
-                        mi4_xpu_gemm_width(K, team2), max_tiles, 14, w2_args);
+            st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2),
+                        max_tiles, 14, w2_args);
     }
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);

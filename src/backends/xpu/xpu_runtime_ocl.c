@@ -479,8 +479,8 @@ moeint4_status mi4_xpu_ocl_create(const moeint4_context_options *options, mi4_xp
         clGetDeviceInfo(rt->device, CL_DEVICE_NAME, sizeof rt->base.device_name - 1,
                         rt->base.device_name, NULL);
         cl_uint units = 0;
-        if (clGetDeviceInfo(rt->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
-                            NULL) == CL_SUCCESS)
+        if (clGetDeviceInfo(rt->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL) ==
+            CL_SUCCESS)
             rt->base.compute_units = (int)units;
         status = build_program(rt, err, cap);
     }

@@ -58,6 +58,15 @@ float4 mi4_load4(__global const uchar *base, int dtype, long index)
     return as_float4(convert_uint4(vload4(0, (__global const ushort *)base + index)) << 16);
 }
 
+/* mi4_dot_piece with the piece's 32 activations in registers (xv[0..7]) */
+float mi4_dot_piece_values(uint4 piece, const float4 *xv)
+{
+    return (mi4_dot_word_values(piece.x, xv[0], xv[1]) +
+            mi4_dot_word_values(piece.y, xv[2], xv[3])) +
+           (mi4_dot_word_values(piece.z, xv[4], xv[5]) +
+            mi4_dot_word_values(piece.w, xv[6], xv[7]));
+}
+
 /* The expert row of job j (j < jobs): split w13 jobs are the gate rows of
  * the round's columns, then their up rows. */
 long mi4_walk_row(const mi4_walk_rows *w, int j)
@@ -95,8 +104,8 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
             g[a] = p[row * row_pieces + cc];
             sg[a] = mi4_load_scale(w->scales + row * w->groups, w->scales_bf16, group);
             u[a] = paired ? p[(row + w->cols) * row_pieces + cc] : g[a];
-            su[a] = paired ? mi4_load_scale(w->scales + (row + w->cols) * w->groups,
-                                            w->scales_bf16, group)
+            su[a] = paired ? mi4_load_scale(w->scales + (row + w->cols) * w->groups, w->scales_bf16,
+                                            group)
                            : 0.0f;
             at[a] = live ? jj : -1;
             ca[a] = cc;
@@ -114,17 +123,9 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
 #pragma unroll
                 for (int i = 0; i < 8; ++i)
                     xv[i] = mi4_load4(x, dtype, x_at + kb0 + 32 * ca[a] + 4 * i);
-                vg = ((mi4_dot_word_values(g[a].x, xv[0], xv[1]) +
-                       mi4_dot_word_values(g[a].y, xv[2], xv[3])) +
-                      (mi4_dot_word_values(g[a].z, xv[4], xv[5]) +
-                       mi4_dot_word_values(g[a].w, xv[6], xv[7]))) *
-                     sg[a];
+                vg = mi4_dot_piece_values(g[a], xv) * sg[a];
                 if (paired)
-                    vu = ((mi4_dot_word_values(u[a].x, xv[0], xv[1]) +
-                           mi4_dot_word_values(u[a].y, xv[2], xv[3])) +
-                          (mi4_dot_word_values(u[a].z, xv[4], xv[5]) +
-                           mi4_dot_word_values(u[a].w, xv[6], xv[7]))) *
-                         su[a];
+                    vu = mi4_dot_piece_values(u[a], xv) * su[a];
             } else {
                 __local const float4 *xp = xs + MI4_PIECE_AT(ca[a], MI4_XBLOCK / 32);
                 int stride = MI4_PIECE_STRIDE(MI4_XBLOCK / 32);
@@ -216,8 +217,8 @@ float mi4_walk_total(__local const float *red, int i, int team, int lane)
 
 /* The rows of `expert` (out_rows of in codes) as the walk sees them. */
 mi4_walk_rows mi4_walk_setup(__global const uchar *packed, __global const ushort *scales,
-                             int expert, int out_rows, int in, int cols, int halves,
-                             int group_size, int scales_bf16, int team)
+                             int expert, int out_rows, int in, int cols, int halves, int group_size,
+                             int scales_bf16, int team)
 {
     mi4_walk_rows w;
     w.groups = in / group_size;
@@ -289,13 +290,13 @@ void mi4_w2_walk(__local float4 *xs, __local float *red, MI4_W2_PARAMS)
     }
 }
 
-#define MI4_WALK_ENTRY(name, body, PARAMS, ARGS)                                                  \
-    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
-        PARAMS)                                                                                   \
-    {                                                                                             \
-        __local float4 xs[MI4_XBLOCK / 4];                                                        \
-        __local float red[MI4_WALK_SUMS * MI4_GROUP];                                             \
-        body(xs, red, ARGS);                                                                      \
+#define MI4_WALK_ENTRY(name, body, PARAMS, ARGS)                                                   \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(      \
+        PARAMS)                                                                                    \
+    {                                                                                              \
+        __local float4 xs[MI4_XBLOCK / 4];                                                         \
+        __local float red[MI4_WALK_SUMS * MI4_GROUP];                                              \
+        body(xs, red, ARGS);                                                                       \
     }
 
 MI4_WALK_ENTRY(mi4_w13_gemv_walk, mi4_w13_walk, MI4_W13_PARAMS, MI4_W13_ARGS)
