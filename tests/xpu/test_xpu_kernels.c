@@ -253,6 +253,28 @@ static size_t gemm_width(gemm_dims d, int columns)
     return d.walk > 0 ? (size_t)d.walk * MI4_XPU_GROUP : mi4_xpu_gemm_width(columns, d.team);
 }
 
+/* The walking GEMVs add every sum in the GEMV's order: on PoCL (one
+ * compiler, no choice of contraction between the two) their results are
+ * the GEMV's bits. Runs the GEMV with the walk's arguments (the last one,
+ * the output, replaced) and compares. */
+static void expect_gemv_bits(mi4_xpu_runtime *rt, gemm_dims d, int w13, int columns, size_t tiles,
+                             int num_args, mi4_xpu_arg *args, const float *got, size_t bytes)
+{
+    if (d.walk <= 0 || !rt->is_test_cpu_device)
+        return;
+    gemm_dims gemv = d;
+    gemv.walk = 0, gemv.gemv = 1;
+    void *out_d = xt_upload(rt, NULL, bytes);
+    float *want = malloc(bytes);
+    assert_non_null(want);
+    args[num_args - 1] = MI4_XPU_PTR(out_d);
+    xt_launch(rt, gemm_kernel(gemv, w13), gemm_width(gemv, columns), tiles, num_args, args);
+    xt_download(rt, want, out_d, bytes);
+    assert_memory_equal(got, want, bytes);
+    free(want);
+    rt->ops->free(rt, out_d);
+}
+
 typedef struct xpu_matrix {
     tk_matrix m;
     void *packed_d, *scales_d;
@@ -332,6 +354,8 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     /* two groups past the last tile: they must write nothing */
     xt_launch(rt, gemm_kernel(d, 1), gemm_width(d, N), (size_t)g.num_tiles + 2, 20, args);
     xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
+    expect_gemv_bits(rt, d, 1, N, (size_t)g.num_tiles + 2, 20, args, got,
+                     (size_t)g.num_slots * N * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         int e = g.slot_local[s], token = s / TOPK;
         double scale = on_input ? g.weights[s] : 1.0;
@@ -441,6 +465,8 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
                            MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
     xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, 14, args);
     xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
+    expect_gemv_bits(rt, d, 0, K, (size_t)g.num_tiles + 2, 14, args, got,
+                     (size_t)g.num_slots * K * 4);
     for (int s = 0; s < g.num_slots; ++s) {
         double scale = on_input ? 1.0 : g.weights[s];
         for (int k = 0; k < K; ++k) {

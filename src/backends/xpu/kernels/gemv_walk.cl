@@ -75,11 +75,38 @@ long mi4_walk_row(const mi4_walk_rows *w, int j)
     return (long)h * w->cols + min(w->n0 + col * w->step, w->cols - 1);
 }
 
+/* A job's sums (paired w13: gate at acc[job], up at acc[MI4_WALK_COLUMNS
+ * + job]) out of and back into acc, at constant indices (acc stays in
+ * registers). */
+void mi4_walk_take(const float *acc, int job, float *sum_g, float *sum_u)
+{
+#pragma unroll
+    for (int i = 0; i < MI4_WALK_SUMS; ++i) {
+        if (i == job)
+            *sum_g = acc[i];
+        if (i == job + MI4_WALK_COLUMNS)
+            *sum_u = acc[i];
+    }
+}
+
+void mi4_walk_give(float *acc, int job, float sum_g, float sum_u, int paired)
+{
+#pragma unroll
+    for (int i = 0; i < MI4_WALK_SUMS; ++i) {
+        if (i == job)
+            acc[i] = sum_g;
+        if (paired && i == job + MI4_WALK_COLUMNS)
+            acc[i] = sum_u;
+    }
+}
+
 /* The team's 16-byte pieces [kb0, kb0 + kbn) of every job of the round,
- * added into acc[job] (paired w13: acc[j] gate, acc[MI4_WALK_COLUMNS + j]
- * up). Each job's pieces are visited in the GEMV's order (lane, lane +
- * team, ...). x: staged (xs, interleaved as MI4_CODE_AT) or global (x_at:
- * the token's row start in elements). */
+ * added into acc. A work-item takes the GEMV's pieces of each job (lane,
+ * lane + team, ...), one job after the other, each added to a running sum
+ * taken from acc when the job starts and put back when it ends, so every
+ * sum is added in the GEMV's order. x: staged (xs,
+ * interleaved as MI4_CODE_AT) or global (x_at: the token's row start in
+ * elements). */
 void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global const uchar *x,
                      int dtype, long x_at, int x_global, int kb0, int kbn, int team, int lane,
                      float *acc)
@@ -87,62 +114,70 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
     int pieces = kbn / 32;
     int paired = !MI4_WALK_SPLIT && w->halves == 2;
     int jobs = paired ? MI4_WALK_COLUMNS : MI4_WALK_COLUMNS * w->halves;
-    long row_pieces = w->in / 32;
+    long row_pieces = w->in / 32, up_pieces = (long)w->cols * row_pieces;
+    long up_groups = (long)w->cols * w->groups;
     __global const uint4 *p = (__global const uint4 *)w->packed + kb0 / 32;
-    int j = 0, c = lane;
-    while (c >= pieces && j < jobs) /* short rows: the lane starts in a later job */
-        c -= pieces, ++j;
+    int c = lane, j = lane < pieces ? 0 : jobs; /* rows shorter than the team: idle lanes */
+    /* the rows of job j (of the last job once the sequence has ended) */
+    long row = mi4_walk_row(w, min(j, jobs - 1));
+    __global const uint4 *pr = p + row * row_pieces;
+    __global const ushort *sr = w->scales + row * w->groups;
+    int job = j;
+    float sum_g = 0.0f, sum_u = 0.0f;
+    if (job < jobs)
+        mi4_walk_take(acc, job, &sum_g, &sum_u);
     while (j < jobs) {
         uint4 g[MI4_WALK_AHEAD], u[MI4_WALK_AHEAD];
         float sg[MI4_WALK_AHEAD], su[MI4_WALK_AHEAD];
         int at[MI4_WALK_AHEAD], ca[MI4_WALK_AHEAD];
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) { /* loads only: all in flight */
-            int live = j < jobs, jj = live ? j : jobs - 1, cc = live ? c : pieces - 1;
-            long row = mi4_walk_row(w, jj);
+            int live = j < jobs, cc = live ? c : pieces - 1;
             int group = mi4_group_of(kb0 + 32 * cc, w->group_size, w->group_shift);
-            g[a] = p[row * row_pieces + cc];
-            sg[a] = mi4_load_scale(w->scales + row * w->groups, w->scales_bf16, group);
-            u[a] = paired ? p[(row + w->cols) * row_pieces + cc] : g[a];
-            su[a] = paired ? mi4_load_scale(w->scales + (row + w->cols) * w->groups, w->scales_bf16,
-                                            group)
-                           : 0.0f;
-            at[a] = live ? jj : -1;
+            g[a] = pr[cc];
+            sg[a] = mi4_load_scale(sr, w->scales_bf16, group);
+            u[a] = paired ? pr[up_pieces + cc] : g[a];
+            su[a] = paired ? mi4_load_scale(sr + up_groups, w->scales_bf16, group) : 0.0f;
+            at[a] = live ? j : -1;
             ca[a] = cc;
             c += team;
-            while (c >= pieces && j < jobs)
-                c -= pieces, ++j;
+            if (c >= pieces && j < jobs) { /* the next job, from the same piece as the GEMV's */
+                c = lane, ++j;
+                if (j < jobs) {
+                    row = mi4_walk_row(w, j);
+                    pr = p + row * row_pieces;
+                    sr = w->scales + row * w->groups;
+                }
+            }
         }
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) {
             if (at[a] < 0)
                 continue;
-            float vg, vu = 0.0f;
+            if (at[a] != job) {
+                mi4_walk_give(acc, job, sum_g, sum_u, paired);
+                job = at[a];
+                mi4_walk_take(acc, job, &sum_g, &sum_u);
+            }
             if (x_global) {
                 float4 xv[8];
 #pragma unroll
                 for (int i = 0; i < 8; ++i)
                     xv[i] = mi4_load4(x, dtype, x_at + kb0 + 32 * ca[a] + 4 * i);
-                vg = mi4_dot_piece_values(g[a], xv) * sg[a];
+                sum_g += mi4_dot_piece_values(g[a], xv) * sg[a];
                 if (paired)
-                    vu = mi4_dot_piece_values(u[a], xv) * su[a];
+                    sum_u += mi4_dot_piece_values(u[a], xv) * su[a];
             } else {
                 __local const float4 *xp = xs + MI4_PIECE_AT(ca[a], MI4_XBLOCK / 32);
                 int stride = MI4_PIECE_STRIDE(MI4_XBLOCK / 32);
-                vg = mi4_dot_piece(g[a], xp, stride) * sg[a];
+                sum_g += mi4_dot_piece(g[a], xp, stride) * sg[a];
                 if (paired)
-                    vu = mi4_dot_piece(u[a], xp, stride) * su[a];
-            }
-            /* constant indices: acc stays in registers */
-#pragma unroll
-            for (int i = 0; i < MI4_WALK_SUMS; ++i) {
-                if (i == at[a])
-                    acc[i] += vg;
-                if (paired && i == at[a] + MI4_WALK_COLUMNS)
-                    acc[i] += vu;
+                    sum_u += mi4_dot_piece(u[a], xp, stride) * su[a];
             }
         }
     }
+    if (job < jobs)
+        mi4_walk_give(acc, job, sum_g, sum_u, paired);
 }
 
 /* Rows that are not 16-byte pieces: each column through the GEMV's word
