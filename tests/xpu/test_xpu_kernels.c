@@ -516,7 +516,7 @@ static void test_w2_router_weight_and_groups(void **state)
  * two staged blocks, rows of one to three pieces (a work-item's pieces
  * cross from one column to the next within a batch), the word path, every
  * team size, columns past the end in the last round. Run under each
- * variant's build options by the test_xpu_kernels_walk_* entries. */
+ * variant's build options by the test_xpu_kernels_variant_* entries. */
 static void test_gemv_walk(void **state)
 {
     (void)state;

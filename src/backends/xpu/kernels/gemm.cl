@@ -66,11 +66,45 @@ float mi4_dot_word_values(uint word, float4 a, float4 b)
             MI4_CODE(word, 7) * b.w);
 }
 
+/* Codes in place (MOEINT4_XPU_BUILD_OPTIONS=-DMI4_NIBBLES_IN_PLACE=1):
+ * nibble i < 5 of a word is masked where it stands, 2^23 + 16^i code as a
+ * float, and 2^23 + 16^i 8 subtracted (exact: 16^i (code - 8)); nibbles
+ * 5-7 likewise from the word shifted right once by 20. The staged
+ * activation of position p in its word is scaled by 16^-(p < 5 ? p : p - 5)
+ * (MI4_STAGED), so each product is (code - 8) x exactly as before: the
+ * same bits, unless a scaled activation falls below f32's normal range
+ * (|x| < 2^-110) and the device flushes it. 25 instead of 31 integer and
+ * float operations per word (no shift per nibble). Staged paths only (the
+ * walking GEMVs' global activations use mi4_dot_word_values). */
+#ifndef MI4_NIBBLES_IN_PLACE
+#define MI4_NIBBLES_IN_PLACE 0
+#endif
+#if MI4_NIBBLES_IN_PLACE
+#define MI4_CODE_IN_PLACE(word, i)                                                                 \
+    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) -                                         \
+     (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
+/* 16^-(p < 5 ? p : p - 5) for position p of a word */
+float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p - 5)) << 23); }
+#define MI4_STAGED(value, k) ((value) * mi4_staged_scale((k) & 7))
+
+float mi4_dot_word(uint word, __local const float4 *x, int stride)
+{
+    float4 a = x[0], b = x[stride];
+    uint high = word >> 20;
+    return (MI4_CODE_IN_PLACE(word, 0) * a.x + MI4_CODE_IN_PLACE(word, 1) * a.y +
+            MI4_CODE_IN_PLACE(word, 2) * a.z + MI4_CODE_IN_PLACE(word, 3) * a.w) +
+           (MI4_CODE_IN_PLACE(word, 4) * b.x + MI4_CODE_IN_PLACE(high, 0) * b.y +
+            MI4_CODE_IN_PLACE(high, 1) * b.z + MI4_CODE_IN_PLACE(high, 2) * b.w);
+}
+#else
+#define MI4_STAGED(value, k) (value)
+
 /* The same with x from local memory (two float4, `stride` float4 apart). */
 float mi4_dot_word(uint word, __local const float4 *x, int stride)
 {
     return mi4_dot_word_values(word, x[0], x[stride]);
 }
+#endif
 
 /* The 32 codes of a piece against its activations: the piece's eight
  * float4 lie `stride` float4 apart (see mi4_rows_dot). */
@@ -201,7 +235,7 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
             if (r < max_rows && r < rows)
                 for (int k = lid; k < kbn; k += MI4_GROUP)
                     xf[r * block + (vec ? MI4_CODE_AT(k, block / 32) : k)] =
-                        mi4_load(x, dtype, x_row[r] + kb0 + k);
+                        MI4_STAGED(mi4_load(x, dtype, x_row[r] + kb0 + k), k);
         barrier(CLK_LOCAL_MEM_FENCE);
         int span = active ? kbn : 0;
         if (max_rows == 1 || rows == 1)

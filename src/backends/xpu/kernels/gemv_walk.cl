@@ -223,7 +223,8 @@ void mi4_walk_round(const mi4_walk_rows *w, __local float4 *xs, __local float *r
         int stage = !x_global && (first || w->in > block);
         if (stage) {
             for (int k = lid; k < kbn; k += MI4_GROUP)
-                xf[vec ? MI4_CODE_AT(k, MI4_XBLOCK / 32) : k] = mi4_load(x, dtype, x_at + kb0 + k);
+                xf[vec ? MI4_CODE_AT(k, MI4_XBLOCK / 32) : k] =
+                    MI4_STAGED(mi4_load(x, dtype, x_at + kb0 + k), k);
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         if (vec)
