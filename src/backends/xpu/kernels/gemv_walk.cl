@@ -205,7 +205,10 @@ void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, i
  * activations (x + x_at elements, of dtype), published in red for
  * mi4_walk_total. Every work-item of the group calls it (barriers);
  * `first`: the group's first round (activations that fit one block are
- * staged then only). */
+ * staged then only). Rounds alternate between two red areas: a round's
+ * totals are read before the barrier of the next round's publication,
+ * which every work-item passes before the round after writes that area
+ * again, so no barrier closes a round. */
 void mi4_walk_round(const mi4_walk_rows *w, __local float4 *xs, __local float *red,
                     __global const uchar *x, int dtype, long x_at, int first, int team, int lane)
 {
@@ -288,19 +291,19 @@ void mi4_w13_walk(__local float4 *xs, __local float *red, MI4_W13_PARAMS)
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
     mi4_walk_rows w =
         mi4_walk_setup(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16, team);
-    for (int round = (int)get_group_id(0); mi4_walk_start(&w, round, team);
-         round += (int)get_num_groups(0)) {
-        mi4_walk_round(&w, xs, red, hidden, dtype, (long)(slot / topk) * K,
+    for (int round = (int)get_group_id(0), turn = 0; mi4_walk_start(&w, round, team);
+         round += (int)get_num_groups(0), turn ^= 1) {
+        __local float *sums = red + turn * MI4_WALK_SUMS * MI4_GROUP;
+        mi4_walk_round(&w, xs, sums, hidden, dtype, (long)(slot / topk) * K,
                        round == (int)get_group_id(0), team, lane);
         for (int j = lane; j < MI4_WALK_COLUMNS; j += team) { /* lane j finishes column j */
             int n = w.n0 + j * w.step;
             if (n < N) {
-                float gate = mi4_walk_total(red, j, team, lane) * scale;
-                float up = mi4_walk_total(red, MI4_WALK_COLUMNS + j, team, lane) * scale;
+                float gate = mi4_walk_total(sums, j, team, lane) * scale;
+                float up = mi4_walk_total(sums, MI4_WALK_COLUMNS + j, team, lane) * scale;
                 act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE); /* red is written again by the next round */
     }
 }
 
@@ -313,16 +316,16 @@ void mi4_w2_walk(__local float4 *xs, __local float *red, MI4_W2_PARAMS)
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
     mi4_walk_rows w =
         mi4_walk_setup(packed, scales, expert, K, N, K, 1, group_size, scales_bf16, team);
-    for (int round = (int)get_group_id(0); mi4_walk_start(&w, round, team);
-         round += (int)get_num_groups(0)) {
-        mi4_walk_round(&w, xs, red, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
+    for (int round = (int)get_group_id(0), turn = 0; mi4_walk_start(&w, round, team);
+         round += (int)get_num_groups(0), turn ^= 1) {
+        __local float *sums = red + turn * MI4_WALK_SUMS * MI4_GROUP;
+        mi4_walk_round(&w, xs, sums, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
                        round == (int)get_group_id(0), team, lane);
         for (int j = lane; j < MI4_WALK_COLUMNS; j += team) {
             int k = w.n0 + j * w.step;
             if (k < K)
-                slot_out[(long)slot * K + k] = mi4_walk_total(red, j, team, lane) * scale;
+                slot_out[(long)slot * K + k] = mi4_walk_total(sums, j, team, lane) * scale;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 
@@ -331,7 +334,7 @@ void mi4_w2_walk(__local float4 *xs, __local float *red, MI4_W2_PARAMS)
         PARAMS)                                                                                    \
     {                                                                                              \
         __local float4 xs[MI4_XBLOCK / 4];                                                         \
-        __local float red[MI4_WALK_SUMS * MI4_GROUP];                                              \
+        __local float red[2 * MI4_WALK_SUMS * MI4_GROUP];                                          \
         body(xs, red, ARGS);                                                                       \
     }
 
