@@ -109,6 +109,7 @@ registers() { # label index extra-env...: ptxas -v of the GEMV kernels of a vari
 IFS=';' read -r -a variants <<< "${VARIANTS:-}"
 n=0
 for variant in "${variants[@]}"; do
+  variant="${variant#"${variant%%[![:space:]]*}"}" # the indent of a continued line
   IFS=',' read -r -a settings <<< "$variant"
   profile "$variant" "$CLI" "$BUILT_AT/build-x/lib" "${settings[@]}"
   n=$((n + 1))
