@@ -14,14 +14,19 @@
  * read. The group scale (and gemm2's router weight) multiplies each
  * chunk's f32 result: weights exact, as in the FMA GEMVs.
  *
- * Bytes in flight: each warp streams its run of chunks (16 rows x 128
- * inputs, 1 KB) through a ring of STAGES chunks in shared memory with
- * cp.async, STAGES - 1 chunks ahead of the one it multiplies, so the loads
- * hold no registers; a chunk's scales and zero points ride in registers.
- * The block's warps split the input (gemm13: 4 warps per 8 outputs, two
- * output blocks a block; gemm2: the token's slots, 8 / top-k warps each)
+ * Bytes in flight: each warp streams its chunks (16 rows x 128 inputs,
+ * 1 KB) through a ring of STAGES chunks in shared memory with cp.async,
+ * STAGES - 1 chunks ahead of the one it multiplies, so the loads hold no
+ * registers; a chunk's scales and zero points ride in registers. An item
+ * is an output block of 16 of one slot (gemm13) or token (gemm2); the
+ * block's warps split its input (gemm13: 4 warps per 8 outputs, two
+ * output blocks an item; gemm2: the token's slots, 8 / top-k warps each)
  * and their partial sums meet in shared memory in warp order
- * (deterministic). */
+ * (deterministic). The grid is what the SMs hold; each block walks
+ * several items of its slot or token with the ring running on across
+ * them, so its token rows are staged once. */
+#include <stdlib.h>
+
 #include "backends/hip/hip_gemm_common.h"
 #include "backends/hip/hip_gemv_units.h"
 #include "backends/hip/hip_int4_mma_ops.h"
@@ -37,22 +42,21 @@ constexpr int CHUNK_BYTES = 1024; /* 16 rows x 128 inputs of codes */
 constexpr size_t DECODE_MAX_SHARED = 96 * 1024;
 
 /* Shared memory of one block: the warps' rings, the staged token rows
- * (bf16, pair order), the warps' partial sums and (gemm2) the slot table. */
+ * (bf16, pair order), the warps' partial sums (two items' worth) and
+ * (gemm2) the token's router weights and the slot table. */
 size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
                            const mi4_hip_int4_matrix &q, int stages)
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
-    const size_t table = gated ? 0 : (size_t)p.num_slots * sizeof(int);
+    const size_t table = gated ? 0 : (size_t)p.topk * sizeof(float) + (size_t)p.num_slots * sizeof(int);
     return (size_t)DECODE_WARPS * stages * CHUNK_BYTES + rows * (size_t)q.inner_padded * 2 +
-           DECODE_WARPS * 16 * sizeof(float) + table;
+           2 * DECODE_WARPS * 16 * sizeof(float) + table;
 }
 
-/* The ring depth that fits (8 or 4 chunks a warp); 0: none does. */
-int decode_stages(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_matrix &q)
+/* Whether the shallowest ring fits every sm_80+ part's shared memory. */
+bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_matrix &q)
 {
-    return decode_shared_bytes(gated, p, q, 8) <= DECODE_MAX_SHARED   ? 8
-           : decode_shared_bytes(gated, p, q, 4) <= DECODE_MAX_SHARED ? 4
-                                                                       : 0;
+    return decode_shared_bytes(gated, p, q, 4) <= DECODE_MAX_SHARED;
 }
 
 #if defined(MI4_MMA_NVIDIA)
@@ -179,124 +183,273 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
     }
 }
 
-/* This warp's chunks [c0, c1) of rows r: adds factor * scale * (rows .
- * staged inputs x_row) to lo / hi, streaming the chunks through the
- * warp's ring of STAGES slots (2 x 32 uint4 each). `stage` (called once,
- * by every thread of the block, with the first chunks in flight) stages
- * the token rows and synchronizes the block. Each lane reads back only
- * what it copied itself: cp.async.wait_group alone orders it. */
-template <int STAGES, typename Stage>
-MI4_DEVICE void run_chunks(const mi4_hip_int4_matrix &q, const item_rows &r, int c0, int c1,
-                           const uint4 *x_row, float factor, uint4 *ring, Stage stage, float &lo,
-                           float &hi)
+/* A warp's stream: `items` items, each plan.runs runs of the warp's
+ * chunks [run.first, run.first + run.per) (a run: one slot's rows; chunks
+ * past run.end and runs plan.start_run finds empty are steps with nothing
+ * to load). The
+ * chunks flow through the warp's ring of STAGES slots (2 x 32 uint4 each),
+ * STAGES - 1 steps ahead of the one multiplied, across run and item
+ * boundaries; a run's rows, router weight and staged input row are looked
+ * up once, at its first load, and ride with each stage. `stage` (called
+ * once, by every thread of the block, with the first chunks in flight)
+ * stages the token rows and synchronizes the block; plan.done(k, lo, hi)
+ * ends item k (every warp calls it at the same step: it may synchronize
+ * the block). Each lane reads back only what it copied itself:
+ * cp.async.wait_group alone orders it. */
+template <int STAGES, typename Plan, typename Stage>
+MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
+                             uint4 *ring, Stage stage)
 {
     const int lane = mi4_lane(), t = lane & 3;
-    uint32_t scales[STAGES], zeros[STAGES];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (c0 + s < c1)
-            issue_chunk(q, r, c0 + s, ring + s * 2 * MI4_WARP, scales[s], zeros[s]);
+    uint32_t scales[STAGES], zeros[STAGES], landed = 0u; /* landed: bit s, slot s holds a chunk */
+    item_rows rows;
+    bool run_loads = false; /* the same in every lane: mma.sync needs the whole warp */
+    int issue_k = 0, issue_r = 0, issue_c = 0;
+    auto issue = [&](int s) {
+        bool has = false;
+        if (issue_k < items) {
+            if (issue_c == 0)
+                run_loads = plan.start_run(issue_k, issue_r, rows);
+            const int c = plan.run.first + issue_c;
+            has = run_loads && c < plan.run.end;
+            if (has)
+                issue_chunk(q, rows, c, ring + s * 2 * MI4_WARP, scales[s], zeros[s]);
+            if (++issue_c == plan.run.per) {
+                issue_c = 0;
+                if (++issue_r == plan.runs) {
+                    issue_r = 0;
+                    issue_k++;
+                }
+            }
+        }
+        landed = has ? landed | 1u << s : landed & ~(1u << s);
         mi4_copy_commit();
-    }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++)
+        issue(s);
     stage();
-    for (int base = c0; base < c1; base += STAGES) {
+    float lo = 0.0f, hi = 0.0f, factor = plan.factor(0);
+    const uint4 *x = plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
+    int k = 0, r = 0, c = 0;
+    while (k < items) {
 #pragma unroll
         for (int s = 0; s < STAGES; s++) {
-            const int c = base + s;
-            mi4_copy_wait<STAGES - 2>(); /* chunk c has landed */
-            asm volatile("" ::: "memory"); /* no shared read moves above the wait */
-            if (c < c1) {
-                const uint4 *slot = ring + s * 2 * MI4_WARP;
-                float dot_lo, dot_hi;
-                chunk_dot(slot[lane], slot[MI4_WARP + lane], zeros[s],
-                          x_row + (c * CHUNK + 32 * t) / 8, dot_lo, dot_hi);
-                lo = fmaf(dot_lo, decode_scale(q, scales[s] & 0xffffu) * factor, lo);
-                hi = fmaf(dot_hi, decode_scale(q, scales[s] >> 16) * factor, hi);
+            if (k < items) { /* uniform over the block */
+                mi4_copy_wait<STAGES - 2>(); /* step (k, r, c) has landed */
+                asm volatile("" ::: "memory"); /* no shared read moves above the wait */
+                if (landed >> s & 1u) {
+                    const uint4 *slot = ring + s * 2 * MI4_WARP;
+                    float dot_lo, dot_hi;
+                    chunk_dot(slot[lane], slot[MI4_WARP + lane], zeros[s], x + c * (CHUNK / 8),
+                              dot_lo, dot_hi);
+                    lo = fmaf(dot_lo, decode_scale(q, scales[s] & 0xffffu) * factor, lo);
+                    hi = fmaf(dot_hi, decode_scale(q, scales[s] >> 16) * factor, hi);
+                }
+                asm volatile("" ::: "memory"); /* slot s - 1 was read in the step before */
+                issue((s + STAGES - 1) % STAGES);
+                if (++c == plan.run.per) {
+                    c = 0;
+                    if (++r == plan.runs) {
+                        r = 0;
+                        plan.done(k, lo, hi);
+                        lo = hi = 0.0f;
+                        k++;
+                    }
+                    factor = plan.factor(r);
+                    x = plan.xs + plan.input_row(r) + (plan.run.first * CHUNK + 32 * t) / 8;
+                }
             }
-            /* the slot of chunk c - 1, read in the step before */
-            const int next_slot = (s + STAGES - 1) % STAGES;
-            asm volatile("" ::: "memory");
-            if (c + STAGES - 1 < c1)
-                issue_chunk(q, r, c + STAGES - 1, ring + next_slot * 2 * MI4_WARP,
-                            scales[next_slot], zeros[next_slot]);
-            mi4_copy_commit();
         }
     }
     mi4_copy_wait<0>();
 }
 
-/* gemm13: block (slot, GEMM13_BLOCKS x 8 outputs); warp (split s, output
- * block r) takes chunk run s; row g is the gate row, g + 8 the up row of
- * output 8 * block + g. A bad or non-local slot skips the block (gemm2
- * reports a bad one). */
-template <int STAGES>
-__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP)
-    int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q)
+/* Chunks [first, end) of the input that warp split `split` of `splits`
+ * takes: an even run each (the last ones may be short or empty). */
+struct split_run {
+    int first, end, per;
+};
+
+MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int splits)
 {
-    extern __shared__ uint4 decode_shared[];
-    const int per_slot = (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS);
-    const int slot = (int)blockIdx.x / per_slot;
-    const int expert = mi4_slot_local(p.combine.check, slot);
-    if (expert < 0)
-        return;
-    const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
-    uint4 *ring = decode_shared + warp * STAGES * 2 * MI4_WARP;
-    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * 2 * MI4_WARP;
-    float *partial = (float *)(xs + q.inner_padded / 8);
-    const int block = warp % GEMM13_BLOCKS, split = warp / GEMM13_BLOCKS;
-    const int out = ((int)blockIdx.x % per_slot * GEMM13_BLOCKS + block) * 8 + g;
-    const bool valid = out < p.out_cols;
-    const item_rows rows = rows_of(q, expert, valid ? out : -1, valid ? p.out_cols + out : -1);
-    const int chunks = q.inner_padded / CHUNK, per_split = (chunks + GEMM13_SPLIT - 1) / GEMM13_SPLIT;
-    const int first = min(chunks, split * per_split), end = min(chunks, first + per_split);
-    const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
-    float gate = 0.0f, up = 0.0f;
-    run_chunks<STAGES>(q, rows, first, end, xs, 1.0f, ring,
-                       [&]() {
-                           stage_rows(xs, 1, q, [&](int) { return x; });
-                           __syncthreads();
-                       },
-                       gate, up);
-    if ((lane & 3) == 0) {
-        partial[warp * 16 + g] = gate;
-        partial[warp * 16 + 8 + g] = up;
-    }
-    __syncthreads();
-    const int tid = (int)threadIdx.x;
-    if (tid < 8 * GEMM13_BLOCKS) {
-        const int b = tid / 8, row = tid % 8;
-        const int o = ((int)blockIdx.x % per_slot * GEMM13_BLOCKS + b) * 8 + row;
-        float sum_gate = 0.0f, sum_up = 0.0f;
-        for (int s = 0; s < GEMM13_SPLIT; s++) {
-            sum_gate += partial[(s * GEMM13_BLOCKS + b) * 16 + row];
-            sum_up += partial[(s * GEMM13_BLOCKS + b) * 16 + 8 + row];
-        }
-        if (o < p.out_cols)
-            p.act[(size_t)slot * p.out_cols + o] = mi4_dev_f32_to_bf16(
-                activate(p.activation, sum_gate, sum_up, p.limit, p.alpha, p.beta));
-    }
+    const int chunks = q.inner_padded / CHUNK, per = (chunks + splits - 1) / splits;
+    const int first = min(chunks, split * per);
+    return {first, min(chunks, first + per), per};
 }
 
-/* gemm2 + combine: block (token, 16 outputs); the token's slots go to
- * groups of 8 / top-k warps (one slot each; with more than 8 slots each
- * warp takes every 8th), a slot's chunks split over its group; the output
- * is the sum over the slots with the router weight (bad or non-local
- * slots: none). Block 0 reports the smallest bad slot; a synchronous
+/* Items of block `rank` of `blocks` that share one slot (gemm13) or token
+ * (gemm2), out of `units` output blocks of 16: units rank, rank + blocks,
+ * ... (block-strided, so neighbouring blocks read neighbouring rows). */
+MI4_DEVICE int items_of(int units, int rank, int blocks)
+{
+    return rank < units ? (units - rank + blocks - 1) / blocks : 0;
+}
+
+/* gemm13's plan: item k is the output block of 16 (GEMM13_BLOCKS x 8
+ * outputs) rank + k * blocks of one slot; warp (split s, output block b)
+ * takes chunk run s; row g is the gate row, g + 8 the up row of output
+ * 8 * block + g. Partial sums meet in shared memory (two buffers by item
+ * parity: one barrier an item) and warp 0 applies the activation. */
+struct gemm13_plan {
+    const gemm_params *p;
+    const uint4 *xs;
+    float *partial; /* [2][DECODE_WARPS][16] */
+    const mi4_hip_int4_matrix *q;
+    int slot, expert, rank, blocks, runs;
+    split_run run;
+
+    MI4_DEVICE int out_of(int k, int b, int g) const
+    {
+        return ((rank + k * blocks) * GEMM13_BLOCKS + b) * 8 + g;
+    }
+    MI4_DEVICE bool start_run(int k, int r, item_rows &rows) const
+    {
+        (void)r;
+        const int warp = (int)threadIdx.x / MI4_WARP;
+        const int out = out_of(k, warp % GEMM13_BLOCKS, mi4_lane() >> 2);
+        const bool valid = out < p->out_cols;
+        rows = rows_of(*q, expert, valid ? out : -1, valid ? p->out_cols + out : -1);
+        return true;
+    }
+    MI4_DEVICE float factor(int r) const
+    {
+        (void)r;
+        return 1.0f;
+    }
+    MI4_DEVICE int input_row(int r) const
+    {
+        (void)r;
+        return 0;
+    }
+    MI4_DEVICE void done(int k, float gate, float up) const
+    {
+        const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
+        float *buf = partial + (k & 1) * DECODE_WARPS * 16;
+        if ((lane & 3) == 0) {
+            buf[warp * 16 + g] = gate;
+            buf[warp * 16 + 8 + g] = up;
+        }
+        __syncthreads();
+        const int tid = (int)threadIdx.x;
+        if (tid < 8 * GEMM13_BLOCKS) {
+            const int b = tid / 8, row = tid % 8, o = out_of(k, b, row);
+            float sum_gate = 0.0f, sum_up = 0.0f;
+            for (int s = 0; s < GEMM13_SPLIT; s++) {
+                sum_gate += buf[(s * GEMM13_BLOCKS + b) * 16 + row];
+                sum_up += buf[(s * GEMM13_BLOCKS + b) * 16 + 8 + row];
+            }
+            if (o < p->out_cols)
+                p->act[(size_t)slot * p->out_cols + o] = mi4_dev_f32_to_bf16(
+                    activate(p->activation, sum_gate, sum_up, p->limit, p->alpha, p->beta));
+        }
+    }
+};
+
+/* gemm13: blocks (slot, rank): the slot's output blocks rank, rank +
+ * blocks, ... A bad or non-local slot skips the block (gemm2 reports a bad
+ * one). */
+template <int STAGES>
+__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
+    int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
+{
+    extern __shared__ uint4 decode_shared[];
+    const int slot = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
+    const int expert = mi4_slot_local(p.combine.check, slot);
+    const int units = (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS);
+    const int items = items_of(units, rank, blocks);
+    if (expert < 0 || items == 0)
+        return;
+    const int warp = (int)threadIdx.x / MI4_WARP;
+    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * 2 * MI4_WARP;
+    gemm13_plan plan;
+    plan.p = &p;
+    plan.q = &q;
+    plan.xs = xs;
+    plan.partial = (float *)(xs + q.inner_padded / 8);
+    plan.slot = slot;
+    plan.expert = expert;
+    plan.rank = rank;
+    plan.blocks = blocks;
+    plan.run = split_chunks(q, warp / GEMM13_BLOCKS, GEMM13_SPLIT);
+    plan.runs = 1;
+    const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
+    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * 2 * MI4_WARP, [&]() {
+        stage_rows(xs, 1, q, [&](int) { return x; });
+        __syncthreads();
+    });
+}
+
+/* gemm2's plan: item k is the output block of 16 rank + k * blocks of one
+ * token; the token's slots go to groups of 8 / top-k warps (one slot each;
+ * with more than 8 slots each warp takes every 8th in turn), a slot's
+ * chunks split over its group; the output is the sum over the slots with
+ * the router weight (bad or non-local slots: none). */
+struct gemm2_plan {
+    const gemm_params *p;
+    const uint4 *xs;
+    float *partial; /* [2][DECODE_WARPS][16] */
+    const mi4_hip_int4_matrix *q;
+    const int *slot_expert;
+    const float *weights; /* the token's factors, staged: router weight or 1 */
+    int token, rank, blocks, runs, first_slot, groups;
+    split_run run;
+
+    /* run r: the warp's r-th slot of the token (j past top-k: none) */
+    MI4_DEVICE int slot_of(int r) const { return first_slot + r * groups; }
+    MI4_DEVICE bool start_run(int k, int r, item_rows &rows) const
+    {
+        const int j = slot_of(r), g = mi4_lane() >> 2, out0 = (rank + k * blocks) * 16;
+        const int expert = j < p->topk ? slot_expert[(size_t)token * p->topk + j] : -1;
+        rows = rows_of(*q, expert, out0 + g < p->out_cols ? out0 + g : -1,
+                       out0 + 8 + g < p->out_cols ? out0 + 8 + g : -1);
+        return expert >= 0;
+    }
+    MI4_DEVICE float factor(int r) const
+    {
+        const int j = slot_of(r);
+        return j < p->topk ? weights[j] : 1.0f;
+    }
+    MI4_DEVICE int input_row(int r) const
+    {
+        const int j = slot_of(r);
+        return (j < p->topk ? j : 0) * (q->inner_padded / 8);
+    }
+    MI4_DEVICE void done(int k, float lo, float hi) const
+    {
+        const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
+        float *buf = partial + (k & 1) * DECODE_WARPS * 16;
+        if ((lane & 3) == 0) {
+            buf[warp * 16 + g] = lo;
+            buf[warp * 16 + 8 + g] = hi;
+        }
+        __syncthreads();
+        const int tid = (int)threadIdx.x, out0 = (rank + k * blocks) * 16;
+        if (tid < 16 && out0 + tid < p->out_cols) {
+            float sum = 0.0f;
+            for (int w = 0; w < DECODE_WARPS; w++)
+                sum += buf[w * 16 + tid];
+            mi4_combine_store(p->combine, (size_t)token * p->out_cols + out0 + tid, sum);
+        }
+    }
+};
+
+/* gemm2 + combine: blocks (token, rank): the token's output blocks rank,
+ * rank + blocks, ... Block 0 reports the smallest bad slot; a synchronous
  * forward then writes no output, an asynchronous one leaves the bad slots
  * out. */
 template <int STAGES>
-__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP)
-    int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q)
+__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
+    int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
-    const int per_token = (p.out_cols + 15) / 16;
-    const int token = (int)blockIdx.x / per_token, out0 = (int)blockIdx.x % per_token * 16;
+    const int token = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int row_uint4 = q.inner_padded / 8;
-    const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
-    uint4 *ring = decode_shared + warp * STAGES * 2 * MI4_WARP;
+    const int warp = (int)threadIdx.x / MI4_WARP;
     uint4 *xs = decode_shared + DECODE_WARPS * STAGES * 2 * MI4_WARP;
     float *partial = (float *)(xs + (size_t)p.topk * row_uint4);
-    int *slot_expert = (int *)(partial + DECODE_WARPS * 16);
+    float *weights = partial + 2 * DECODE_WARPS * 16;
+    int *slot_expert = (int *)(weights + p.topk);
     const int first_bad = map_slots(p, slot_expert); /* synchronizes the block */
     if (first_bad != INT_MAX) {
         if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -304,72 +457,100 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP)
         if (!p.combine.check.sticky)
             return;
     }
+    const int items = items_of((p.out_cols + 15) / 16, rank, blocks);
+    if (items == 0)
+        return;
     const size_t slot0 = (size_t)token * p.topk;
     const int splits = p.topk < DECODE_WARPS ? DECODE_WARPS / p.topk : 1;
-    const int groups = DECODE_WARPS / splits, split = warp % splits;
-    const int chunks = q.inner_padded / CHUNK, per_split = (chunks + splits - 1) / splits;
-    const int first = min(chunks, split * per_split), end = min(chunks, first + per_split);
-    const int row_lo = out0 + g < p.out_cols ? out0 + g : -1;
-    const int row_hi = out0 + 8 + g < p.out_cols ? out0 + 8 + g : -1;
-    float lo = 0.0f, hi = 0.0f;
-    int j = warp / splits;
-    bool staged = false;
-    do { /* every warp once at least: the first run stages the token rows */
-        const bool has = j < p.topk;
-        const int expert = has ? slot_expert[slot0 + j] : -1;
-        const float factor = has && p.weight_on_output && expert >= 0 ? p.topk_weights[slot0 + j]
-                                                                      : 1.0f;
-        run_chunks<STAGES>(
-            q, rows_of(q, expert, row_lo, row_hi), first, expert >= 0 ? end : first,
-            xs + (size_t)(has ? j : 0) * row_uint4, factor, ring,
-            [&]() {
-                if (staged)
-                    return;
-                /* a skipped slot's act row was never written: zeros */
-                stage_rows(xs, p.topk, q, [&](int r) {
-                    return slot_expert[slot0 + r] >= 0 ? p.a + (slot0 + r) * (size_t)p.inner
-                                                       : nullptr;
-                });
-                __syncthreads();
-            },
-            lo, hi);
-        staged = true;
-        j += groups;
-    } while (j < p.topk);
-    if ((lane & 3) == 0) {
-        partial[warp * 16 + g] = lo;
-        partial[warp * 16 + 8 + g] = hi;
-    }
-    __syncthreads();
-    const int tid = (int)threadIdx.x;
-    if (tid < 16 && out0 + tid < p.out_cols) {
-        float sum = 0.0f;
-        for (int w = 0; w < DECODE_WARPS; w++)
-            sum += partial[w * 16 + tid];
-        mi4_combine_store(p.combine, (size_t)token * p.out_cols + out0 + tid, sum);
-    }
+    gemm2_plan plan;
+    plan.p = &p;
+    plan.q = &q;
+    plan.xs = xs;
+    plan.partial = partial;
+    plan.slot_expert = slot_expert;
+    plan.weights = weights;
+    plan.token = token;
+    plan.rank = rank;
+    plan.blocks = blocks;
+    plan.groups = DECODE_WARPS / splits;
+    plan.first_slot = warp / splits;
+    plan.run = split_chunks(q, warp % splits, splits);
+    plan.runs = (p.topk + plan.groups - 1) / plan.groups;
+    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * 2 * MI4_WARP, [&]() {
+        /* a skipped slot's act row was never written: zeros */
+        stage_rows(xs, p.topk, q, [&](int r) {
+            return slot_expert[slot0 + r] >= 0 ? p.a + (slot0 + r) * (size_t)p.inner : nullptr;
+        });
+        for (int j = (int)threadIdx.x; j < p.topk; j += (int)blockDim.x)
+            weights[j] = p.weight_on_output && slot_expert[slot0 + j] >= 0
+                             ? p.topk_weights[slot0 + j]
+                             : 1.0f;
+        __syncthreads();
+    });
 }
 
 #else /* no mma.sync: mi4_hip_int4_decode_serves is false, these never launch */
 
-template <int STAGES> __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q)
+template <int STAGES>
+__global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
     (void)q;
+    (void)blocks;
 }
 
-template <int STAGES> __global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q)
+template <int STAGES>
+__global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
     (void)q;
+    (void)blocks;
 }
 
 #endif
 
-template <typename Kernel> hipError_t allow_decode_shared(Kernel kernel)
+/* Lets `kernel` take up to the device's opt-in shared memory per block
+ * (H100 / H200: 227 KB), so deeper rings can run where they fit. */
+template <typename Kernel> hipError_t allow_decode_shared(Kernel kernel, int limit)
 {
+    hipFuncAttributes attributes;
+    const hipError_t e = hipFuncGetAttributes(&attributes, (const void *)kernel);
+    if (e != hipSuccess)
+        return e;
+    /* the limit covers the kernel's static shared memory too */
     return hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
-                               (int)DECODE_MAX_SHARED);
+                               limit - (int)attributes.sharedSizeBytes);
+}
+
+/* A ring depth's kernel, its shared bytes and how many of its blocks an SM
+ * holds (0: it does not fit). */
+struct decode_choice {
+    void (*kernel)(gemm_params, mi4_hip_int4_matrix, int);
+    size_t shared;
+    int per_sm;
+};
+
+template <int STAGES>
+decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q)
+{
+    decode_choice c;
+    c.kernel = gated ? int4_decode_gemm13<STAGES> : int4_decode_gemm2<STAGES>;
+    c.shared = decode_shared_bytes(gated, p, q, STAGES);
+    if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, DECODE_WARPS * MI4_WARP,
+                                                     c.shared) != hipSuccess)
+        c.per_sm = 0;
+    return c;
+}
+
+/* Tuning and test knobs: MOEINT4_HIP_DECODE_RING=6|8 asks for a deeper
+ * ring where it fits, MOEINT4_HIP_DECODE_BLOCKS=n the blocks per slot
+ * (gemm13) or token (gemm2), so that 1 makes every block walk all output
+ * blocks. 0: unset or not a positive number (the choice by occupancy). */
+int decode_knob(const char *name)
+{
+    const char *v = getenv(name);
+    const int n = v != nullptr ? atoi(v) : 0;
+    return n > 0 ? n : 0;
 }
 
 } // namespace
@@ -378,42 +559,63 @@ bool mi4_hip_int4_decode_serves(bool gated, const mi4_hip_gemm_args *a)
 {
     if (!a->weights->int4_mma)
         return false;
-    return decode_stages(gated, make_params(a, gated),
-                         gated ? a->weights->q13 : a->weights->q2) > 0;
+    return decode_fits(gated, make_params(a, gated), gated ? a->weights->q13 : a->weights->q2);
 }
 
 hipError_t mi4_hip_int4_decode_init(void)
 {
 #if defined(MI4_PLATFORM_NVIDIA)
+    int device = 0, limit = 0;
+    hipError_t e = hipGetDevice(&device);
+    if (e == hipSuccess)
+        e = hipDeviceGetAttribute(&limit, hipDeviceAttributeSharedMemPerBlockOptin, device);
+    if (e != hipSuccess)
+        return e;
     const hipError_t results[] = {
-        allow_decode_shared(int4_decode_gemm13<8>), allow_decode_shared(int4_decode_gemm13<4>),
-        allow_decode_shared(int4_decode_gemm2<8>), allow_decode_shared(int4_decode_gemm2<4>)};
-    for (hipError_t e : results)
-        if (e != hipSuccess)
-            return e;
+        allow_decode_shared(int4_decode_gemm13<8>, limit),
+        allow_decode_shared(int4_decode_gemm13<6>, limit),
+        allow_decode_shared(int4_decode_gemm13<4>, limit),
+        allow_decode_shared(int4_decode_gemm2<8>, limit),
+        allow_decode_shared(int4_decode_gemm2<6>, limit),
+        allow_decode_shared(int4_decode_gemm2<4>, limit)};
+    for (hipError_t r : results)
+        if (r != hipSuccess)
+            return r;
 #endif
     return hipSuccess;
 }
 
+/* The ring depth: 4 chunks a warp unless MOEINT4_HIP_DECODE_RING asks for
+ * 6 or 8 (where they fit): on the H200 deeper rings were slower at every
+ * decode point (bench/results/hip-int4-decode-stream-2026-12-01.md). The
+ * grid: as many blocks as the SMs hold, spread over the slots (gemm13) or
+ * tokens (gemm2), each walking its share of their output blocks with its
+ * ring running across them. */
 hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a)
 {
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;
-    const int stages = decode_stages(gated, p, q);
-    const size_t shared = decode_shared_bytes(gated, p, q, stages);
-    const dim3 block(DECODE_WARPS * MI4_WARP);
-    if (gated) {
-        const int64_t blocks =
-            (int64_t)p.num_slots * ((p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS));
-        if (blocks == 0)
-            return hipSuccess;
-        return mi4_launch(stages == 8 ? int4_decode_gemm13<8> : int4_decode_gemm13<4>,
-                          dim3((unsigned)blocks), block, shared, a->stream, p, q);
-    }
-    const int64_t blocks = p.combine.num_tokens * ((p.out_cols + 15) / 16);
-    if (blocks == 0)
+    const int ring = decode_knob("MOEINT4_HIP_DECODE_RING");
+    decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q)
+                        : ring == 6 ? decode_choice_of<6>(gated, p, q)
+                                    : decode_choice_of<4>(gated, p, q);
+    if (use.per_sm < 1)
+        use = decode_choice_of<4>(gated, p, q);
+    if (use.per_sm < 1)
+        return hipErrorInvalidValue; /* decode_fits said it fits */
+    const int64_t owners = gated ? p.num_slots : p.combine.num_tokens;
+    const int64_t units = gated ? (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS)
+                                : (p.out_cols + 15) / 16;
+    if (owners == 0 || units == 0)
         return hipSuccess;
-    return mi4_launch(stages == 8 ? int4_decode_gemm2<8> : int4_decode_gemm2<4>,
-                      dim3((unsigned)blocks), block, shared, a->stream, p, q);
+    const int64_t resident = (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
+    const int forced_blocks = decode_knob("MOEINT4_HIP_DECODE_BLOCKS");
+    const int64_t share = forced_blocks > 0          ? forced_blocks
+                          : resident / owners > 1 ? resident / owners
+                                                  : 1;
+    const int64_t per_owner = share < units ? share : units;
+    return mi4_launch(use.kernel, dim3((unsigned)(owners * per_owner)),
+                      dim3(DECODE_WARPS * MI4_WARP), use.shared, a->stream, p, q,
+                      (int)per_owner);
 }

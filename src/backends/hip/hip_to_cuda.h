@@ -23,6 +23,7 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipHostMallocMapped cudaHostAllocMapped
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipDeviceAttributeSharedMemPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
 #define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
 
 #define hipGetErrorString cudaGetErrorString
@@ -39,6 +40,7 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipStreamSynchronize cudaStreamSynchronize
 #define hipFuncGetAttributes cudaFuncGetAttributes
 #define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define hipLaunchKernel cudaLaunchKernel
 #define hipMemset cudaMemset
 #define hipStreamCreateWithFlags cudaStreamCreateWithFlags
