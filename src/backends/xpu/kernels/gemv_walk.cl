@@ -69,10 +69,10 @@ float mi4_dot_piece_values(uint4 piece, const float4 *xv)
 
 /* The expert row of job j (j < jobs): split w13 jobs are the gate rows of
  * the round's columns, then their up rows. */
-long mi4_walk_row(const mi4_walk_rows *w, int j)
+int mi4_walk_row(const mi4_walk_rows *w, int j)
 {
     int h = j / MI4_WALK_COLUMNS, col = j % MI4_WALK_COLUMNS;
-    return (long)h * w->cols + min(w->n0 + col * w->step, w->cols - 1);
+    return h * w->cols + min(w->n0 + col * w->step, w->cols - 1);
 }
 
 /* A job's sums (paired w13: gate at acc[job], up at acc[MI4_WALK_COLUMNS
@@ -114,22 +114,26 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
     int pieces = kbn / 32;
     int paired = !MI4_WALK_SPLIT && w->halves == 2;
     int jobs = paired ? MI4_WALK_COLUMNS : MI4_WALK_COLUMNS * w->halves;
-    long row_pieces = w->in / 32, up_pieces = (long)w->cols * row_pieces;
-    long up_groups = (long)w->cols * w->groups;
+    /* offsets within one expert's rows fit an int (its packed bytes / 16) */
+    int row_pieces = w->in / 32, up_pieces = w->cols * row_pieces;
+    int up_groups = w->cols * w->groups;
     __global const uint4 *p = (__global const uint4 *)w->packed + kb0 / 32;
     int c = lane, j = lane < pieces ? 0 : jobs; /* rows shorter than the team: idle lanes */
     /* the rows of job j (of the last job once the sequence has ended) */
-    long row = mi4_walk_row(w, min(j, jobs - 1));
+    int row = mi4_walk_row(w, min(j, jobs - 1));
     __global const uint4 *pr = p + row * row_pieces;
     __global const ushort *sr = w->scales + row * w->groups;
-    int job = j;
+    /* the job being summed: a work-item's piece index only grows within a
+     * job and starts again at `lane` in the next, so a piece at or below
+     * the last one used starts the next job */
+    int job = j, last = -1;
     float sum_g = 0.0f, sum_u = 0.0f;
     if (job < jobs)
         mi4_walk_take(acc, job, &sum_g, &sum_u);
     while (j < jobs) {
         uint4 g[MI4_WALK_AHEAD], u[MI4_WALK_AHEAD];
         float sg[MI4_WALK_AHEAD], su[MI4_WALK_AHEAD];
-        int at[MI4_WALK_AHEAD], ca[MI4_WALK_AHEAD];
+        int ca[MI4_WALK_AHEAD]; /* -1: past the end of the sequence */
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) { /* loads only: all in flight */
             int live = j < jobs, cc = live ? c : pieces - 1;
@@ -138,8 +142,7 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
             sg[a] = mi4_load_scale(sr, w->scales_bf16, group);
             u[a] = paired ? pr[up_pieces + cc] : g[a];
             su[a] = paired ? mi4_load_scale(sr + up_groups, w->scales_bf16, group) : 0.0f;
-            at[a] = live ? j : -1;
-            ca[a] = cc;
+            ca[a] = live ? cc : -1;
             c += team;
             if (c >= pieces && j < jobs) { /* the next job, from the same piece as the GEMV's */
                 c = lane, ++j;
@@ -152,13 +155,14 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
         }
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) {
-            if (at[a] < 0)
+            if (ca[a] < 0)
                 continue;
-            if (at[a] != job) {
+            if (ca[a] <= last) {
                 mi4_walk_give(acc, job, sum_g, sum_u, paired);
-                job = at[a];
+                ++job;
                 mi4_walk_take(acc, job, &sum_g, &sum_u);
             }
+            last = ca[a];
             if (x_global) {
                 float4 xv[8];
 #pragma unroll
