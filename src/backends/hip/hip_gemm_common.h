@@ -172,19 +172,20 @@ inline gemm_params make_params(const mi4_hip_gemm_args *a, bool gated)
 /* hip_decode_gemv.hip: the GEMV for gemm13 (gated) or gemm2, over routed tiles
  * (MI4_TILE_GEMV) or straight from the ids (direct, MI4_TILE_DIRECT). */
 hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args *a);
-/* hip_int4_gemv.hip: the GEMVs over int4 weights (a->weights->int4 and
+/* hip_int4_gemv.hip: the kernels over int4 weights (a->weights->int4 and
  * a tile that reads int4: mi4_hip_int4_expand_bytes == 0), dequantized in
- * registers: the FMA ones and, where a->weights->int4_mma, the matrix-core
- * ones (hip_int4_mma.hip). */
+ * registers: the int4 grouped GEMM for the q tiles, the FMA GEMVs and,
+ * where a->weights->int4_mma, the matrix-core ones (hip_int4_mma.hip,
+ * hip_int4_decode.hip). */
 hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
 /* hip_int4_decode.hip: the direct decode path (MI4_TILE_DIRECT) on the
- * matrix cores, where it serves (matrix-core int4 weights whose staged
- * token rows fit in shared memory); _init raises the kernels' shared
- * memory limit (once per context creation). */
-bool mi4_hip_int4_decode_serves(bool gated, const mi4_hip_gemm_args *a);
-hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a);
+ * matrix cores; *served false (nothing launched) where it does not serve
+ * (weights the matrix cores do not take, staged token rows too large for
+ * shared memory); _init raises the kernels' shared memory limit (once per
+ * context creation). */
+hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bool *served);
 hipError_t mi4_hip_int4_decode_init(void);
 /* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
  * 128 x 128, 128 x 256). */

@@ -315,17 +315,13 @@ int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config)
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
-    if (a->weights->int4 && mi4_hip_tile_is_int4_gemm(config))
-        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), true, a, false);
-    if (a->weights->int4) /* int4 GEMVs (hip_int4_gemv.hip); expanded weights are bf16 */
+    if (a->weights->int4) /* int4 kernels (hip_int4_gemv.hip); expanded weights are bf16 */
         return mi4_hip_launch_int4(config, true, a);
     return launch_config<true>(config, a, false);
 }
 
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)
 {
-    if (a->weights->int4 && mi4_hip_tile_is_int4_gemm(config))
-        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), false, a, false);
     if (a->weights->int4)
         return mi4_hip_launch_int4(config, false, a);
     return launch_config<false>(config, a, false);

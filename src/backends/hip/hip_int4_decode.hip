@@ -489,7 +489,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     });
 }
 
-#else /* no mma.sync: mi4_hip_int4_decode_serves is false, these never launch */
+#else /* no mma.sync: int4_mma is never set (mi4_hip_int4_mma_serves), these never launch */
 
 template <int STAGES>
 __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
@@ -555,13 +555,6 @@ int decode_knob(const char *name)
 
 } // namespace
 
-bool mi4_hip_int4_decode_serves(bool gated, const mi4_hip_gemm_args *a)
-{
-    if (!a->weights->int4_mma)
-        return false;
-    return decode_fits(gated, make_params(a, gated), gated ? a->weights->q13 : a->weights->q2);
-}
-
 hipError_t mi4_hip_int4_decode_init(void)
 {
 #if defined(MI4_PLATFORM_NVIDIA)
@@ -591,11 +584,14 @@ hipError_t mi4_hip_int4_decode_init(void)
  * grid: as many blocks as the SMs hold, spread over the slots (gemm13) or
  * tokens (gemm2), each walking its share of their output blocks with its
  * ring running across them. */
-hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a)
+hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bool *served)
 {
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;
+    *served = a->weights->int4_mma && decode_fits(gated, p, q);
+    if (!*served)
+        return hipSuccess;
     const int ring = decode_knob("MOEINT4_HIP_DECODE_RING");
     decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q)
                         : ring == 6 ? decode_choice_of<6>(gated, p, q)

@@ -301,9 +301,15 @@ __global__ void __launch_bounds__(GEMV_WARPS *MI4_WARP, GEMV_BLOCKS_PER_SM)
 hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a)
 {
+    if (mi4_hip_tile_is_int4_gemm(config)) /* hip_int4_grouped_gemm.hip */
+        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), gated, a, false);
     const bool direct = config == MI4_TILE_DIRECT;
-    if (direct && mi4_hip_int4_decode_serves(gated, a)) /* hip_int4_decode.hip */
-        return mi4_hip_launch_int4_decode(gated, a);
+    bool served = false;
+    if (direct) { /* hip_int4_decode.hip where it serves */
+        const hipError_t e = mi4_hip_launch_int4_decode(gated, a, &served);
+        if (served)
+            return e;
+    }
     if (a->weights->int4_mma && !direct) /* hip_int4_mma.hip */
         return mi4_hip_launch_int4_mma(gated, a);
     gemm_params p = make_params(a, gated);

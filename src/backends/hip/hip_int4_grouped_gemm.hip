@@ -434,9 +434,6 @@ hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_ge
 hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,
                                        int inner, hipStream_t stream)
 {
-    const int64_t threads = rows * (inner / Q_CHUNK) * 8;
-    int64_t blocks = (threads + 255) / 256;
-    blocks = blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks;
-    return mi4_launch(int4_permute_rows, dim3((unsigned)blocks), dim3(256), 0, stream, src, dst,
-                      rows, inner);
+    return mi4_launch(int4_permute_rows, dim3(mi4_hip_stride_grid(rows * (inner / Q_CHUNK) * 8)),
+                      dim3(256), 0, stream, src, dst, rows, inner);
 }
