@@ -544,6 +544,15 @@ static void test_gemv_walk(void **state)
     check_w2(w2_words, 0, -1, MOEINT4_DTYPE_BF16, 412);
     gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1 };
     check_w2(w2_short, 1, 32, MOEINT4_DTYPE_F16, 413);
+
+    /* the host's grid: groups per compute unit spread over the tiles, at
+     * least one per tile, never more than the GEMV's own launch */
+    const size_t G = MI4_XPU_GROUP;
+    assert_int_equal(mi4_xpu_gemv_walk_width(14336, 16, 2, 2, 132), 132 * G); /* Mixtral w13 */
+    assert_int_equal(mi4_xpu_gemv_walk_width(768, 16, 8, 2, 132), 33 * G);    /* Qwen3 w13 */
+    assert_int_equal(mi4_xpu_gemv_walk_width(40, 8, 1, 4, 132), mi4_xpu_gemm_width(40, 8));
+    assert_int_equal(mi4_xpu_gemv_walk_width(100000, 4, 1, 2, 0), 128 * G); /* 64 units */
+    assert_int_equal(mi4_xpu_gemv_walk_width(100000, 4, 300, 1, 8), G);
 }
 
 /* ---- combine ---- */
