@@ -54,8 +54,10 @@ PY
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== XPU tests on the H200 (OpenCL runtime, NVIDIA driver)"
-  timeout 150 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j4 \
-    -R '^test_xpu_(kernels|backend|conformance)$' > "$OUT/ctest.txt" 2>&1
+  # the three of every call, then the walking GEMVs and codes in place
+  timeout 240 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j4 \
+    -R '^test_xpu_(kernels|backend|conformance)(_gemv_walk|_variant_(nibbles|x_global|split_columns4))?$' \
+    > "$OUT/ctest.txt" 2>&1
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
 fi
 
