@@ -19,7 +19,10 @@
  *    sequence (half the loads in flight per batch, fewer registers);
  *  - MI4_WALK_X_GLOBAL=1: activations read from global memory (cached) as
  *    float4, no staging and no barrier before the loads (16-byte path;
- *    rows on the word path are still staged).
+ *    rows on the word path are still staged);
+ *  - MI4_WALK_LOCKSTEP=L: L of a team's columns walked side by side, each
+ *    piece's activations read once for all of their rows (fewer local
+ *    memory reads per code: w2 reads one float4 per 4 codes otherwise).
  * All are build options (MOEINT4_XPU_BUILD_OPTIONS); the defaults below
  * are a guess, not a measurement. */
 
@@ -34,6 +37,12 @@
 #endif
 #ifndef MI4_WALK_X_GLOBAL
 #define MI4_WALK_X_GLOBAL 0
+#endif
+#ifndef MI4_WALK_LOCKSTEP
+#define MI4_WALK_LOCKSTEP 1
+#endif
+#if MI4_WALK_COLUMNS % MI4_WALK_LOCKSTEP != 0
+#error "MI4_WALK_LOCKSTEP must divide MI4_WALK_COLUMNS"
 #endif
 /* sums per work-item and round: w13 gate sums, then up sums (w2: the first half) */
 #define MI4_WALK_SUMS (2 * MI4_WALK_COLUMNS)
@@ -67,90 +76,119 @@ float mi4_dot_piece_values(uint4 piece, const float4 *xv)
             mi4_dot_word_values(piece.w, xv[6], xv[7]));
 }
 
-/* The expert row of job j (j < jobs): split w13 jobs are the gate rows of
- * the round's columns, then their up rows. */
-int mi4_walk_row(const mi4_walk_rows *w, int j)
+/* The expert row of column col (< MI4_WALK_COLUMNS) of the round, half h
+ * (w13: 0 gate, 1 up). */
+int mi4_walk_row(const mi4_walk_rows *w, int h, int col)
 {
-    int h = j / MI4_WALK_COLUMNS, col = j % MI4_WALK_COLUMNS;
     return h * w->cols + min(w->n0 + col * w->step, w->cols - 1);
 }
 
-/* A job's sums (paired w13: gate at acc[job], up at acc[MI4_WALK_COLUMNS
- * + job]) out of and back into acc, at constant indices (acc stays in
- * registers). */
+/* A job: MI4_WALK_LOCKSTEP neighbouring columns of the round walked in
+ * lockstep (each piece's activations read once for all their rows); paired
+ * w13 jobs take gate and up rows, split ones the gate rows of the round's
+ * columns, then their up rows. Sum l of job q (l < MI4_WALK_LOCKSTEP) is
+ * acc[mi4_walk_sum(q, l)], its up sum (paired) MI4_WALK_COLUMNS further. */
+#define MI4_WALK_JOB_COLUMNS (MI4_WALK_COLUMNS / MI4_WALK_LOCKSTEP)
+int mi4_walk_sum(int job, int l)
+{
+    return job / MI4_WALK_JOB_COLUMNS * MI4_WALK_COLUMNS +
+           job % MI4_WALK_JOB_COLUMNS * MI4_WALK_LOCKSTEP + l;
+}
+
+/* A job's sums out of and back into acc, at constant indices (acc stays
+ * in registers). */
 void mi4_walk_take(const float *acc, int job, float *sum_g, float *sum_u)
 {
 #pragma unroll
-    for (int i = 0; i < MI4_WALK_SUMS; ++i) {
-        if (i == job)
-            *sum_g = acc[i];
-        if (i == job + MI4_WALK_COLUMNS)
-            *sum_u = acc[i];
-    }
+    for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l)
+#pragma unroll
+        for (int i = 0; i < MI4_WALK_SUMS; ++i) {
+            if (i == mi4_walk_sum(job, l))
+                sum_g[l] = acc[i];
+            if (i == mi4_walk_sum(job, l) + MI4_WALK_COLUMNS)
+                sum_u[l] = acc[i];
+        }
 }
 
-void mi4_walk_give(float *acc, int job, float sum_g, float sum_u, int paired)
+void mi4_walk_give(float *acc, int job, const float *sum_g, const float *sum_u, int paired)
 {
 #pragma unroll
-    for (int i = 0; i < MI4_WALK_SUMS; ++i) {
-        if (i == job)
-            acc[i] = sum_g;
-        if (paired && i == job + MI4_WALK_COLUMNS)
-            acc[i] = sum_u;
+    for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l)
+#pragma unroll
+        for (int i = 0; i < MI4_WALK_SUMS; ++i) {
+            if (i == mi4_walk_sum(job, l))
+                acc[i] = sum_g[l];
+            if (paired && i == mi4_walk_sum(job, l) + MI4_WALK_COLUMNS)
+                acc[i] = sum_u[l];
+        }
+}
+
+/* The rows of job q: piece and scale pointers per lockstep column. */
+void mi4_walk_job_rows(const mi4_walk_rows *w, __global const uint4 *p, int row_pieces, int job,
+                       __global const uint4 **pr, __global const ushort **sr)
+{
+    int h = job / MI4_WALK_JOB_COLUMNS, col0 = job % MI4_WALK_JOB_COLUMNS * MI4_WALK_LOCKSTEP;
+#pragma unroll
+    for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
+        int row = mi4_walk_row(w, h, col0 + l);
+        pr[l] = p + row * row_pieces;
+        sr[l] = w->scales + row * w->groups;
     }
 }
 
 /* The team's 16-byte pieces [kb0, kb0 + kbn) of every job of the round,
  * added into acc. A work-item takes the GEMV's pieces of each job (lane,
- * lane + team, ...), one job after the other, each added to a running sum
+ * lane + team, ...), one job after the other, each added to running sums
  * taken from acc when the job starts and put back when it ends, so every
- * sum is added in the GEMV's order. x: staged (xs,
- * interleaved as MI4_CODE_AT) or global (x_at: the token's row start in
- * elements). */
+ * sum is added in the GEMV's order. x: staged (xs, interleaved as
+ * MI4_CODE_AT) or global (x_at: the token's row start in elements). */
 void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global const uchar *x,
                      int dtype, long x_at, int x_global, int kb0, int kbn, int team, int lane,
                      float *acc)
 {
     int pieces = kbn / 32;
     int paired = !MI4_WALK_SPLIT && w->halves == 2;
-    int jobs = paired ? MI4_WALK_COLUMNS : MI4_WALK_COLUMNS * w->halves;
+    int jobs = MI4_WALK_JOB_COLUMNS * (paired ? 1 : w->halves);
     /* offsets within one expert's rows fit an int (its packed bytes / 16) */
     int row_pieces = w->in / 32, up_pieces = w->cols * row_pieces;
     int up_groups = w->cols * w->groups;
     __global const uint4 *p = (__global const uint4 *)w->packed + kb0 / 32;
     int c = lane, j = lane < pieces ? 0 : jobs; /* rows shorter than the team: idle lanes */
     /* the rows of job j (of the last job once the sequence has ended) */
-    int row = mi4_walk_row(w, min(j, jobs - 1));
-    __global const uint4 *pr = p + row * row_pieces;
-    __global const ushort *sr = w->scales + row * w->groups;
+    __global const uint4 *pr[MI4_WALK_LOCKSTEP];
+    __global const ushort *sr[MI4_WALK_LOCKSTEP];
+    mi4_walk_job_rows(w, p, row_pieces, min(j, jobs - 1), pr, sr);
     /* the job being summed: a work-item's piece index only grows within a
      * job and starts again at `lane` in the next, so a piece at or below
      * the last one used starts the next job */
     int job = j, last = -1;
-    float sum_g = 0.0f, sum_u = 0.0f;
+    float sum_g[MI4_WALK_LOCKSTEP], sum_u[MI4_WALK_LOCKSTEP];
+#pragma unroll
+    for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l)
+        sum_g[l] = sum_u[l] = 0.0f;
     if (job < jobs)
-        mi4_walk_take(acc, job, &sum_g, &sum_u);
+        mi4_walk_take(acc, job, sum_g, sum_u);
     while (j < jobs) {
-        uint4 g[MI4_WALK_AHEAD], u[MI4_WALK_AHEAD];
-        float sg[MI4_WALK_AHEAD], su[MI4_WALK_AHEAD];
+        uint4 g[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP], u[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP];
+        float sg[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP], su[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP];
         int ca[MI4_WALK_AHEAD]; /* -1: past the end of the sequence */
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) { /* loads only: all in flight */
             int live = j < jobs, cc = live ? c : pieces - 1;
             int group = mi4_group_of(kb0 + 32 * cc, w->group_size, w->group_shift);
-            g[a] = pr[cc];
-            sg[a] = mi4_load_scale(sr, w->scales_bf16, group);
-            u[a] = paired ? pr[up_pieces + cc] : g[a];
-            su[a] = paired ? mi4_load_scale(sr + up_groups, w->scales_bf16, group) : 0.0f;
+#pragma unroll
+            for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
+                g[a][l] = pr[l][cc];
+                sg[a][l] = mi4_load_scale(sr[l], w->scales_bf16, group);
+                u[a][l] = paired ? pr[l][up_pieces + cc] : g[a][l];
+                su[a][l] = paired ? mi4_load_scale(sr[l] + up_groups, w->scales_bf16, group) : 0.0f;
+            }
             ca[a] = live ? cc : -1;
             c += team;
             if (c >= pieces && j < jobs) { /* the next job, from the same piece as the GEMV's */
                 c = lane, ++j;
-                if (j < jobs) {
-                    row = mi4_walk_row(w, j);
-                    pr = p + row * row_pieces;
-                    sr = w->scales + row * w->groups;
-                }
+                if (j < jobs)
+                    mi4_walk_job_rows(w, p, row_pieces, j, pr, sr);
             }
         }
 #pragma unroll
@@ -160,7 +198,7 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
             if (ca[a] <= last) {
                 mi4_walk_give(acc, job, sum_g, sum_u, paired);
                 ++job;
-                mi4_walk_take(acc, job, &sum_g, &sum_u);
+                mi4_walk_take(acc, job, sum_g, sum_u);
             }
             last = ca[a];
             if (x_global) {
@@ -168,15 +206,21 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
 #pragma unroll
                 for (int i = 0; i < 8; ++i)
                     xv[i] = mi4_load4(x, dtype, x_at + kb0 + 32 * ca[a] + 4 * i);
-                sum_g += mi4_dot_piece_values(g[a], xv) * sg[a];
-                if (paired)
-                    sum_u += mi4_dot_piece_values(u[a], xv) * su[a];
+#pragma unroll
+                for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
+                    sum_g[l] += mi4_dot_piece_values(g[a][l], xv) * sg[a][l];
+                    if (paired)
+                        sum_u[l] += mi4_dot_piece_values(u[a][l], xv) * su[a][l];
+                }
             } else {
                 __local const float4 *xp = xs + MI4_PIECE_AT(ca[a], MI4_XBLOCK / 32);
                 int stride = MI4_PIECE_STRIDE(MI4_XBLOCK / 32);
-                sum_g += mi4_dot_piece(g[a], xp, stride) * sg[a];
-                if (paired)
-                    sum_u += mi4_dot_piece(u[a], xp, stride) * su[a];
+#pragma unroll
+                for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
+                    sum_g[l] += mi4_dot_piece(g[a][l], xp, stride) * sg[a][l];
+                    if (paired)
+                        sum_u[l] += mi4_dot_piece(u[a][l], xp, stride) * su[a][l];
+                }
             }
         }
     }
@@ -192,7 +236,7 @@ void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, i
     int in_bytes = w->in / 2;
 #pragma unroll
     for (int j = 0; j < MI4_WALK_COLUMNS; ++j) {
-        long row = mi4_walk_row(w, j), up = w->halves == 2 ? row + w->cols : row;
+        long row = mi4_walk_row(w, 0, j), up = w->halves == 2 ? row + w->cols : row;
         float t[2 * MI4_TILE_ROWS];
         t[0] = acc[j];
         t[MI4_TILE_ROWS] = acc[MI4_WALK_COLUMNS + j];
