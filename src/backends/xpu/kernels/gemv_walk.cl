@@ -2,7 +2,8 @@
  * mi4_w2_gemv_walk; the host launches them with MOEINT4_XPU_GEMV_WALK, a
  * few work-groups per compute unit). Same arguments, teams and arithmetic
  * as mi4_w13_gemv / mi4_w2_gemv (gemm.cl): each sum is added in the same
- * order, so the results are the same bits. What differs is the schedule.
+ * order, so the results are the same bits (test_gemv_walk checks it on
+ * PoCL). What differs is the schedule.
  * On the H200 the GEMVs' short work-groups (stage activations, barrier,
  * one or two batches of loads, barrier, reduce) left loads and arithmetic
  * hardly overlapped; here:
