@@ -48,9 +48,9 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
                            const mi4_hip_int4_matrix &q, int stages)
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
-    const size_t table = gated ? 0 : (size_t)p.topk * sizeof(float) + (size_t)p.num_slots * sizeof(int);
+    const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
     return (size_t)DECODE_WARPS * stages * CHUNK_BYTES + rows * (size_t)q.inner_padded * 2 +
-           2 * DECODE_WARPS * 16 * sizeof(float) + table;
+           2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
 
 /* Whether the shallowest ring fits every sm_80+ part's shared memory. */
@@ -186,16 +186,15 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
 /* A warp's stream: `items` items, each plan.runs runs of the warp's
  * chunks [run.first, run.first + run.per) (a run: one slot's rows; chunks
  * past run.end and runs plan.start_run finds empty are steps with nothing
- * to load). The
- * chunks flow through the warp's ring of STAGES slots (2 x 32 uint4 each),
- * STAGES - 1 steps ahead of the one multiplied, across run and item
- * boundaries; a run's rows, router weight and staged input row are looked
- * up once, at its first load, and ride with each stage. `stage` (called
- * once, by every thread of the block, with the first chunks in flight)
- * stages the token rows and synchronizes the block; plan.done(k, lo, hi)
- * ends item k (every warp calls it at the same step: it may synchronize
- * the block). Each lane reads back only what it copied itself:
- * cp.async.wait_group alone orders it. */
+ * to load). The chunks flow through the warp's ring of STAGES slots
+ * (2 x 32 uint4 each), STAGES - 1 steps ahead of the one multiplied,
+ * across run and item boundaries. A run's rows are looked up once, at its
+ * first load; its router weight and staged input row once, at its first
+ * multiply. `stage` (called once, by every thread of the block, with the
+ * first chunks in flight) stages the token rows and synchronizes the
+ * block; plan.done(k, lo, hi) ends item k (every warp calls it at the same
+ * step: it synchronizes the block). Each lane reads back only what it
+ * copied itself: cp.async.wait_group alone orders it. */
 template <int STAGES, typename Plan, typename Stage>
 MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
                              uint4 *ring, Stage stage)
@@ -278,6 +277,22 @@ MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int s
     return {first, min(chunks, first + per), per};
 }
 
+/* Puts this warp's sums of item k (lo: row g, hi: row g + 8) in the
+ * item's half of `partial` ([2][DECODE_WARPS][16], by item parity: the
+ * half is free again once every warp has passed the next item's barrier)
+ * and synchronizes the block; returns that half, [warp][16] in warp order. */
+MI4_DEVICE const float *publish_partials(float *partial, int k, float lo, float hi)
+{
+    const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
+    float *buf = partial + (k & 1) * DECODE_WARPS * 16;
+    if ((lane & 3) == 0) {
+        buf[warp * 16 + g] = lo;
+        buf[warp * 16 + 8 + g] = hi;
+    }
+    __syncthreads();
+    return buf;
+}
+
 /* Items of block `rank` of `blocks` that share one slot (gemm13) or token
  * (gemm2), out of `units` output blocks of 16: units rank, rank + blocks,
  * ... (block-strided, so neighbouring blocks read neighbouring rows). */
@@ -289,8 +304,8 @@ MI4_DEVICE int items_of(int units, int rank, int blocks)
 /* gemm13's plan: item k is the output block of 16 (GEMM13_BLOCKS x 8
  * outputs) rank + k * blocks of one slot; warp (split s, output block b)
  * takes chunk run s; row g is the gate row, g + 8 the up row of output
- * 8 * block + g. Partial sums meet in shared memory (two buffers by item
- * parity: one barrier an item) and warp 0 applies the activation. */
+ * 8 * block + g. Partial sums meet in shared memory (publish_partials:
+ * one barrier an item) and warp 0 applies the activation. */
 struct gemm13_plan {
     const gemm_params *p;
     const uint4 *xs;
@@ -324,13 +339,7 @@ struct gemm13_plan {
     }
     MI4_DEVICE void done(int k, float gate, float up) const
     {
-        const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
-        float *buf = partial + (k & 1) * DECODE_WARPS * 16;
-        if ((lane & 3) == 0) {
-            buf[warp * 16 + g] = gate;
-            buf[warp * 16 + 8 + g] = up;
-        }
-        __syncthreads();
+        const float *buf = publish_partials(partial, k, gate, up);
         const int tid = (int)threadIdx.x;
         if (tid < 8 * GEMM13_BLOCKS) {
             const int b = tid / 8, row = tid % 8, o = out_of(k, b, row);
@@ -417,13 +426,7 @@ struct gemm2_plan {
     }
     MI4_DEVICE void done(int k, float lo, float hi) const
     {
-        const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2;
-        float *buf = partial + (k & 1) * DECODE_WARPS * 16;
-        if ((lane & 3) == 0) {
-            buf[warp * 16 + g] = lo;
-            buf[warp * 16 + 8 + g] = hi;
-        }
-        __syncthreads();
+        const float *buf = publish_partials(partial, k, lo, hi);
         const int tid = (int)threadIdx.x, out0 = (rank + k * blocks) * 16;
         if (tid < 16 && out0 + tid < p->out_cols) {
             float sum = 0.0f;
@@ -595,8 +598,8 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
     const int ring = decode_knob("MOEINT4_HIP_DECODE_RING");
     decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q)
                         : ring == 6 ? decode_choice_of<6>(gated, p, q)
-                                    : decode_choice_of<4>(gated, p, q);
-    if (use.per_sm < 1)
+                                    : decode_choice{};
+    if (use.per_sm < 1) /* the default, or a deeper ring that does not fit */
         use = decode_choice_of<4>(gated, p, q);
     if (use.per_sm < 1)
         return hipErrorInvalidValue; /* decode_fits said it fits */
