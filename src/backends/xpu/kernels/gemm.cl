@@ -262,15 +262,21 @@ void mi4_team_store(__local float4 *xs, const float *acc, int max_rows, int rows
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* The team's total of row r, half h, added in lane order. */
+/* The team's total of sum i (red: [sums][MI4_GROUP], one per work-item),
+ * added in lane order. */
+float mi4_lanes_total(__local const float *red, int i, int team, int lane)
+{
+    int at = i * MI4_GROUP + (int)get_local_id(0) - lane;
+    float sum = 0.0f;
+    for (int t = 0; t < team; ++t)
+        sum += red[at + t];
+    return sum;
+}
+
+/* The team's total of row r, half h (mi4_team_store's layout). */
 float mi4_team_total(__local const float4 *xs, int h, int r, int team, int lane)
 {
-    __local const float *red = (__local const float *)xs;
-    int at = (h * MI4_TILE_ROWS + r) * MI4_GROUP + (int)get_local_id(0) - lane;
-    float sum = 0.0f;
-    for (int i = 0; i < team; ++i)
-        sum += red[at + i];
-    return sum;
+    return mi4_lanes_total((__local const float *)xs, h * MI4_TILE_ROWS + r, team, lane);
 }
 
 /* w13: gate = rows [0, N), up = rows [N, 2N); act_out[slot][n] (f32) =

@@ -97,7 +97,8 @@ int mi4_walk_sum(int job, int l)
 }
 
 /* A job's sums out of and back into acc, at constant indices (acc stays
- * in registers). */
+ * in registers). Two loops, not one with a direction flag: IGC's SPIR-V
+ * builds (not optimised) of the walking GEMVs spill more with the flag. */
 void mi4_walk_take(const float *acc, int job, float *sum_g, float *sum_u)
 {
 #pragma unroll
@@ -252,7 +253,7 @@ void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, i
 
 /* One round of a team: its sums over whole rows against the token's
  * activations (x + x_at elements, of dtype), published in red for
- * mi4_walk_total. Every work-item of the group calls it (barriers);
+ * mi4_lanes_total. Every work-item of the group calls it (barriers);
  * `first`: the group's first round (activations that fit one block are
  * staged then only). Rounds alternate between two red areas: a round's
  * totals are read before the barrier of the next round's publication,
@@ -291,16 +292,6 @@ void mi4_walk_round(const mi4_walk_rows *w, __local float4 *xs, __local float *r
         if (i < MI4_WALK_COLUMNS * w->halves)
             red[i * MI4_GROUP + lid] = acc[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-/* The team's total of sum i, added in lane order (as mi4_team_total). */
-float mi4_walk_total(__local const float *red, int i, int team, int lane)
-{
-    int at = i * MI4_GROUP + (int)get_local_id(0) - lane;
-    float sum = 0.0f;
-    for (int t = 0; t < team; ++t)
-        sum += red[at + t];
-    return sum;
 }
 
 /* The rows of `expert` (out_rows of in codes) as the walk sees them. */
@@ -348,8 +339,8 @@ void mi4_w13_walk(__local float4 *xs, __local float *red, MI4_W13_PARAMS)
         for (int j = lane; j < MI4_WALK_COLUMNS; j += team) { /* lane j finishes column j */
             int n = w.n0 + j * w.step;
             if (n < N) {
-                float gate = mi4_walk_total(sums, j, team, lane) * scale;
-                float up = mi4_walk_total(sums, MI4_WALK_COLUMNS + j, team, lane) * scale;
+                float gate = mi4_lanes_total(sums, j, team, lane) * scale;
+                float up = mi4_lanes_total(sums, MI4_WALK_COLUMNS + j, team, lane) * scale;
                 act_out[(long)slot * N + n] = mi4_activate(act_kind, gate, up, limit, alpha, beta);
             }
         }
@@ -373,7 +364,7 @@ void mi4_w2_walk(__local float4 *xs, __local float *red, MI4_W2_PARAMS)
         for (int j = lane; j < MI4_WALK_COLUMNS; j += team) {
             int k = w.n0 + j * w.step;
             if (k < K)
-                slot_out[(long)slot * K + k] = mi4_walk_total(sums, j, team, lane) * scale;
+                slot_out[(long)slot * K + k] = mi4_lanes_total(sums, j, team, lane) * scale;
         }
     }
 }
