@@ -89,13 +89,12 @@ MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_l
 
 /* Starts chunk c of this lane's rows: codes into `slot` (row g at lane,
  * row g + 8 at 32 + lane; zeros for no row) by cp.async, the scale bits and
- * zero points (row g | row g + 8 << 16) into registers. A chunk is its group
+ * zero points (row g, row g + 8) into registers. A chunk is its group
  * for group 128; per-channel rows have one group. */
 MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, int c, uint4 *slot,
-                            uint32_t &scales, uint32_t &zeros)
+                            uint32_t (&scale)[2], uint32_t (&zero)[2])
 {
     const int lane = mi4_lane(), group = min(c, q.groups - 1);
-    uint32_t scale[2], zero[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const bool valid = r.codes[h] != nullptr;
@@ -105,8 +104,6 @@ MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, in
         scale[h] = valid ? r.scales[h][group] : 0u;
         zero[h] = valid && r.zeros[h] ? r.zeros[h][group] : 8u;
     }
-    scales = scale[0] | scale[1] << 16;
-    zeros = zero[0] | zero[1] << 16;
 }
 
 /* A scale's bits as f32 (hardware conversion of f16: exact). */
@@ -130,13 +127,13 @@ MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
         pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
 }
 
-/* (row g, row g + 8) . token over one chunk (codes lo, hi; zero points
- * packed); x: the lane's 32 staged inputs (4 x 16 bytes in pair order). */
-MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, uint32_t zeros,
+/* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
+ * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
+ * pair order). */
+MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint32_t (&zero)[2],
                           const uint4 *x, float &lo, float &hi)
 {
-    const uint32_t z_lo = zeros & 0xffffu, z_hi = zeros >> 16;
-    const uint32_t bias_lo = int4_bias_pair((int)z_lo), bias_hi = int4_bias_pair((int)z_hi);
+    const uint32_t bias_lo = int4_bias_pair((int)zero[0]), bias_hi = int4_bias_pair((int)zero[1]);
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
@@ -200,7 +197,9 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                              uint4 *ring, Stage stage)
 {
     const int lane = mi4_lane(), t = lane & 3;
-    uint32_t scales[STAGES], zeros[STAGES], landed = 0u; /* landed: bit s, slot s holds a chunk */
+    /* The scale bits and zero points of slot s's rows (g, g + 8), kept as
+     * loaded: combining them at issue would wait there for the loads. */
+    uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u; /* landed: bit s, slot s holds a chunk */
     item_rows rows;
     bool run_loads = false; /* the same in every lane: mma.sync needs the whole warp */
     int issue_k = 0, issue_r = 0, issue_c = 0;
@@ -242,8 +241,8 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                     float dot_lo, dot_hi;
                     chunk_dot(slot[lane], slot[MI4_WARP + lane], zeros[s], x + c * (CHUNK / 8),
                               dot_lo, dot_hi);
-                    lo = fmaf(dot_lo, decode_scale(q, scales[s] & 0xffffu) * factor, lo);
-                    hi = fmaf(dot_hi, decode_scale(q, scales[s] >> 16) * factor, hi);
+                    lo = fmaf(dot_lo, decode_scale(q, scales[s][0]) * factor, lo);
+                    hi = fmaf(dot_hi, decode_scale(q, scales[s][1]) * factor, hi);
                 }
                 asm volatile("" ::: "memory"); /* slot s - 1 was read in the step before */
                 issue((s + STAGES - 1) % STAGES);
