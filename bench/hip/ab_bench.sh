@@ -1,0 +1,63 @@
+#!/bin/bash
+# A/B of HIP plugin builds on the lent GPU, in one call: builds each variant
+# (a source tree plus at most one CMake flag) in its own directory at the same
+# time, then times them interleaved (A B C C B A ...) with hip_bench.py
+# (graph replay, L2 flushed) and hip_profile.py (per-kernel device times).
+# Source trees other than "." are made beforehand, e.g. with
+#   git archive <commit> | tar x -C .carry-base/src
+# and carried; cmocka / OpenBLAS / pkg-config come from $DEPS as in
+# h200_run.sh.
+#   OUT=/tmp/out VARIANTS="base=.carry-base/src new=. new4=.:-DCMAKE_CUDA_FLAGS=-DX=4" \
+#   TOKENS=1,8 ROUNDS=2 TESTS='^(test_hip_forward_int4|hip_conformance_int4)$' \
+#   bash bench/hip/ab_bench.sh
+# TESTS (optional) runs those ctest entries on every variant but the first.
+set -u
+OUT=${OUT:-$PWD/out-ab}
+DEPS=${DEPS:-build-hipdeps}
+TOKENS=${TOKENS:-1,8}
+ROUNDS=${ROUNDS:-2}
+WEIGHTS=${WEIGHTS:-int4}
+PROFILE_POINTS=${PROFILE_POINTS:-mixtral-8x7b:1 qwen3-30b-a3b:1}
+mkdir -p "$OUT"
+if [ -f "$DEPS/deps.tar.xz" ]; then
+  mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
+  export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
+  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPATH=/tmp/hipdeps/include
+fi
+
+names=()
+build() { # name source flags
+  local b=/tmp/ab-$1 targets=(moeint4-hip moeint4)
+  [ -n "${TESTS:-}" ] && targets+=(test_hip_forward test_hip_graph test_hip_route test_conformance)
+  { cmake -S "$2" -B "$b" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia -DMOEINT4_BUILD_TESTS=ON \
+      -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" ${3:+"$3"} && ninja -C "$b" -j6 "${targets[@]}"; } > "$OUT/build-$1.log" 2>&1
+  echo "build $1 ($2 ${3:-}): exit $?"
+}
+for v in $VARIANTS; do
+  name=${v%%=*} spec=${v#*=}
+  names+=("$name")
+  build "$name" "${spec%%:*}" "$([[ $spec == *:* ]] && echo "${spec#*:}")" &
+done
+wait
+
+order=("${names[@]}")
+for ((r = 0; r < ROUNDS; r++)); do
+  for name in "${order[@]}"; do
+    PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "/tmp/ab-$name/lib/libmoeint4.so" \
+      --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$WEIGHTS" \
+      --tokens "$TOKENS" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
+  done
+  mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
+done
+for name in "${names[@]}"; do
+  echo "== per kernel: $name"
+  # shellcheck disable=SC2086 # PROFILE_POINTS: one argument a point
+  PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "/tmp/ab-$name/lib/libmoeint4.so" $PROFILE_POINTS 2>&1 |
+    grep -E "us  x1|^[a-z0-9-]+:[0-9]+:" | tee "$OUT/profile-$name.log" | head -20
+done
+if [ -n "${TESTS:-}" ]; then
+  for name in "${names[@]:1}"; do
+    (cd "/tmp/ab-$name" && ctest -V --timeout 600 -R "$TESTS") > "$OUT/tests-$name.log" 2>&1
+    echo "tests $name: exit $?"; grep -E "tests passed|Failed|\*\*\*" "$OUT/tests-$name.log" | tail -3
+  done
+fi
