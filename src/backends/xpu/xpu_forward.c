@@ -130,6 +130,7 @@ size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_p
                                int compute_units)
 {
     size_t units = compute_units > 0 ? (size_t)compute_units : 64;
+    tiles = tiles > 0 ? tiles : 1;
     size_t groups = ((size_t)groups_per_unit * units + tiles - 1) / tiles;
     size_t most = mi4_xpu_gemm_width(columns, team) / MI4_XPU_GROUP;
     groups = groups < 1 ? 1 : groups;
@@ -361,22 +362,17 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
+    /* one-token chunks: the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones */
     int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
-    if (walk > 0) {
-        st = launch(s, MI4_XPU_W13_GEMV_WALK,
-                    mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units), max_tiles, 20,
-                    w13_args);
-        if (!st)
-            st = launch(s, MI4_XPU_W2_GEMV_WALK,
-                        mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units), max_tiles, 14,
-                        w2_args);
-    } else {
-        st = launch(s, gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM, mi4_xpu_gemm_width(N, team13),
-                    max_tiles, 20, w13_args);
-        if (!st)
-            st = launch(s, gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM, mi4_xpu_gemm_width(K, team2),
-                        max_tiles, 14, w2_args);
-    }
+    mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK : gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM;
+    mi4_xpu_kernel k2 = walk > 0 ? MI4_XPU_W2_GEMV_WALK : gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM;
+    size_t width13 = walk > 0 ? mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units)
+                              : mi4_xpu_gemm_width(N, team13);
+    size_t width2 = walk > 0 ? mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units)
+                             : mi4_xpu_gemm_width(K, team2);
+    st = launch(s, k13, width13, max_tiles, 20, w13_args);
+    if (!st)
+        st = launch(s, k2, width2, max_tiles, 14, w2_args);
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;

@@ -205,6 +205,14 @@ static int init_drivers(ze_api *api, ze_driver_handle_t *drivers, uint32_t *coun
     return 1;
 }
 
+static ze_result_t device_properties(ze_api *api, ze_device_handle_t device,
+                                     ze_device_properties_t *props)
+{
+    memset(props, 0, sizeof *props);
+    props->stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+    return api->device_properties(device, props);
+}
+
 /* The device_index-th Intel GPU over all drivers. */
 static int find_device(ze_api *api, int device_index, ze_driver_handle_t *driver,
                        ze_device_handle_t *device, char *name, size_t name_cap, char *reason,
@@ -222,9 +230,7 @@ static int find_device(ze_api *api, int device_index, ze_driver_handle_t *driver
             continue;
         for (uint32_t i = 0; i < num_devices; ++i) {
             ze_device_properties_t props;
-            memset(&props, 0, sizeof props);
-            props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-            if (api->device_properties(devices[i], &props) != ZE_RESULT_SUCCESS ||
+            if (device_properties(api, devices[i], &props) != ZE_RESULT_SUCCESS ||
                 props.type != ZE_DEVICE_TYPE_GPU || props.vendorId != INTEL_VENDOR_ID)
                 continue;
             if (seen++ == device_index) {
@@ -477,9 +483,7 @@ moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE, "%s", reason);
     }
     ze_device_properties_t props;
-    memset(&props, 0, sizeof props);
-    props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-    if (rt->api.device_properties(rt->device, &props) == ZE_RESULT_SUCCESS)
+    if (device_properties(&rt->api, rt->device, &props) == ZE_RESULT_SUCCESS)
         rt->base.compute_units = (int)(props.numSlices * props.numSubslicesPerSlice);
     char log[160] = "";
     ze_result_t rc = create_objects(rt, log, sizeof log);
