@@ -364,7 +364,9 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(target) };
     /* one-token chunks: the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones */
     int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
-    mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK : gemv ? MI4_XPU_W13_GEMV : MI4_XPU_W13_GEMM;
+    mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK
+                         : gemv   ? MI4_XPU_W13_GEMV
+                                  : MI4_XPU_W13_GEMM;
     mi4_xpu_kernel k2 = walk > 0 ? MI4_XPU_W2_GEMV_WALK : gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM;
     size_t width13 = walk > 0 ? mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units)
                               : mi4_xpu_gemm_width(N, team13);
