@@ -108,29 +108,32 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p)
     const int wg_row = BM == 128 ? warpgroup * 64 : 0, wg_col = BM == 128 ? 0 : warpgroup * WGC;
     const int row0 = wg_row + ((tid % 128) / 32) * 16 + lane / 4;
     const int col0 = 2 * (lane % 4);
-    for (int64_t step = 0; step < steps; step++) {
-        mi4_copy_wait<AHEAD - 1>();
-        mi4_fence_proxy_async();
-        __syncthreads();
-        issue(step + AHEAD);
-        int stage = (int)(step % WG_STAGES);
-        uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
-        uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
-        mi4_wgmma_fence();
+    /* The k loop nested in the tile loop: the flattened loop of one
+     * sequence with the epilogue behind a branch made ptxas serialize every
+     * wgmma (C7518: accumulators touched in a path it took for divergent). */
+    int64_t step = 0;
+    for (int64_t my_tile = 0; my_tile < my_tiles; my_tile++) {
+        for (int k_tile = 0; k_tile < k_tiles; k_tile++, step++) {
+            mi4_copy_wait<AHEAD - 1>();
+            mi4_fence_proxy_async();
+            __syncthreads();
+            issue(step + AHEAD);
+            int stage = (int)(step % WG_STAGES);
+            uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
+            uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
+            mi4_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < WG_BK / 16; kk++) /* +32 bytes of k: the address counts 16 B */
-            wgmma_step(acc, desc_a + 2 * kk, desc_b + 2 * kk);
-        mi4_wgmma_commit();
-        mi4_wgmma_wait_one();
-        if ((int)(step % k_tiles) != k_tiles - 1)
-            continue;
+            for (int kk = 0; kk < WG_BK / 16; kk++) /* +32 bytes of k: the address counts 16 B */
+                wgmma_step(acc, desc_a + 2 * kk, desc_b + 2 * kk);
+            mi4_wgmma_commit();
+            mi4_wgmma_wait_one();
+        }
 
-        /* The tile's last k step: epilogue (the next tile's loads fly on). */
+        /* The tile's epilogue (the next tile's loads fly on). */
         mi4_wgmma_wait_all();
         mi4_fence_registers(acc);
         int tile, out_tile;
-        tile_coords(blockIdx.x + (step / k_tiles) * gridDim.x, row_tiles, out_tiles, &tile,
-                    &out_tile);
+        tile_coords(blockIdx.x + my_tile * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
         int slots[2];
 #pragma unroll
         for (int half = 0; half < 2; half++)
