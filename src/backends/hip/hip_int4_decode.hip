@@ -64,11 +64,15 @@ bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_
 constexpr int CHUNK = 128; /* inputs of one chunk */
 constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 
-/* Where this lane's two rows of one expert start (nullptr: no row). */
+/* Where this lane's two rows of one expert start. A missing row (valid[h]
+ * false) points at row 0 of expert 0, so every address stays inside the
+ * matrix and the chunks test no pointer: its codes copy as zeros and its
+ * scale is 0. */
 struct item_rows {
     const uint8_t *codes[2];
     const uint16_t *scales[2];
-    const uint8_t *zeros[2];
+    const uint8_t *zeros[2]; /* unused when the matrix has no zero points */
+    bool valid[2];
 };
 
 MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_lo, int row_hi)
@@ -80,9 +84,10 @@ MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_l
     for (int h = 0; h < 2; h++) {
         const bool valid = expert >= 0 && rows[h] >= 0;
         const size_t row = (size_t)(valid ? expert : 0) * q.rows + (size_t)(valid ? rows[h] : 0);
-        r.codes[h] = valid ? q.codes + row * (size_t)(q.inner_padded / 2) + 16 * t : nullptr;
+        r.codes[h] = q.codes + row * (size_t)(q.inner_padded / 2) + 16 * t;
         r.scales[h] = q.scales + row * q.groups;
         r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
+        r.valid[h] = valid;
     }
     return r;
 }
@@ -97,12 +102,9 @@ MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, in
     const int lane = mi4_lane(), group = min(c, q.groups - 1);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        const bool valid = r.codes[h] != nullptr;
-        mi4_copy16(slot + 32 * h + lane,
-                   valid ? (const void *)(r.codes[h] + c * (CHUNK / 2)) : (const void *)q.codes,
-                   valid);
-        scale[h] = valid ? r.scales[h][group] : 0u;
-        zero[h] = valid && r.zeros[h] ? r.zeros[h][group] : 8u;
+        mi4_copy16(slot + 32 * h + lane, r.codes[h] + c * (CHUNK / 2), r.valid[h]);
+        scale[h] = r.valid[h] ? r.scales[h][group] : 0u;
+        zero[h] = q.zeros != nullptr ? r.zeros[h][group] : 8u;
     }
 }
 

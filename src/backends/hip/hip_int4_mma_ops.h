@@ -23,17 +23,28 @@ MI4_DEVICE uint32_t int4_word_of(const uint4 &v, int w)
     return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
-/* bf16x2 of -(128 + zero) in both halves (exact: 128..143). */
+/* bf16x2 of -(128 + zero) in both halves, exact for zero 0..127: bf16
+ * 128 is 0x4300 and its 7 mantissa bits hold zero, the sign 0x8000 (one
+ * integer multiply-add, not a float conversion a chunk). */
 MI4_DEVICE uint32_t int4_bias_pair(int zero)
 {
-    const uint32_t h = mi4_dev_f32_to_bits(-(128.0f + (float)zero)) >> 16;
-    return h | h << 16;
+    return (0xc300u + (uint32_t)zero) * 0x00010001u;
 }
 
-/* bf16x2 (128 + code at bit `shift`, 128 + code at bit shift + 16). */
+/* bf16x2 (128 + code at bit `shift`, 128 + code at bit shift + 16): one
+ * LOP3 (a & mask) | 128.0 on NVIDIA; from C, ptxas emitted two, one per
+ * immediate (SASS of int4_decode_gemm13, 2026-12-02). */
 MI4_DEVICE uint32_t int4_biased_pair(uint32_t word, int shift)
 {
+#if defined(MI4_MMA_NVIDIA)
+    uint32_t pair;
+    asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" /* 0xea: (a & b) | c */
+        : "=r"(pair)
+        : "r"(word >> shift), "n"(0x000f000f), "n"(0x43004300));
+    return pair;
+#else
     return ((word >> shift) & 0x000f000fu) | 0x43004300u;
+#endif
 }
 
 #if defined(MI4_MMA_NVIDIA)
