@@ -217,32 +217,56 @@ struct expand_params {
     uint16_t *dst; /* [E][rows][inner] */
 };
 
-/* One thread: 8 inputs of one row, (q - zero) * scale rounded once to BF16
- * (the bits the BF16 mode's prepare writes). */
+/* Inputs 8 * word .. + 7 of `row` from their 8 codes: (q - zero) * scale
+ * rounded once to BF16 (the bits the BF16 mode's prepare writes). */
+MI4_DEVICE void expand_word(const mi4_hip_int4_matrix &m, int64_t row, int word, uint32_t codes,
+                            uint16_t *out_row)
+{
+    const int g = word * 8 / m.group_size;
+    const uint16_t scale_bits = m.scales[(size_t)row * m.groups + g];
+    const float scale =
+        m.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+    const int zero = m.zeros ? (int)m.zeros[(size_t)row * m.groups + g] : 8;
+    uint32_t packed[4];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
+        uint32_t bits = mi4_dev_f32_to_bf16(value);
+        packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
+    }
+    *(uint4 *)(out_row + word * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+}
+
+/* A team of 32 threads a row (grid-strided); member m takes the row's words
+ * m, m + 32, ..., four loads in flight before their four conversions, so a
+ * team's loads (128 bytes) and stores (512 bytes) stay contiguous, and no
+ * word pays a 64-bit division. */
+constexpr int EXPAND_TEAM = 32, EXPAND_THREADS = 256, EXPAND_TEAMS = EXPAND_THREADS / EXPAND_TEAM;
+constexpr int EXPAND_AHEAD = 4;
+
 __global__ void expand(expand_params p)
 {
     const mi4_hip_int4_matrix &m = p.m;
-    const int64_t words_per_row = m.inner / 8;
-    const int64_t total = (int64_t)m.experts * m.rows * words_per_row;
-    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t row = t / words_per_row; /* e * rows + o */
-        const int word = (int)(t % words_per_row), i0 = word * 8, g = i0 / m.group_size;
-        const uint32_t codes =
-            *(const uint32_t *)(m.codes + (size_t)row * (m.inner_padded / 2) + (size_t)word * 4);
-        const uint16_t scale_bits = m.scales[(size_t)row * m.groups + g];
-        const float scale =
-            m.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
-        const int zero = m.zeros ? (int)m.zeros[(size_t)row * m.groups + g] : 8;
-        uint32_t packed[4];
+    const int64_t rows = (int64_t)m.experts * m.rows;
+    const int words = m.inner / 8, member = (int)threadIdx.x % EXPAND_TEAM;
+    for (int64_t row = (int64_t)blockIdx.x * EXPAND_TEAMS + (int)threadIdx.x / EXPAND_TEAM;
+         row < rows; row += (int64_t)gridDim.x * EXPAND_TEAMS) {
+        const uint32_t *codes = (const uint32_t *)(m.codes + (size_t)row * (m.inner_padded / 2));
+        uint16_t *out_row = p.dst + (size_t)row * m.inner;
+        for (int first = member; first < words; first += EXPAND_TEAM * EXPAND_AHEAD) {
+            uint32_t word_codes[EXPAND_AHEAD];
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
-            uint32_t bits = mi4_dev_f32_to_bf16(value);
-            packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
+            for (int i = 0; i < EXPAND_AHEAD; i++) {
+                const int w = first + i * EXPAND_TEAM;
+                word_codes[i] = w < words ? codes[w] : 0u;
+            }
+#pragma unroll
+            for (int i = 0; i < EXPAND_AHEAD; i++) {
+                const int w = first + i * EXPAND_TEAM;
+                if (w < words)
+                    expand_word(m, row, w, word_codes[i], out_row);
+            }
         }
-        *(uint4 *)(p.dst + (size_t)row * m.inner + i0) =
-            make_uint4(packed[0], packed[1], packed[2], packed[3]);
     }
 }
 
@@ -287,9 +311,9 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
         expand_params p;
         p.m = *parts[i];
         p.dst = dst[i];
-        const int64_t words = (int64_t)p.m.experts * p.m.rows * (p.m.inner / 8);
-        hipError_t e =
-            mi4_launch(expand, dim3(mi4_hip_stride_grid(words)), dim3(256), 0, stream, p);
+        const int64_t rows = (int64_t)p.m.experts * p.m.rows;
+        hipError_t e = mi4_launch(expand, dim3(mi4_hip_stride_grid(rows * EXPAND_TEAM)),
+                                  dim3(EXPAND_THREADS), 0, stream, p);
         if (e != hipSuccess)
             return e;
     }
