@@ -53,7 +53,8 @@ for name in "${names[@]}"; do
   echo "== per kernel: $name"
   # shellcheck disable=SC2086 # PROFILE_POINTS: one argument a point
   PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "/tmp/ab-$name/lib/libmoeint4.so" $PROFILE_POINTS 2>&1 |
-    grep -E "us  x1|^[a-z0-9-]+:[0-9]+:" | tee "$OUT/profile-$name.log" | head -20
+    grep -E "us  x[0-9]|^[a-z0-9-]+:[0-9]+:" > "$OUT/profile-$name.log" # x2: kernels launched twice (the expansion)
+  head -24 "$OUT/profile-$name.log"
 done
 if [ -n "${TESTS:-}" ]; then
   for name in "${names[@]:1}"; do

@@ -4,6 +4,9 @@
 a few (preset, M, tile) points. Logged only; hip_bench.py makes the records.
 
   python3 bench/hip/hip_profile.py --lib build/lib/libmoeint4.so qwen3-30b-a3b:1 mixtral-8x7b:4096:256
+
+--plain runs the forwards without torch.profiler (whose CUPTI session
+conflicts with ncu's): the program to put under ncu (bench/hip/ncu_point.sh).
 """
 import argparse
 import ctypes as C
@@ -39,6 +42,7 @@ def setup(lib, name, gen):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--plain", action="store_true", help="forwards only, no torch.profiler (for ncu)")
     ap.add_argument("points", nargs="+", help="preset:M[:tile]")
     a = ap.parse_args()
     lib = C.CDLL(a.lib)
@@ -68,6 +72,12 @@ def main():
             hb.check(lib, lib.moeint4_forward(ctx, w, C.byref(args)), "forward")
 
         wall = statistics.median(hb.time_events(fwd, 20))
+        if a.plain:
+            for i in range(3):
+                fwd(i)
+            torch.cuda.synchronize()
+            print(f"{point}: forward {wall * 1e3:.1f} us (events)")
+            continue
         iters = 8
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for i in range(iters):
