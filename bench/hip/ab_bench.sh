@@ -11,6 +11,9 @@
 #   TOKENS=1,8 ROUNDS=2 TESTS='^(test_hip_forward_int4|hip_conformance_int4)$' \
 #   bash bench/hip/ab_bench.sh
 # TESTS (optional) runs those ctest entries on every variant but the first.
+# A variant "name=@other" reuses other's build with the environment in
+# $ENV_name (e.g. ENV_ring6="MOEINT4_HIP_DECODE_RING=6" with ring6=@base):
+# a run-time knob timed against its own build in the same rounds.
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
@@ -33,9 +36,21 @@ build() { # name source flags
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" ${3:+"$3"} && ninja -C "$b" -j6 "${targets[@]}"; } > "$OUT/build-$1.log" 2>&1
   echo "build $1 ($2 ${3:-}): exit $?"
 }
+lib_of() { # name -> the libmoeint4.so its runs load
+  local spec
+  for v in $VARIANTS; do
+    [ "${v%%=*}" = "$1" ] && spec=${v#*=}
+  done
+  [[ $spec == @* ]] && echo "/tmp/ab-${spec#@}/lib/libmoeint4.so" || echo "/tmp/ab-$1/lib/libmoeint4.so"
+}
+env_of() { # name -> its VAR=value words (ENV_name), or nothing
+  local var="ENV_$1"
+  echo "${!var:-}"
+}
 for v in $VARIANTS; do
   name=${v%%=*} spec=${v#*=}
   names+=("$name")
+  [[ $spec == @* ]] && continue
   build "$name" "${spec%%:*}" "$([[ $spec == *:* ]] && echo "${spec#*:}")" &
 done
 wait
@@ -43,7 +58,8 @@ wait
 order=("${names[@]}")
 for ((r = 0; r < ROUNDS; r++)); do
   for name in "${order[@]}"; do
-    PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "/tmp/ab-$name/lib/libmoeint4.so" \
+    # shellcheck disable=SC2046 # env_of: one VAR=value a word
+    env $(env_of "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
       --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$WEIGHTS" \
       --tokens "$TOKENS" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
   done
@@ -51,13 +67,14 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 for name in "${names[@]}"; do
   echo "== per kernel: $name"
-  # shellcheck disable=SC2086 # PROFILE_POINTS: one argument a point
-  PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "/tmp/ab-$name/lib/libmoeint4.so" $PROFILE_POINTS 2>&1 |
+  # shellcheck disable=SC2086,SC2046 # PROFILE_POINTS, env_of: one argument a word
+  env $(env_of "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "$(lib_of "$name")" $PROFILE_POINTS 2>&1 |
     grep -E "us  x[0-9]|^[a-z0-9-]+:[0-9]+:" > "$OUT/profile-$name.log" # x2: kernels launched twice (the expansion)
   head -24 "$OUT/profile-$name.log"
 done
 if [ -n "${TESTS:-}" ]; then
   for name in "${names[@]:1}"; do
+    [ -d "/tmp/ab-$name" ] || continue # a knob on another variant's build
     (cd "/tmp/ab-$name" && ctest -V --timeout 600 -R "$TESTS") > "$OUT/tests-$name.log" 2>&1
     echo "tests $name: exit $?"; grep -E "tests passed|Failed|\*\*\*" "$OUT/tests-$name.log" | tail -3
   done
