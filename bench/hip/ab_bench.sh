@@ -13,7 +13,9 @@
 # TESTS (optional) runs those ctest entries on every variant but the first.
 # A variant "name=@other" reuses other's build with the environment in
 # $ENV_name (e.g. ENV_ring6="MOEINT4_HIP_DECODE_RING=6" with ring6=@base):
-# a run-time knob timed against its own build in the same rounds.
+# a run-time knob timed against its own build in the same rounds. A variant
+# "name=lib:DIR" times a build made elsewhere (bench/hip/prebuild.sh: DIR
+# holds libmoeint4.so and its plugin), without building here; no tests.
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
@@ -41,7 +43,11 @@ lib_of() { # name -> the libmoeint4.so its runs load
   for v in $VARIANTS; do
     [ "${v%%=*}" = "$1" ] && spec=${v#*=}
   done
-  [[ $spec == @* ]] && echo "/tmp/ab-${spec#@}/lib/libmoeint4.so" || echo "/tmp/ab-$1/lib/libmoeint4.so"
+  case $spec in
+  @*) lib_of "${spec#@}" ;;
+  lib:*) echo "$(realpath "${spec#lib:}")/libmoeint4.so" ;;
+  *) echo "/tmp/ab-$1/lib/libmoeint4.so" ;;
+  esac
 }
 env_of() { # name -> its VAR=value words (ENV_name), or nothing
   local var="ENV_$1"
@@ -50,7 +56,7 @@ env_of() { # name -> its VAR=value words (ENV_name), or nothing
 for v in $VARIANTS; do
   name=${v%%=*} spec=${v#*=}
   names+=("$name")
-  [[ $spec == @* ]] && continue
+  [[ $spec == @* || $spec == lib:* ]] && continue
   build "$name" "${spec%%:*}" "$([[ $spec == *:* ]] && echo "${spec#*:}")" &
 done
 wait
