@@ -15,6 +15,6 @@ cmake -S "$src" -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_HIP=ON 
   -DMOEINT4_HIP_PLATFORM=nvidia -DMOEINT4_BUILD_TESTS=OFF -DCMAKE_CUDA_COMPILER="$nvcc" > "$work/configure.log"
 ninja -C "$work" moeint4-hip moeint4 > "$work/build.log"
 mkdir -p "$out"
-cp -a "$work"/lib/libmoeint4*.so* "$out"/
+cp -L "$work"/lib/libmoeint4*.so* "$out"/ # plain files: carried folders may drop links
 git -C "$src" rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo "(not a git tree)" > "$out/COMMIT"
 ls -la "$out"
