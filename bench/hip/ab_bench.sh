@@ -24,18 +24,16 @@ ROUNDS=${ROUNDS:-2}
 WEIGHTS=${WEIGHTS:-int4}
 PROFILE_POINTS=${PROFILE_POINTS:-mixtral-8x7b:1 qwen3-30b-a3b:1}
 mkdir -p "$OUT"
-if [ -f "$DEPS/deps.tar.xz" ]; then
-  mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
-  export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
-  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPATH=/tmp/hipdeps/include
-fi
+# shellcheck source=bench/hip/nvidia_build.sh
+. "$(dirname "$0")/nvidia_build.sh"
+use_hip_deps "$DEPS"
 
 names=()
 build() { # name source flags
   local b=/tmp/ab-$1 targets=(moeint4-hip moeint4)
   [ -n "${TESTS:-}" ] && targets+=(test_hip_forward test_hip_graph test_hip_route test_conformance)
-  { cmake -S "$2" -B "$b" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia -DMOEINT4_BUILD_TESTS=ON \
-      -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" ${3:+"$3"} && ninja -C "$b" -j6 "${targets[@]}"; } > "$OUT/build-$1.log" 2>&1
+  { configure_nvidia "$2" "$b" -DMOEINT4_BUILD_TESTS=ON ${3:+"$3"} &&
+    ninja -C "$b" -j6 "${targets[@]}"; } > "$OUT/build-$1.log" 2>&1
   echo "build $1 ($2 ${3:-}): exit $?"
 }
 lib_of() { # name -> the libmoeint4.so its runs load

@@ -16,19 +16,15 @@ DEPS=${DEPS:-build-hipdeps}
 mkdir -p "$OUT"
 want() { [[ ( " $steps " == *" all "* && $1 != profile ) || " $steps " == *" $1 "* ]]; }
 
-if [ -f "$DEPS/deps.tar.xz" ]; then
-  mkdir -p /tmp/hipdeps && tar xJf "$DEPS/deps.tar.xz" -C /tmp/hipdeps
-  export PATH=/tmp/hipdeps/bin:$PATH PKG_CONFIG_PATH=/tmp/hipdeps/pkgconfig
-  export LD_LIBRARY_PATH=/tmp/hipdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPATH=/tmp/hipdeps/include
-fi
+# shellcheck source=bench/hip/nvidia_build.sh
+. "$(dirname "$0")/nvidia_build.sh"
+use_hip_deps "$DEPS"
 
 if want build; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     nvcc --version | tail -1; cmake --version | head -1
     python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
-  { MOEINT4_COMMIT=$COMMIT cmake -S . -B "$BUILD" -G Ninja -DMOEINT4_HIP=ON -DMOEINT4_HIP_PLATFORM=nvidia \
-      -DMOEINT4_BUILD_TESTS=ON \
-      -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
+  { MOEINT4_COMMIT=$COMMIT configure_nvidia . "$BUILD" -DMOEINT4_BUILD_TESTS=ON &&
     ninja -C "$BUILD" -k 0 ${TARGETS:-}; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
 fi

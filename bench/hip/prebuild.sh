@@ -7,12 +7,12 @@
 # in ab_bench.sh as a variant "name=lib:DIR".
 #   bash bench/hip/prebuild.sh <source tree> <DIR>
 set -euo pipefail
+# shellcheck source=bench/hip/nvidia_build.sh
+. "$(dirname "$0")/nvidia_build.sh"
 src=$1 out=$2
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake -S "$src" -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEINT4_HIP=ON \
-  -DMOEINT4_HIP_PLATFORM=nvidia -DMOEINT4_BUILD_TESTS=OFF -DCMAKE_CUDA_COMPILER="$nvcc" > "$work/configure.log"
+configure_nvidia "$src" "$work" -DMOEINT4_BUILD_TESTS=OFF > "$work/configure.log"
 ninja -C "$work" moeint4-hip moeint4 > "$work/build.log"
 mkdir -p "$out"
 cp -L "$work"/lib/libmoeint4*.so* "$out"/ # plain files: carried folders may drop links
