@@ -364,6 +364,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
+    mi4_grid_allow_next(); /* gemm2's blocks may start loading weights as these end */
     const int slot = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int expert = mi4_slot_local(p.combine.check, slot);
     const int units = (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS);
@@ -481,6 +482,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.run = split_chunks(q, warp % splits, splits);
     plan.runs = (p.topk + plan.groups - 1) / plan.groups;
     stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * 2 * MI4_WARP, [&]() {
+        mi4_grid_wait_previous(); /* the act rows are gemm13's (launched early) */
         /* a skipped slot's act row was never written: zeros */
         stage_rows(xs, p.topk, q, [&](int r) {
             return slot_expert[slot0 + r] >= 0 ? p.a + (slot0 + r) * (size_t)p.inner : nullptr;
@@ -615,7 +617,9 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
                           : resident / owners > 1 ? resident / owners
                                                   : 1;
     const int64_t per_owner = share < units ? share : units;
-    return mi4_launch(use.kernel, dim3((unsigned)(owners * per_owner)),
-                      dim3(DECODE_WARPS * MI4_WARP), use.shared, a->stream, p, q,
-                      (int)per_owner);
+    /* gemm2 starts streaming its weights while gemm13's last blocks run */
+    const dim3 grid((unsigned)(owners * per_owner)), block(DECODE_WARPS * MI4_WARP);
+    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, (int)per_owner)
+                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q,
+                                    (int)per_owner);
 }
