@@ -26,6 +26,7 @@
  * several items of its slot or token with the ring running on across
  * them, so its token rows are staged once. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/hip/hip_gemm_common.h"
 #include "backends/hip/hip_gemv_units.h"
@@ -38,25 +39,31 @@ using namespace mi4_gemm;
 constexpr int DECODE_WARPS = 8;
 constexpr int GEMM13_BLOCKS = 2; /* output blocks of 8 (16 rows: gate, up) a block */
 constexpr int CHUNK_BYTES = 1024; /* 16 rows x 128 inputs of codes */
+/* gemm2 with its token rows in the ring (X_RING): a slot also holds the
+ * chunk's 128 inputs of the run's row, 256 bytes. */
+constexpr int X_CHUNK_BYTES = 256;
 /* Within every sm_80+ part's opt-in limit (sm_86 / sm_89: 99 KB). */
 constexpr size_t DECODE_MAX_SHARED = 96 * 1024;
 
 /* Shared memory of one block: the warps' rings, the staged token rows
- * (bf16, pair order), the warps' partial sums (two items' worth) and
- * (gemm2) the token's router weights and the slot table. */
+ * (bf16, pair order; none with x_ring, whose slots carry the inputs), the
+ * warps' partial sums (two items' worth) and (gemm2) the token's router
+ * weights and the slot table. */
 size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
-                           const mi4_hip_int4_matrix &q, int stages)
+                           const mi4_hip_int4_matrix &q, int stages, bool x_ring = false)
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
     const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
-    return (size_t)DECODE_WARPS * stages * CHUNK_BYTES + rows * (size_t)q.inner_padded * 2 +
+    const size_t slot = CHUNK_BYTES + (x_ring ? X_CHUNK_BYTES : 0);
+    return (size_t)DECODE_WARPS * stages * slot + (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) +
            2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
 
 /* Whether the shallowest ring fits every sm_80+ part's shared memory. */
-bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_matrix &q)
+bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_matrix &q,
+                 bool x_ring)
 {
-    return decode_shared_bytes(gated, p, q, 4) <= DECODE_MAX_SHARED;
+    return decode_shared_bytes(gated, p, q, 4, x_ring) <= DECODE_MAX_SHARED;
 }
 
 #if defined(MI4_MMA_NVIDIA)
@@ -73,6 +80,7 @@ struct item_rows {
     const uint16_t *scales[2];
     const uint8_t *zeros[2]; /* unused when the matrix has no zero points */
     bool valid[2];
+    const uint16_t *x_row; /* X_RING: the run's token row (act of its slot) */
 };
 
 MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_lo, int row_hi)
@@ -89,6 +97,7 @@ MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_l
         r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
         r.valid[h] = valid;
     }
+    r.x_row = nullptr;
     return r;
 }
 
@@ -129,9 +138,17 @@ MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
         pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
 }
 
+/* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */
+MI4_DEVICE uint4 pair_order(const uint4 &v)
+{
+    return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                      __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+}
+
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
  * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
- * pair order). */
+ * pair order, or in input order with PAIR_ORDER_X: reordered here). */
+template <bool PAIR_ORDER_X>
 MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint32_t (&zero)[2],
                           const uint4 *x, float &lo, float &hi)
 {
@@ -139,7 +156,7 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
-        const uint4 xv = x[w];
+        const uint4 xv = PAIR_ORDER_X ? pair_order(x[w]) : x[w];
         uint32_t pl[4], ph[4];
         dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
         dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
@@ -148,13 +165,6 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint
     }
     lo = c[0];
     hi = c[2];
-}
-
-/* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */
-MI4_DEVICE uint4 pair_order(const uint4 &v)
-{
-    return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
-                      __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
 }
 
 /* Stages `rows` token rows (row(r): bf16 [inner]) into xs, inner_padded
@@ -192,12 +202,16 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
  * multiply. `stage` (called once, by every thread of the block, with the
  * first chunks in flight) stages the token rows and synchronizes the
  * block; plan.done(k, lo, hi) ends item k (every warp calls it at the same
- * step: it synchronizes the block). Each lane reads back only what it
- * copied itself: cp.async.wait_group alone orders it. */
-template <int STAGES, typename Plan, typename Stage>
+ * step: it synchronizes the block). Each lane reads back only the codes it
+ * copied itself: cp.async.wait_group alone orders them. With X_RING a slot
+ * also carries the chunk's 128 inputs of the run's token row (rows.x_row,
+ * copied by 16 lanes, in input order), so no row is staged: a warp barrier
+ * after the wait lets every lane read them. */
+template <int STAGES, bool X_RING = false, typename Plan, typename Stage>
 MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
                              uint4 *ring, Stage stage)
 {
+    constexpr int SLOT = 2 * MI4_WARP + (X_RING ? X_CHUNK_BYTES / 16 : 0); /* uint4 a slot */
     const int lane = mi4_lane(), t = lane & 3;
     /* The scale bits and zero points of slot s's rows (g, g + 8), kept as
      * loaded: combining them at issue would wait there for the loads. */
@@ -212,8 +226,14 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                 run_loads = plan.start_run(issue_k, issue_r, rows);
             const int c = plan.run.first + issue_c;
             has = run_loads && c < plan.run.end;
-            if (has)
-                issue_chunk(q, rows, c, ring + s * 2 * MI4_WARP, scales[s], zeros[s]);
+            if (has) {
+                issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
+                if (X_RING && lane < X_CHUNK_BYTES / 16) {
+                    const int at = c * CHUNK + lane * 8; /* inputs past q.inner: zeros */
+                    mi4_copy16(ring + s * SLOT + 2 * MI4_WARP + lane, rows.x_row + at,
+                               at + 8 <= q.inner);
+                }
+            }
             if (++issue_c == plan.run.per) {
                 issue_c = 0;
                 if (++issue_r == plan.runs) {
@@ -230,19 +250,22 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
         issue(s);
     stage();
     float lo = 0.0f, hi = 0.0f, factor = plan.factor(0);
-    const uint4 *x = plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
+    const uint4 *x = X_RING ? nullptr : plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
     int k = 0, r = 0, c = 0;
     while (k < items) {
 #pragma unroll
         for (int s = 0; s < STAGES; s++) {
             if (k < items) { /* uniform over the block */
                 mi4_copy_wait<STAGES - 2>(); /* step (k, r, c) has landed */
+                if (X_RING)
+                    __syncwarp(); /* the inputs other lanes copied */
                 asm volatile("" ::: "memory"); /* no shared read moves above the wait */
                 if (landed >> s & 1u) {
-                    const uint4 *slot = ring + s * 2 * MI4_WARP;
+                    const uint4 *slot = ring + s * SLOT;
                     float dot_lo, dot_hi;
-                    chunk_dot(slot[lane], slot[MI4_WARP + lane], zeros[s], x + c * (CHUNK / 8),
-                              dot_lo, dot_hi);
+                    chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s],
+                                      X_RING ? slot + 2 * MI4_WARP + 4 * t : x + c * (CHUNK / 8),
+                                      dot_lo, dot_hi);
                     lo = fmaf(dot_lo, decode_scale(q, scales[s][0]) * factor, lo);
                     hi = fmaf(dot_hi, decode_scale(q, scales[s][1]) * factor, hi);
                 }
@@ -257,7 +280,8 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                         k++;
                     }
                     factor = plan.factor(r);
-                    x = plan.xs + plan.input_row(r) + (plan.run.first * CHUNK + 32 * t) / 8;
+                    if (!X_RING)
+                        x = plan.xs + plan.input_row(r) + (plan.run.first * CHUNK + 32 * t) / 8;
                 }
             }
         }
@@ -364,6 +388,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
+    mi4_grid_allow_next(); /* gemm2's blocks may start loading weights as these end */
     const int slot = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int expert = mi4_slot_local(p.combine.check, slot);
     const int units = (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS);
@@ -413,6 +438,7 @@ struct gemm2_plan {
         const int expert = j < p->topk ? slot_expert[(size_t)token * p->topk + j] : -1;
         rows = rows_of(*q, expert, out0 + g < p->out_cols ? out0 + g : -1,
                        out0 + 8 + g < p->out_cols ? out0 + 8 + g : -1);
+        rows.x_row = p->a + ((size_t)token * p->topk + (j < p->topk ? j : 0)) * (size_t)p->inner;
         return expert >= 0;
     }
     MI4_DEVICE float factor(int r) const
@@ -441,16 +467,19 @@ struct gemm2_plan {
 /* gemm2 + combine: blocks (token, rank): the token's output blocks rank,
  * rank + blocks, ... Block 0 reports the smallest bad slot; a synchronous
  * forward then writes no output, an asynchronous one leaves the bad slots
- * out. */
-template <int STAGES>
-__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
+ * out. X_RING: the token rows ride in the ring with the codes (no staged
+ * rows: less shared memory, deeper rings); the act rows are then read from
+ * the first loads on, so the wait for gemm13 comes before them. */
+template <int STAGES, bool X_RING>
+__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_RING: no spills */
     int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
+    constexpr int SLOT = 2 * MI4_WARP + (X_RING ? X_CHUNK_BYTES / 16 : 0);
     const int token = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
-    const int row_uint4 = q.inner_padded / 8;
+    const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     const int warp = (int)threadIdx.x / MI4_WARP;
-    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * 2 * MI4_WARP;
+    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * SLOT;
     float *partial = (float *)(xs + (size_t)p.topk * row_uint4);
     float *weights = partial + 2 * DECODE_WARPS * 16;
     int *slot_expert = (int *)(weights + p.topk);
@@ -464,6 +493,8 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     const int items = items_of((p.out_cols + 15) / 16, rank, blocks);
     if (items == 0)
         return;
+    if (X_RING)
+        mi4_grid_wait_previous(); /* the first loads read gemm13's act rows */
     const size_t slot0 = (size_t)token * p.topk;
     const int splits = p.topk < DECODE_WARPS ? DECODE_WARPS / p.topk : 1;
     gemm2_plan plan;
@@ -480,11 +511,14 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.first_slot = warp / splits;
     plan.run = split_chunks(q, warp % splits, splits);
     plan.runs = (p.topk + plan.groups - 1) / plan.groups;
-    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * 2 * MI4_WARP, [&]() {
+    stream_items<STAGES, X_RING>(q, plan, items, decode_shared + warp * STAGES * SLOT, [&]() {
+        mi4_grid_wait_previous(); /* the act rows are gemm13's (launched early) */
         /* a skipped slot's act row was never written: zeros */
-        stage_rows(xs, p.topk, q, [&](int r) {
-            return slot_expert[slot0 + r] >= 0 ? p.a + (slot0 + r) * (size_t)p.inner : nullptr;
-        });
+        if (!X_RING)
+            stage_rows(xs, p.topk, q, [&](int r) {
+                return slot_expert[slot0 + r] >= 0 ? p.a + (slot0 + r) * (size_t)p.inner
+                                                   : nullptr;
+            });
         for (int j = (int)threadIdx.x; j < p.topk; j += (int)blockDim.x)
             weights[j] = p.weight_on_output && slot_expert[slot0 + j] >= 0
                              ? p.topk_weights[slot0 + j]
@@ -503,7 +537,7 @@ __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blo
     (void)blocks;
 }
 
-template <int STAGES>
+template <int STAGES, bool X_RING>
 __global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
@@ -535,11 +569,14 @@ struct decode_choice {
 };
 
 template <int STAGES>
-decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q)
+decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q,
+                               bool x_ring)
 {
     decode_choice c;
-    c.kernel = gated ? int4_decode_gemm13<STAGES> : int4_decode_gemm2<STAGES>;
-    c.shared = decode_shared_bytes(gated, p, q, STAGES);
+    c.kernel = gated    ? int4_decode_gemm13<STAGES>
+               : x_ring ? int4_decode_gemm2<STAGES, true>
+                        : int4_decode_gemm2<STAGES, false>;
+    c.shared = decode_shared_bytes(gated, p, q, STAGES, x_ring);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, DECODE_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
         c.per_sm = 0;
@@ -549,7 +586,9 @@ decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_i
 /* Tuning and test knobs: MOEINT4_HIP_DECODE_RING=6|8 asks for a deeper
  * ring where it fits, MOEINT4_HIP_DECODE_BLOCKS=n the blocks per slot
  * (gemm13) or token (gemm2), so that 1 makes every block walk all output
- * blocks. 0: unset or not a positive number (the choice by occupancy). */
+ * blocks. 0: unset or not a positive number (the choice by occupancy).
+ * MOEINT4_HIP_DECODE_X=staged keeps gemm2's token rows staged in shared
+ * memory where they would ride in the ring. */
 int decode_knob(const char *name)
 {
     const char *v = getenv(name);
@@ -572,9 +611,12 @@ hipError_t mi4_hip_int4_decode_init(void)
         allow_decode_shared(int4_decode_gemm13<8>, limit),
         allow_decode_shared(int4_decode_gemm13<6>, limit),
         allow_decode_shared(int4_decode_gemm13<4>, limit),
-        allow_decode_shared(int4_decode_gemm2<8>, limit),
-        allow_decode_shared(int4_decode_gemm2<6>, limit),
-        allow_decode_shared(int4_decode_gemm2<4>, limit)};
+        allow_decode_shared(int4_decode_gemm2<8, false>, limit),
+        allow_decode_shared(int4_decode_gemm2<6, false>, limit),
+        allow_decode_shared(int4_decode_gemm2<4, false>, limit),
+        allow_decode_shared(int4_decode_gemm2<8, true>, limit),
+        allow_decode_shared(int4_decode_gemm2<6, true>, limit),
+        allow_decode_shared(int4_decode_gemm2<4, true>, limit)};
     for (hipError_t r : results)
         if (r != hipSuccess)
             return r;
@@ -593,15 +635,20 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
     gemm_params p = make_params(a, gated);
     p.b = nullptr; /* the weights are q below */
     const mi4_hip_int4_matrix q = gated ? a->weights->q13 : a->weights->q2;
-    *served = a->weights->int4_mma && decode_fits(gated, p, q);
+    /* gemm2's token rows (act, 16-byte aligned rows of whole 8-input pieces)
+     * ride in the ring unless asked otherwise */
+    const char *x_mode = getenv("MOEINT4_HIP_DECODE_X");
+    const bool x_ring = !gated && q.inner % 8 == 0 &&
+                        !(x_mode != nullptr && strcmp(x_mode, "staged") == 0);
+    *served = a->weights->int4_mma && decode_fits(gated, p, q, x_ring);
     if (!*served)
         return hipSuccess;
     const int ring = decode_knob("MOEINT4_HIP_DECODE_RING");
-    decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q)
-                        : ring == 6 ? decode_choice_of<6>(gated, p, q)
+    decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q, x_ring)
+                        : ring == 6 ? decode_choice_of<6>(gated, p, q, x_ring)
                                     : decode_choice{};
     if (use.per_sm < 1) /* the default, or a deeper ring that does not fit */
-        use = decode_choice_of<4>(gated, p, q);
+        use = decode_choice_of<4>(gated, p, q, x_ring);
     if (use.per_sm < 1)
         return hipErrorInvalidValue; /* decode_fits said it fits */
     const int64_t owners = gated ? p.num_slots : p.combine.num_tokens;
@@ -615,7 +662,9 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
                           : resident / owners > 1 ? resident / owners
                                                   : 1;
     const int64_t per_owner = share < units ? share : units;
-    return mi4_launch(use.kernel, dim3((unsigned)(owners * per_owner)),
-                      dim3(DECODE_WARPS * MI4_WARP), use.shared, a->stream, p, q,
-                      (int)per_owner);
+    /* gemm2 starts streaming its weights while gemm13's last blocks run */
+    const dim3 grid((unsigned)(owners * per_owner)), block(DECODE_WARPS * MI4_WARP);
+    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, (int)per_owner)
+                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q,
+                                    (int)per_owner);
 }

@@ -38,6 +38,17 @@ inline hipError_t mi4_launch_values(void (*kernel)(Params...), dim3 grid, dim3 b
     return hipLaunchKernel((const void *)kernel, grid, block, pointers, shared_bytes, stream);
 }
 
+#if defined(MI4_PLATFORM_NVIDIA)
+/* cudaLaunchKernelExC with the values converted to the parameter types. */
+template <typename... Params>
+inline hipError_t mi4_launch_config(const cudaLaunchConfig_t &config, void (*kernel)(Params...),
+                                    Params... values)
+{
+    void *pointers[] = {(void *)&values...};
+    return cudaLaunchKernelExC(&config, (const void *)kernel, pointers);
+}
+#endif
+
 template <typename... Params, typename... Args>
 inline hipError_t mi4_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
                              hipStream_t stream, Args... args)
@@ -45,6 +56,57 @@ inline hipError_t mi4_launch(void (*kernel)(Params...), dim3 grid, dim3 block, s
     static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count");
     return mi4_launch_values<Params...>(kernel, grid, block, shared_bytes, stream,
                                         static_cast<Params>(args)...);
+}
+
+/* mi4_launch_early: as mi4_launch, but on NVIDIA (sm_90+) the kernel may
+ * start while the previous kernel on the stream is still running (Hopper's
+ * programmatic dependent launch): its blocks take the SMs the previous
+ * kernel's blocks free, as soon as those blocks have all called
+ * mi4_grid_allow_next. Such a kernel must call mi4_grid_wait_previous before
+ * it reads or writes anything the previous kernel writes; what it does
+ * before (loading weights, reading the caller's inputs) overlaps the
+ * previous kernel's tail. Elsewhere, and on the legacy default stream (0),
+ * an ordinary launch. */
+template <typename... Params, typename... Args>
+inline hipError_t mi4_launch_early(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                   size_t shared_bytes, hipStream_t stream, Args... args)
+{
+#if defined(MI4_PLATFORM_NVIDIA)
+    static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count");
+    if (stream == nullptr)
+        return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return mi4_launch_config<Params...>(config, kernel, static_cast<Params>(args)...);
+#else
+    return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
+#endif
+}
+
+/* In a kernel launched by mi4_launch_early: waits until the previous
+ * kernel on the stream has finished and its writes are visible. */
+MI4_DEVICE void mi4_grid_wait_previous()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+/* In a kernel followed by one launched with mi4_launch_early: lets that
+ * kernel's blocks start once every block of this one has called it. */
+MI4_DEVICE void mi4_grid_allow_next()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
 }
 
 /* ---- 16-bit floats as bit patterns ---- */
