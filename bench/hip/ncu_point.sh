@@ -6,17 +6,22 @@
 #   KERNEL=int4_wgmma_gemm bash bench/hip/ncu_point.sh
 # KERNEL: an ncu --kernel-name regex (regex: is added); COUNT: launches
 # profiled (default 2: gemm13 and gemm2 when KERNEL matches both), after SKIP
-# (default 20) launches of the timing forwards; SECTIONS: ncu sections.
+# (default 20) launches of the timing forwards; SECTIONS: ncu sections;
+# DEPS: the carried dependencies (the core library links cJSON).
 set -u
 OUT=${OUT:-$PWD/out-ncu}
 : "${LIB:?the libmoeint4.so to profile}" "${POINT:?preset:M[:tile]}" "${KERNEL:?kernel name regex}"
 SECTIONS=${SECTIONS:-SpeedOfLight SchedulerStats WarpStateStats Occupancy MemoryWorkloadAnalysis LaunchStats}
 mkdir -p "$OUT"
+# shellcheck source=bench/hip/nvidia_build.sh
+. "$(dirname "$0")/nvidia_build.sh"
+use_hip_deps "${DEPS:-build-hipdeps}"
 name=$(echo "$POINT-$KERNEL" | tr -c 'A-Za-z0-9.-' '_')
 section_args=()
 for s in $SECTIONS; do section_args+=(--section "$s"); done
 # the first launches are the timing forwards of hip_profile.py: skip them
-ncu --kernel-name "regex:$KERNEL" --launch-skip "${SKIP:-20}" --launch-count "${COUNT:-2}" \
+# clocks left alone: the device's METHOD.md asks it, and graph timings ran so
+ncu --clock-control none --kernel-name "regex:$KERNEL" --launch-skip "${SKIP:-20}" --launch-count "${COUNT:-2}" \
   "${section_args[@]}" python3 bench/hip/hip_profile.py --plain --lib "$LIB" "$POINT" \
   > "$OUT/ncu-$name.txt" 2>&1
 echo "ncu $POINT $KERNEL: exit $? ($OUT/ncu-$name.txt)"
