@@ -31,7 +31,8 @@ use_hip_deps "$DEPS"
 names=()
 build() { # name source flags
   local b=/tmp/ab-$1 targets=(moeint4-hip moeint4)
-  [ -n "${TESTS:-}" ] && targets+=(test_hip_forward test_hip_graph test_hip_route test_conformance)
+  [ -n "${TESTS:-}" ] && targets+=(test_hip_dequant test_hip_forward test_hip_memory test_hip_route test_hip_graph
+    test_hip_weights test_conformance)
   { configure_nvidia "$2" "$b" -DMOEINT4_BUILD_TESTS=ON ${3:+"$3"} &&
     ninja -C "$b" -j6 "${targets[@]}"; } > "$OUT/build-$1.log" 2>&1
   echo "build $1 ($2 ${3:-}): exit $?"

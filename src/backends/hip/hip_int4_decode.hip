@@ -206,7 +206,9 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
  * copied itself: cp.async.wait_group alone orders them. With X_RING a slot
  * also carries the chunk's 128 inputs of the run's token row (rows.x_row,
  * copied by 16 lanes, in input order), so no row is staged: a warp barrier
- * after the wait lets every lane read them. */
+ * after the wait lets every lane read them. The first STAGES - 1 slots'
+ * inputs are plain loads after stage() (where gemm2 waits for gemm13, which
+ * writes them): their codes are in flight before it. */
 template <int STAGES, bool X_RING = false, typename Plan, typename Stage>
 MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
                              uint4 *ring, Stage stage)
@@ -219,6 +221,10 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
     item_rows rows;
     bool run_loads = false; /* the same in every lane: mma.sync needs the whole warp */
     int issue_k = 0, issue_r = 0, issue_c = 0;
+    /* X_RING: the first slots' inputs are read after stage() (the previous
+     * kernel writes them), their codes before it: where each comes from */
+    const uint16_t *first_x[STAGES], *held_x = nullptr; /* held_x: the last issue's, unread */
+    bool before_stage = true;
     auto issue = [&](int s) {
         bool has = false;
         if (issue_k < items) {
@@ -230,8 +236,11 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                 issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
                 if (X_RING && lane < X_CHUNK_BYTES / 16) {
                     const int at = c * CHUNK + lane * 8; /* inputs past q.inner: zeros */
-                    mi4_copy16(ring + s * SLOT + 2 * MI4_WARP + lane, rows.x_row + at,
-                               at + 8 <= q.inner);
+                    if (before_stage)
+                        held_x = at + 8 <= q.inner ? rows.x_row + at : nullptr;
+                    else
+                        mi4_copy16(ring + s * SLOT + 2 * MI4_WARP + lane, rows.x_row + at,
+                                   at + 8 <= q.inner);
                 }
             }
             if (++issue_c == plan.run.per) {
@@ -246,9 +255,18 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
         mi4_copy_commit();
     };
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; s++)
+    for (int s = 0; s < STAGES - 1; s++) {
+        held_x = nullptr;
         issue(s);
+        first_x[s] = held_x;
+    }
     stage();
+    before_stage = false;
+    if (X_RING && lane < X_CHUNK_BYTES / 16) /* plain loads: seen after the step's warp barrier */
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; s++)
+            ring[s * SLOT + 2 * MI4_WARP + lane] =
+                first_x[s] != nullptr ? *(const uint4 *)first_x[s] : make_uint4(0u, 0u, 0u, 0u);
     float lo = 0.0f, hi = 0.0f, factor = plan.factor(0);
     const uint4 *x = X_RING ? nullptr : plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
     int k = 0, r = 0, c = 0;
@@ -468,8 +486,8 @@ struct gemm2_plan {
  * rank + blocks, ... Block 0 reports the smallest bad slot; a synchronous
  * forward then writes no output, an asynchronous one leaves the bad slots
  * out. X_RING: the token rows ride in the ring with the codes (no staged
- * rows: less shared memory, deeper rings); the act rows are then read from
- * the first loads on, so the wait for gemm13 comes before them. */
+ * rows: less shared memory, deeper rings); the first slots' rows are read
+ * after the wait for gemm13, their codes before it. */
 template <int STAGES, bool X_RING>
 __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_RING: no spills */
     int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
@@ -493,8 +511,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
     const int items = items_of((p.out_cols + 15) / 16, rank, blocks);
     if (items == 0)
         return;
-    if (X_RING)
-        mi4_grid_wait_previous(); /* the first loads read gemm13's act rows */
     const size_t slot0 = (size_t)token * p.topk;
     const int splits = p.topk < DECODE_WARPS ? DECODE_WARPS / p.topk : 1;
     gemm2_plan plan;

@@ -1,0 +1,139 @@
+// How fast the lent GPU streams int4 weight bytes in the access patterns the
+// decode kernels could use, with nothing else in the way (no MMA, no
+// dequantization): a warp copies one 1 KB chunk a step through a cp.async
+// ring of STAGES chunks in shared memory, 8 warps a block, the block count
+// the SMs hold, as hip_int4_decode.hip does. Patterns, per step of a warp:
+//   rows16x64: 16 rows x 64 bytes (today's [E, N, K/2] layout, 128 inputs)
+//   rows8x128: 8 rows x 128 bytes (whole 128-byte lines, 256 inputs)
+//   tiled1k:   1 KB contiguous (a layout re-tiled to the chunk)
+// Each warp walks a run of consecutive chunks of its rows (a quarter of the
+// row, as gemm2's 4 warps a slot do). Prints the median of 20 kernel times
+// (CUDA events, L2 flushed before each) and GB/s.
+//   nvcc -O3 -arch=sm_90a -o /tmp/stream_pattern bench/hip/stream_pattern.cu && /tmp/stream_pattern
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+
+enum Pattern { ROWS16X64, ROWS8X128, TILED1K };
+
+__device__ __forceinline__ void copy16(void *dst, const void *src)
+{
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+
+// rows x row_bytes of codes; a work unit = a row block (16 or 8 rows) and a
+// quarter of its chunks. The sum of the words read keeps the loads alive.
+template <Pattern P, int STAGES>
+__global__ void __launch_bounds__(256, 2)
+    stream(const uint8_t *codes, int rows, int row_bytes, int splits, unsigned *sink)
+{
+    extern __shared__ uint4 ring_all[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint4 *ring = ring_all + warp * STAGES * 64;
+    const int block_rows = P == ROWS8X128 ? 8 : 16;
+    const int chunk_row_bytes = 1024 / block_rows; // 64 or 128
+    const int chunks = row_bytes / chunk_row_bytes, per = chunks / splits;
+    const long units = (long)(rows / block_rows) * splits;
+    const long warps = (long)gridDim.x * 8;
+    unsigned acc = 0;
+    for (long u = (long)blockIdx.x * 8 + warp; u < units; u += warps) {
+        const long rb = u / splits;
+        const int first = (int)(u % splits) * per;
+        auto issue = [&](int c, int s) {
+            if (c < per) {
+                uint4 *slot = ring + s * 64;
+                for (int h = 0; h < 2; h++) {
+                    const uint8_t *src;
+                    if (P == TILED1K) {
+                        src = codes + ((rb * chunks + first + c) * 1024) + h * 512 + lane * 16;
+                    } else if (P == ROWS16X64) {
+                        const long row = rb * 16 + (lane >> 2) + 8 * h;
+                        src = codes + row * row_bytes + (long)(first + c) * 64 + (lane & 3) * 16;
+                    } else {
+                        const long row = rb * 8 + (lane >> 2);
+                        src = codes + row * row_bytes + (long)(first + c) * 128 + h * 64 +
+                              (lane & 3) * 16;
+                    }
+                    copy16(slot + h * 32 + lane, src);
+                }
+            }
+            asm volatile("cp.async.commit_group;\n" ::);
+        };
+        for (int s = 0; s < STAGES - 1; s++)
+            issue(s, s);
+        for (int c = 0; c < per; c++) {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+            const uint4 *slot = ring + (c % STAGES) * 64;
+            const uint4 a = slot[lane], b = slot[32 + lane];
+            acc ^= a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w;
+            asm volatile("" ::: "memory");
+            issue(c + STAGES - 1, (c + STAGES - 1) % STAGES);
+        }
+        asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    if (acc == 0x12345678u)
+        sink[0] = acc;
+}
+
+template <Pattern P, int STAGES>
+float time_one(const uint8_t *codes, int rows, int row_bytes, uint8_t *flush, size_t flush_bytes,
+               unsigned *sink, int sms)
+{
+    auto k = stream<P, STAGES>;
+    const int shared = 8 * STAGES * 1024;
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 256, shared);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> t;
+    for (int i = 0; i < 21; i++) {
+        cudaMemsetAsync(flush, i, flush_bytes);
+        cudaEventRecord(a);
+        k<<<sms * per_sm, 256, shared>>>(codes, rows, row_bytes, 4, sink);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (i > 0)
+            t.push_back(ms * 1000.0f);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+int main()
+{
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    const size_t flush_bytes = 256u << 20;
+    uint8_t *flush, *codes;
+    unsigned *sink;
+    cudaMalloc(&flush, flush_bytes);
+    cudaMalloc(&sink, 4);
+    struct Shape {
+        const char *name;
+        int rows, row_bytes;
+    } shapes[] = {{"mixtral w2 x2 (8192 x 7168 B)", 8192, 7168},
+                  {"mixtral w13 x2 (57344 x 2048 B)", 57344, 2048},
+                  {"qwen3 w13 x8 (12288 x 1024 B)", 12288, 1024}};
+    cudaMalloc(&codes, (size_t)57344 * 2048);
+    cudaMemset(codes, 1, (size_t)57344 * 2048);
+    for (const Shape &s : shapes) {
+        const double mb = (double)s.rows * s.row_bytes / 1e6;
+        printf("%s, %.1f MB\n", s.name, mb);
+#define RUN(P, ST)                                                                                 \
+    {                                                                                              \
+        float us = time_one<P, ST>(codes, s.rows, s.row_bytes, flush, flush_bytes, sink, sms);    \
+        printf("  %-10s ring %d: %8.2f us %7.0f GB/s\n", #P, ST, us, mb * 1e3 / us);              \
+    }
+        RUN(ROWS16X64, 4) RUN(ROWS8X128, 4) RUN(TILED1K, 4)
+        RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    printf("status: %s\n", cudaGetErrorString(e));
+    return e == cudaSuccess ? 0 : 1;
+}
