@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backends/hip/hip_int4_mma_ops.h"
 #include "backends/hip/hip_internal.h"
 #include "moeint4_backend.h"
 
@@ -223,9 +224,7 @@ MI4_DEVICE void expand_word(const mi4_hip_int4_matrix &m, int64_t row, int word,
                             uint16_t *out_row)
 {
     const int g = word * 8 / m.group_size;
-    const uint16_t scale_bits = m.scales[(size_t)row * m.groups + g];
-    const float scale =
-        m.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+    const float scale = mi4_gemm::int4_scale_of(m, m.scales[(size_t)row * m.groups + g]);
     const int zero = m.zeros ? (int)m.zeros[(size_t)row * m.groups + g] : 8;
     uint32_t packed[4];
 #pragma unroll
