@@ -50,13 +50,9 @@ lib_of() { # name -> the libmoeint4.so its runs load
   *) echo "/tmp/ab-$1/lib/libmoeint4.so" ;;
   esac
 }
-env_of() { # name -> its VAR=value words (ENV_name), or nothing
-  local var="ENV_$1"
-  echo "${!var:-}"
-}
-weights_of() { # name -> its weights modes (WEIGHTS_name, else $WEIGHTS)
-  local var="WEIGHTS_$1"
-  echo "${!var:-$WEIGHTS}"
+per_variant() { # PREFIX name [default] -> $PREFIX_name, else default
+  local var="$1_$2"
+  echo "${!var:-${3:-}}"
 }
 for v in $VARIANTS; do
   name=${v%%=*} spec=${v#*=}
@@ -69,17 +65,17 @@ wait
 order=("${names[@]}")
 for ((r = 0; r < ROUNDS; r++)); do
   for name in "${order[@]}"; do
-    # shellcheck disable=SC2046 # env_of: one VAR=value a word
-    env $(env_of "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
-      --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(weights_of "$name")" \
+    # shellcheck disable=SC2046 # ENV_name: one VAR=value a word
+    env $(per_variant ENV "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
+      --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(per_variant WEIGHTS "$name" "$WEIGHTS")" \
       --tokens "$TOKENS" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
 done
 for name in "${names[@]}"; do
   echo "== per kernel: $name"
-  # shellcheck disable=SC2086,SC2046 # PROFILE_POINTS, env_of: one argument a word
-  env $(env_of "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "$(lib_of "$name")" $PROFILE_POINTS 2>&1 |
+  # shellcheck disable=SC2086,SC2046 # PROFILE_POINTS, ENV_name: one argument a word
+  env $(per_variant ENV "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "$(lib_of "$name")" $PROFILE_POINTS 2>&1 |
     grep -E "us  x[0-9]|^[a-z0-9-]+:[0-9]+:" > "$OUT/profile-$name.log" # x2: kernels launched twice (the expansion)
   head -24 "$OUT/profile-$name.log"
 done
