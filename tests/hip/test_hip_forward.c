@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "hip_test_util.h"
+#include "moeint4_backend.h"
 
 static hip_test_case default_case(moeint4_dtype dtype, int64_t m, int topk, uint64_t seed)
 {
@@ -90,6 +91,91 @@ static void test_int4_grouped_gemm_tiles(void **state)
         unsetenv("MOEINT4_HIP_TILE");
         moeint4_weights_release(w);
         tk_layer_free(&layer);
+    }
+    moeint4_context_destroy(ctx);
+}
+
+/* The wgmma tiles (w64, w128, w256) over int4 weights dequantized into
+ * shared memory (MOEINT4_HIP_INT4_PREFILL=dequant, read at prepare) against
+ * the same tiles over the expansion to BF16: the same BF16 weight bits in
+ * the same wgmma order, so the outputs match bit for bit, and both the
+ * double reference. Zero points or not, group 128 / 32 / per-channel, K
+ * and N not multiples of 64, an expert map, partial tiles, the router
+ * weight on either side, f32 input. Where the build has the wgmma tiles and
+ * the weights are int4, the dequantizing weights need no expansion
+ * workspace: the path ran. */
+static void test_int4_wgmma_dequant(void **state)
+{
+    (void)state;
+    const char *tiles[] = { "w64", "w128", "w256" };
+    const struct {
+        moeint4_format format;
+        int hidden, intermediate, group, map;
+    } layers[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 256, 384, 128, 0 },
+                   { MOEINT4_FORMAT_GPTQ_SYM, 200, 136, -1, 1 },
+                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0 } };
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_wgmma_built");
+    assert_non_null(fn);
+    int (*wgmma_built)(void);
+    memcpy(&wgmma_built, &fn, sizeof fn);
+    const int dequant_runs = wgmma_built() && !hip_test_weights_env_is("bf16");
+    moeint4_context *ctx = hip_test_context("mma");
+    uint64_t seed = 700;
+    for (int l = 0; l < 3; l++) {
+        tk_layer layer, same;
+        unsetenv("MOEINT4_HIP_INT4_PREFILL");
+        moeint4_weights *expanded =
+            hip_test_prepare(ctx, &layer, layers[l].format, 8, layers[l].hidden,
+                             layers[l].intermediate, layers[l].group, layers[l].map, 70 + l);
+        setenv("MOEINT4_HIP_INT4_PREFILL", "dequant", 1);
+        moeint4_weights *dequant =
+            hip_test_prepare(ctx, &same, layers[l].format, 8, layers[l].hidden,
+                             layers[l].intermediate, layers[l].group, layers[l].map, 70 + l);
+        unsetenv("MOEINT4_HIP_INT4_PREFILL");
+        size_t bytes_expanded = 0, bytes_dequant = 0;
+        assert_int_equal(moeint4_forward_workspace_size(expanded, 512, 4, MOEINT4_DTYPE_BF16,
+                                                        &bytes_expanded),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16,
+                                                        &bytes_dequant),
+                         MOEINT4_SUCCESS);
+        print_message("layer %d: workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
+                      bytes_expanded, bytes_dequant);
+        if (dequant_runs)
+            assert_true(bytes_dequant < bytes_expanded);
+        else
+            assert_true(bytes_dequant == bytes_expanded);
+        const int64_t sizes[] = { 7, 64, 203 };
+        size_t out_bytes = (size_t)203 * (size_t)layers[l].hidden * sizeof(float);
+        void *got_expanded = malloc(out_bytes), *got_dequant = malloc(out_bytes);
+        assert_non_null(got_expanded);
+        assert_non_null(got_dequant);
+        for (int t = 0; t < 3; t++) {
+            setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            for (int i = 0; i < 3; i++) {
+                hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
+                                               sizes[i], 4, seed++);
+                c.on_input = i == 2;
+                print_message("layer %d, tile %s, M = %lld\n", l, tiles[t],
+                              (long long)sizes[i]);
+                assert_int_equal(hip_test_forward(ctx, expanded, &layer, &c, got_expanded, NULL),
+                                 MOEINT4_SUCCESS);
+                assert_int_equal(hip_test_forward(ctx, dequant, &same, &c, got_dequant, NULL),
+                                 MOEINT4_SUCCESS);
+                const size_t used = (size_t)sizes[i] * (size_t)layers[l].hidden *
+                                    (c.dtype == MOEINT4_DTYPE_F32 ? 4 : 2);
+                assert_memory_equal(got_expanded, got_dequant, used);
+                double e = hip_test_error(ctx, dequant, &same, &c);
+                assert_true(e <= HIP_TOLERANCE);
+            }
+        }
+        unsetenv("MOEINT4_HIP_TILE");
+        free(got_expanded);
+        free(got_dequant);
+        moeint4_weights_release(expanded);
+        moeint4_weights_release(dequant);
+        tk_layer_free(&layer);
+        tk_layer_free(&same);
     }
     moeint4_context_destroy(ctx);
 }
@@ -511,6 +597,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
         cmocka_unit_test(test_int4_grouped_gemm_tiles),
+        cmocka_unit_test(test_int4_wgmma_dequant),
         cmocka_unit_test(test_decode_rings_and_grids),
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),

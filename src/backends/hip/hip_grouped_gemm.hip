@@ -245,6 +245,8 @@ hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
 {
     if (init && mi4_hip_wgmma_built()) {
         hipError_t e = mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
+        if (e == hipSuccess) /* the same tile over int4 codes */
+            e = mi4_hip_launch_wgmma_dequant(BM, BN, GATED, a, init);
         if (e != hipSuccess)
             return e;
     } else if (mi4_hip_wgmma_built() && a->use_mma) {

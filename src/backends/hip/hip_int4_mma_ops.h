@@ -4,7 +4,9 @@
  * bytes of codes, and codes to bf16x2 (q - zero) exactly: two nibbles ORed
  * into bf16 128.0 (7 mantissa bits hold them), then one bf16x2 FMA adding
  * -(128 + zero); mma.sync m16n8k16 bf16 -> f32. The FMA and the MMA are
- * NVIDIA sm_80+ only (MI4_MMA_NVIDIA). */
+ * NVIDIA sm_80+ only (MI4_MMA_NVIDIA). Also 8 codes as the BF16 weights
+ * the BF16 mode holds (the expansion and the wgmma tiles that dequantize
+ * into shared memory write the same bits). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 
@@ -15,6 +17,20 @@ namespace mi4_gemm {
 MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
 {
     return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
+}
+
+/* The 8 codes of `codes` (code j at bits 4j) as BF16 (q - zero) * scale,
+ * rounded once: the bits the BF16 mode's prepare writes. */
+MI4_DEVICE uint4 int4_word_to_bf16(uint32_t codes, int zero, float scale)
+{
+    uint32_t packed[4];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
+        const uint32_t bits = mi4_dev_f32_to_bf16(value);
+        packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
+    }
+    return make_uint4(packed[0], packed[1], packed[2], packed[3]);
 }
 
 /* Word w (0..3) of 16 bytes of codes: 8 codes, code j at bits 4j. */

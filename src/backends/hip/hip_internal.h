@@ -56,6 +56,9 @@ typedef struct mi4_hip_weights {
     int int4;                /* 1: gpu_weights INT4 (q13, q2; w13 = w2 = NULL) */
     int int4_mma;            /* 1: int4 weights the matrix-core GEMV serves (see
                                 mi4_hip_int4_mma_serves) */
+    int int4_wgmma_dequant;  /* 1: the wgmma tiles take these int4 weights as codes,
+                                dequantized into shared memory (no expansion; see
+                                mi4_hip_int4_wgmma_dequant_serves) */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
@@ -174,6 +177,11 @@ size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
  * serves, the int4 grouped GEMM's tiles), else both projections of every
  * local expert. */
 size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config);
+/* 1 when the sm_90a wgmma tiles can read these int4 weights as codes (K and
+ * N multiples of 8, group sizes multiples of 32 or per-channel, a matrix-core
+ * context) and MOEINT4_HIP_INT4_PREFILL=dequant asks for it (read at
+ * prepare; otherwise those tiles read the expansion to BF16). */
+int mi4_hip_int4_wgmma_dequant_serves(const moeint4_weights_desc *desc, int use_mma);
 /* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
  * weights on a context with matrix cores on: NVIDIA builds, group size 128
  * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */
