@@ -58,11 +58,24 @@ static void test_variants_and_tiles(void **state)
     setenv("MOEINT4_HIP_GEMM", "mma", 1);
 }
 
+/* 1 when the plugin has the sm_90a wgmma tiles (a test extra). */
+static int wgmma_built(void)
+{
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_wgmma_built");
+    assert_non_null(fn);
+    int (*built)(void);
+    memcpy(&built, &fn, sizeof fn);
+    return built();
+}
+
 /* The int4 grouped GEMM's tiles (q8 .. q128: int4 weights with group 128
  * or per-channel, K and N multiples of 128; elsewhere the forced name
  * falls back to the default tile) on every batch shape: one row per
  * expert, partial tiles, several tiles per expert; zero points, an expert
- * map, the router weight on either side, F32 input (converted). */
+ * map, the router weight on either side, F32 input (converted). That the
+ * forced tile is the one taken shows in the workspace bound: where these
+ * int4 weights' default tile at 4096 tokens expands them to BF16 (sm_90a),
+ * a forced q tile's bound holds no expansion. */
 static void test_int4_grouped_gemm_tiles(void **state)
 {
     (void)state;
@@ -76,8 +89,18 @@ static void test_int4_grouped_gemm_tiles(void **state)
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
+        size_t default_bytes = 0;
+        assert_int_equal(
+            moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &default_bytes),
+            MOEINT4_SUCCESS);
         for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            size_t forced_bytes = 0;
+            assert_int_equal(
+                moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &forced_bytes),
+                MOEINT4_SUCCESS);
+            if (wgmma_built() && !hip_test_weights_env_is("bf16"))
+                assert_true(forced_bytes < default_bytes);
             for (int i = 0; i < 3; i++) {
                 hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
                                                sizes[i], 3, seed++);
@@ -114,10 +137,6 @@ static void test_int4_wgmma_dequant(void **state)
     } layers[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 256, 384, 128, 0 },
                    { MOEINT4_FORMAT_GPTQ_SYM, 200, 136, -1, 1 },
                    { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0 } };
-    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_wgmma_built");
-    assert_non_null(fn);
-    int (*wgmma_built)(void);
-    memcpy(&wgmma_built, &fn, sizeof fn);
     const int dequant_runs = wgmma_built() && !hip_test_weights_env_is("bf16");
     moeint4_context *ctx = hip_test_context("mma");
     uint64_t seed = 700;
