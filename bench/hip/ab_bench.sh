@@ -16,6 +16,8 @@
 # a run-time knob timed against its own build in the same rounds. A variant
 # "name=lib:DIR" times a build made elsewhere (bench/hip/prebuild.sh: DIR
 # holds libmoeint4.so and its plugin), without building here; no tests.
+# WEIGHTS_name (e.g. WEIGHTS_main=bf16,int4) times other weights modes for
+# one variant than $WEIGHTS: the BF16 mode once, next to int4 variants.
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
@@ -52,6 +54,10 @@ env_of() { # name -> its VAR=value words (ENV_name), or nothing
   local var="ENV_$1"
   echo "${!var:-}"
 }
+weights_of() { # name -> its weights modes (WEIGHTS_name, else $WEIGHTS)
+  local var="WEIGHTS_$1"
+  echo "${!var:-$WEIGHTS}"
+}
 for v in $VARIANTS; do
   name=${v%%=*} spec=${v#*=}
   names+=("$name")
@@ -65,7 +71,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   for name in "${order[@]}"; do
     # shellcheck disable=SC2046 # env_of: one VAR=value a word
     env $(env_of "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
-      --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$WEIGHTS" \
+      --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(weights_of "$name")" \
       --tokens "$TOKENS" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels

@@ -24,6 +24,7 @@ if want build; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     nvcc --version | tail -1; cmake --version | head -1
     python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
+  # shellcheck disable=SC2086 # TARGETS: one target a word
   { MOEINT4_COMMIT=$COMMIT configure_nvidia . "$BUILD" -DMOEINT4_BUILD_TESTS=ON &&
     ninja -C "$BUILD" -k 0 ${TARGETS:-}; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
@@ -36,6 +37,7 @@ if want test; then
 fi
 
 if want bench; then
+  # shellcheck disable=SC2086 # BENCH_ARGS: one argument a word
   PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$BUILD/lib/libmoeint4.so" \
     --json "$OUT/hip-bench.json" --commit "$COMMIT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
 fi
@@ -52,6 +54,7 @@ if want cli; then
 fi
 
 if want profile; then
+  # shellcheck disable=SC2086 # PROFILE_POINTS: one point a word
   PYTHONUNBUFFERED=1 python3 bench/hip/hip_profile.py --lib "$BUILD/lib/libmoeint4.so" ${PROFILE_POINTS:-qwen3-30b-a3b:1 qwen3-30b-a3b:8 qwen3-30b-a3b:4096 mixtral-8x7b:1 mixtral-8x7b:512 mixtral-8x7b:4096} \
     2>&1 | tee "$OUT/profile.log"
 fi

@@ -9,10 +9,14 @@
  * 32t .. 32t + 31 of a 128-input chunk); a k16 step pairs codes (j, j + 4)
  * and (j + 1, j + 5) of one 8-code word, so a shift and one LOP3 give a
  * bf16x2 of biased codes (0x4300 | q = 128 + q) and one bf16x2 FMA
- * q - zero exactly. The token rows are staged once per block in shared
+ * q - zero exactly. gemm13's token row is staged once per block in shared
  * memory in that pair order, so a lane's B fragment is one 16-byte shared
- * read. The group scale (and gemm2's router weight) multiplies each
- * chunk's f32 result: weights exact, as in the FMA GEMVs.
+ * read; gemm2's token rows (top-k of them, up to 57 KB for Mixtral) ride
+ * in the ring with the codes instead (X_RING), reordered as they are read.
+ * The group scale (and gemm2's router weight) multiplies each chunk's f32
+ * result: weights exact, as in the FMA GEMVs. gemm2 is launched early
+ * (programmatic dependent launch): its first chunks' codes load while
+ * gemm13 ends, and it waits for gemm13 only before reading act.
  *
  * Bytes in flight: each warp streams its chunks (16 rows x 128 inputs,
  * 1 KB) through a ring of STAGES chunks in shared memory with cp.async,
@@ -24,7 +28,7 @@
  * and their partial sums meet in shared memory in warp order
  * (deterministic). The grid is what the SMs hold; each block walks
  * several items of its slot or token with the ring running on across
- * them, so its token rows are staged once. */
+ * them, so gemm13's token row is staged once. */
 #include <stdlib.h>
 #include <string.h>
 
