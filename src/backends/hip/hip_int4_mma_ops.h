@@ -19,18 +19,35 @@ MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
     return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
 }
 
+/* Two f32 as bf16x2 (lo in the low half), each rounded to nearest even:
+ * one cvt on NVIDIA sm_80+ (the same bits as mi4_dev_f32_to_bf16 for every
+ * non-NaN value; these are finite: scales are validated at prepare). */
+MI4_DEVICE uint32_t bf16x2_rn(float lo, float hi)
+{
+#if defined(MI4_MMA_NVIDIA)
+    uint32_t d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+#else
+    return (uint32_t)mi4_dev_f32_to_bf16(lo) | (uint32_t)mi4_dev_f32_to_bf16(hi) << 16;
+#endif
+}
+
 /* The 8 codes of `codes` (code j at bits 4j) as BF16 (q - zero) * scale,
- * rounded once: the bits the BF16 mode's prepare writes. */
+ * rounded once: the bits the BF16 mode's prepare writes. q - zero comes
+ * exactly from f32 2^23 + q (the nibble ORed into the mantissa) minus
+ * 2^23 + zero, without an integer-to-float conversion. */
 MI4_DEVICE uint4 int4_word_to_bf16(uint32_t codes, int zero, float scale)
 {
-    uint32_t packed[4];
+    const float bias = 8388608.0f + (float)zero; /* 2^23 + zero, exact */
+    float value[8];
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        const float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
-        const uint32_t bits = mi4_dev_f32_to_bf16(value);
-        packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
-    }
-    return make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    for (int j = 0; j < 8; j++)
+        value[j] = __fmul_rn(
+            __fsub_rn(mi4_dev_bits_to_f32(((codes >> (4 * j)) & 15u) | 0x4b000000u), bias),
+            scale);
+    return make_uint4(bf16x2_rn(value[0], value[1]), bf16x2_rn(value[2], value[3]),
+                      bf16x2_rn(value[4], value[5]), bf16x2_rn(value[6], value[7]));
 }
 
 /* Word w (0..3) of 16 bytes of codes: 8 codes, code j at bits 4j. */
