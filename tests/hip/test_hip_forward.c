@@ -118,29 +118,32 @@ static void test_int4_grouped_gemm_tiles(void **state)
     moeint4_context_destroy(ctx);
 }
 
-/* The wgmma tiles (w64, w128, w256) over int4 weights dequantized into
- * shared memory (MOEINT4_HIP_INT4_PREFILL=dequant, read at prepare) against
- * the same tiles over the expansion to BF16: the same BF16 weight bits in
- * the same wgmma order, so the outputs match bit for bit, and both the
- * double reference. Zero points or not, group 128 / 32 / per-channel, K
- * and N not multiples of 64, an expert map, partial tiles, the router
- * weight on either side, f32 input. Where the build has the wgmma tiles and
- * the weights are int4, the dequantizing weights need no expansion
- * workspace: the path ran. */
-static void test_int4_wgmma_dequant(void **state)
+/* The GEMM tiles that read BF16 (the grouped tiles 16 .. 256 and, on
+ * sm_90a, the wgmma tiles w64 .. w256) over int4 weights dequantized into
+ * their shared weight tiles (MOEINT4_HIP_INT4_PREFILL=dequant, read at
+ * prepare) against the same tiles over the expansion to BF16: the same
+ * BF16 weight bits in the same MMA order, so the outputs match bit for bit
+ * (and the expansion's are checked against the double reference here and
+ * elsewhere). Zero points or not, group 128 / 32 / per-channel, K and N
+ * not multiples of 64, an expert map, partial tiles, the router weight on
+ * either side, f32 input; the FMA variant on one layer. With int4 weights
+ * the dequantizing ones need no expansion workspace: the path ran. */
+static void test_int4_tile_dequant(void **state)
 {
     (void)state;
-    const char *tiles[] = { "w64", "w128", "w256" };
+    const char *tiles[] = { "16", "16n", "64", "128", "128d", "256", "w64", "w128", "w256" };
     const struct {
         moeint4_format format;
         int hidden, intermediate, group, map;
-    } layers[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 256, 384, 128, 0 },
-                   { MOEINT4_FORMAT_GPTQ_SYM, 200, 136, -1, 1 },
-                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0 } };
-    const int dequant_runs = wgmma_built() && !hip_test_weights_env_is("bf16");
-    moeint4_context *ctx = hip_test_context("mma");
+        const char *gemm;
+    } layers[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 256, 384, 128, 0, "mma" },
+                   { MOEINT4_FORMAT_GPTQ_SYM, 200, 136, -1, 1, "mma" },
+                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0, "mma" },
+                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0, "fma" } };
+    const int int4 = !hip_test_weights_env_is("bf16");
     uint64_t seed = 700;
-    for (int l = 0; l < 3; l++) {
+    for (int l = 0; l < 4; l++) {
+        moeint4_context *ctx = hip_test_context(layers[l].gemm);
         tk_layer layer, same;
         unsetenv("MOEINT4_HIP_INT4_PREFILL");
         moeint4_weights *expanded =
@@ -158,9 +161,9 @@ static void test_int4_wgmma_dequant(void **state)
         assert_int_equal(moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16,
                                                         &bytes_dequant),
                          MOEINT4_SUCCESS);
-        print_message("layer %d: workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
-                      bytes_expanded, bytes_dequant);
-        if (dequant_runs)
+        print_message("layer %d (%s): workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
+                      layers[l].gemm, bytes_expanded, bytes_dequant);
+        if (int4)
             assert_true(bytes_dequant < bytes_expanded);
         else
             assert_true(bytes_dequant == bytes_expanded);
@@ -169,23 +172,29 @@ static void test_int4_wgmma_dequant(void **state)
         void *got_expanded = malloc(out_bytes), *got_dequant = malloc(out_bytes);
         assert_non_null(got_expanded);
         assert_non_null(got_dequant);
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
             for (int i = 0; i < 3; i++) {
                 hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
                                                sizes[i], 4, seed++);
                 c.on_input = i == 2;
-                print_message("layer %d, tile %s, M = %lld\n", l, tiles[t],
+                print_message("layer %d (%s), tile %s, M = %lld\n", l, layers[l].gemm, tiles[t],
                               (long long)sizes[i]);
-                assert_int_equal(hip_test_forward(ctx, expanded, &layer, &c, got_expanded, NULL),
+                double *want = i == 0 ? malloc((size_t)sizes[i] * layers[l].hidden * sizeof(double))
+                                      : NULL;
+                assert_int_equal(hip_test_forward(ctx, expanded, &layer, &c, got_expanded, want),
                                  MOEINT4_SUCCESS);
                 assert_int_equal(hip_test_forward(ctx, dequant, &same, &c, got_dequant, NULL),
                                  MOEINT4_SUCCESS);
                 const size_t used = (size_t)sizes[i] * (size_t)layers[l].hidden *
                                     (c.dtype == MOEINT4_DTYPE_F32 ? 4 : 2);
                 assert_memory_equal(got_expanded, got_dequant, used);
-                double e = hip_test_error(ctx, dequant, &same, &c);
-                assert_true(e <= HIP_TOLERANCE);
+                if (want) {
+                    double e = tk_relative_l2(c.dtype, got_dequant, want,
+                                               (size_t)sizes[i] * layers[l].hidden);
+                    assert_true(e <= HIP_TOLERANCE);
+                    free(want);
+                }
             }
         }
         unsetenv("MOEINT4_HIP_TILE");
@@ -195,8 +204,8 @@ static void test_int4_wgmma_dequant(void **state)
         moeint4_weights_release(dequant);
         tk_layer_free(&layer);
         tk_layer_free(&same);
+        moeint4_context_destroy(ctx);
     }
-    moeint4_context_destroy(ctx);
 }
 
 /* The int4 decode kernels (tile "direct" on int4 weights with group 128)
@@ -616,7 +625,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
         cmocka_unit_test(test_int4_grouped_gemm_tiles),
-        cmocka_unit_test(test_int4_wgmma_dequant),
+        cmocka_unit_test(test_int4_tile_dequant),
         cmocka_unit_test(test_decode_rings_and_grids),
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),

@@ -183,8 +183,8 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
  * a tile that reads int4: mi4_hip_int4_expand_bytes == 0), dequantized in
  * registers: the int4 grouped GEMM for the q tiles, the FMA GEMVs and,
  * where a->weights->int4_mma, the matrix-core ones (hip_int4_mma.hip,
- * hip_int4_decode.hip); with int4_wgmma_dequant, the wgmma tiles
- * dequantizing into shared memory. */
+ * hip_int4_decode.hip); with int4_tile_dequant, the GEMM tiles
+ * dequantizing into shared memory (mi4_hip_launch_gemm_dequant). */
 hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
@@ -197,11 +197,16 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
 hipError_t mi4_hip_int4_decode_init(void);
 /* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
  * 128 x 128, 128 x 256); _dequant: the same over int4 weights
- * (int4_wgmma_dequant), dequantized into its shared weight tiles. */
+ * (int4_tile_dequant), dequantized into its shared weight tiles. */
 hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                 bool init);
 hipError_t mi4_hip_launch_wgmma_dequant(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                         bool init);
+/* hip_grouped_gemm.hip: tile `config` (one that reads BF16:
+ * mi4_hip_int4_tile_reads_bf16) over int4 weights with int4_tile_dequant,
+ * dequantized into its shared weight tiles. */
+hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
+                                       const mi4_hip_gemm_args *a);
 /* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
  * GEMM of `tile_rows` token rows per tile (8, 16, 32, 64, 128). */
 hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,

@@ -50,6 +50,35 @@ MI4_DEVICE uint4 int4_word_to_bf16(uint32_t codes, int zero, float scale)
                       bf16x2_rn(value[4], value[5]), bf16x2_rn(value[6], value[7]));
 }
 
+/* Inputs [k0, k0 + BK) of ROWS rows of q (row numbers `rows`, -1: none)
+ * as BF16 (int4_word_to_bf16) at dst + r * ld, 8 inputs a thread a step;
+ * zeros for no row and past q.inner (a multiple of 8). Plain loads and
+ * stores: the caller's barrier publishes them. */
+template <int ROWS, int BK, int THREADS>
+MI4_DEVICE void dequant_rows(uint16_t *dst, int ld, const int64_t *rows, int k0,
+                             const mi4_hip_int4_matrix &q)
+{
+    constexpr int CHUNKS_PER_ROW = BK / 8;
+    const int tid = (int)threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < (ROWS * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+        const int chunk = tid + i * THREADS;
+        if (chunk < ROWS * CHUNKS_PER_ROW) {
+            const int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
+            const int64_t row = rows[r];
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row >= 0 && k < q.inner) {
+                const uint32_t codes =
+                    *(const uint32_t *)(q.codes + (size_t)row * (q.inner_padded / 2) + k / 2);
+                const size_t at = (size_t)row * q.groups + k / q.group_size;
+                v = int4_word_to_bf16(codes, q.zeros ? (int)q.zeros[at] : 8,
+                                      int4_scale_of(q, q.scales[at]));
+            }
+            *(uint4 *)(dst + r * ld + (chunk % CHUNKS_PER_ROW) * 8) = v;
+        }
+    }
+}
+
 /* Word w (0..3) of 16 bytes of codes: 8 codes, code j at bits 4j. */
 MI4_DEVICE uint32_t int4_word_of(const uint4 &v, int w)
 {

@@ -280,22 +280,24 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
 #endif
 }
 
-int mi4_hip_int4_wgmma_dequant_serves(const moeint4_weights_desc *desc, int use_mma)
+int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc)
 {
     const char *knob = getenv("MOEINT4_HIP_INT4_PREFILL");
     const int group = desc->group_size;
-    return mi4_hip_wgmma_built() && use_mma && knob != nullptr && strcmp(knob, "dequant") == 0 &&
-           desc->hidden_size % 8 == 0 && desc->intermediate_size % 8 == 0 &&
-           (group == -1 || group % 32 == 0);
+    return knob != nullptr && strcmp(knob, "dequant") == 0 && desc->hidden_size % 8 == 0 &&
+           desc->intermediate_size % 8 == 0 && (group == -1 || group % 32 == 0);
+}
+
+int mi4_hip_int4_tile_reads_bf16(const mi4_hip_weights *w, mi4_hip_tile_config config)
+{
+    const int tile_rows = mi4_hip_tile_rows(config);
+    return w->int4 && tile_rows > 8 && !(tile_rows == 16 && w->int4_mma) &&
+           !mi4_hip_tile_is_int4_gemm(config);
 }
 
 size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config)
 {
-    const int tile_rows = mi4_hip_tile_rows(config);
-    const bool wgmma_tile = config == MI4_TILE_WGMMA_64 || config == MI4_TILE_WGMMA_128 ||
-                            config == MI4_TILE_WGMMA_256;
-    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma) ||
-        mi4_hip_tile_is_int4_gemm(config) || (wgmma_tile && w->int4_wgmma_dequant))
+    if (!mi4_hip_int4_tile_reads_bf16(w, config) || w->int4_tile_dequant)
         return 0;
     return bf16_bytes(w->q13) + bf16_bytes(w->q2);
 }
@@ -306,7 +308,7 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
     *view = *w;
     view->int4 = 0; /* the GEMMs read the BF16 copies */
     view->int4_mma = 0;
-    view->int4_wgmma_dequant = 0;
+    view->int4_tile_dequant = 0;
     view->w13 = (uint16_t *)scratch;
     view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));
     const mi4_hip_int4_matrix *parts[2] = {&w->q13, &w->q2};
