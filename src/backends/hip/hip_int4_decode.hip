@@ -44,8 +44,14 @@ constexpr int DECODE_WARPS = 8;
 constexpr int GEMM13_BLOCKS = 2; /* output blocks of 8 (16 rows: gate, up) a block */
 constexpr int CHUNK_BYTES = 1024; /* 16 rows x 128 inputs of codes */
 /* gemm2 with its token rows in the ring (X_RING): a slot also holds the
- * chunk's 128 inputs of the run's row, 256 bytes. */
+ * chunk's 128 inputs of the run's row, 256 bytes, after its codes. */
 constexpr int X_CHUNK_BYTES = 256;
+
+/* uint4 of one ring slot. */
+MI4_HOST_DEVICE constexpr int slot_uint4(bool x_ring)
+{
+    return (CHUNK_BYTES + (x_ring ? X_CHUNK_BYTES : 0)) / 16;
+}
 /* Within every sm_80+ part's opt-in limit (sm_86 / sm_89: 99 KB). */
 constexpr size_t DECODE_MAX_SHARED = 96 * 1024;
 
@@ -58,8 +64,7 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
     const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
-    const size_t slot = CHUNK_BYTES + (x_ring ? X_CHUNK_BYTES : 0);
-    return (size_t)DECODE_WARPS * stages * slot + (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) +
+    return (size_t)DECODE_WARPS * stages * slot_uint4(x_ring) * 16 + (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) +
            2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
 
@@ -73,6 +78,8 @@ bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_
 #if defined(MI4_MMA_NVIDIA)
 
 constexpr int CHUNK = 128; /* inputs of one chunk */
+/* X_RING: where a slot's inputs start (uint4), and the lanes that copy them */
+constexpr int X_AT = CHUNK_BYTES / 16, X_LANES = X_CHUNK_BYTES / 16;
 constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 
 /* Where this lane's two rows of one expert start. A missing row (valid[h]
@@ -217,7 +224,7 @@ template <int STAGES, bool X_RING = false, typename Plan, typename Stage>
 MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
                              uint4 *ring, Stage stage)
 {
-    constexpr int SLOT = 2 * MI4_WARP + (X_RING ? X_CHUNK_BYTES / 16 : 0); /* uint4 a slot */
+    constexpr int SLOT = slot_uint4(X_RING);
     const int lane = mi4_lane(), t = lane & 3;
     /* The scale bits and zero points of slot s's rows (g, g + 8), kept as
      * loaded: combining them at issue would wait there for the loads. */
@@ -238,12 +245,12 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
             has = run_loads && c < plan.run.end;
             if (has) {
                 issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
-                if (X_RING && lane < X_CHUNK_BYTES / 16) {
+                if (X_RING && lane < X_LANES) {
                     const int at = c * CHUNK + lane * 8; /* inputs past q.inner: zeros */
                     if (before_stage)
                         held_x = at + 8 <= q.inner ? rows.x_row + at : nullptr;
                     else
-                        mi4_copy16(ring + s * SLOT + 2 * MI4_WARP + lane, rows.x_row + at,
+                        mi4_copy16(ring + s * SLOT + X_AT + lane, rows.x_row + at,
                                    at + 8 <= q.inner);
                 }
             }
@@ -266,10 +273,10 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
     }
     stage();
     before_stage = false;
-    if (X_RING && lane < X_CHUNK_BYTES / 16) /* plain loads: seen after the step's warp barrier */
+    if (X_RING && lane < X_LANES) /* plain loads: seen after the step's warp barrier */
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++)
-            ring[s * SLOT + 2 * MI4_WARP + lane] =
+            ring[s * SLOT + X_AT + lane] =
                 first_x[s] != nullptr ? *(const uint4 *)first_x[s] : make_uint4(0u, 0u, 0u, 0u);
     float lo = 0.0f, hi = 0.0f, factor = plan.factor(0);
     const uint4 *x = X_RING ? nullptr : plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
@@ -286,7 +293,7 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                     const uint4 *slot = ring + s * SLOT;
                     float dot_lo, dot_hi;
                     chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s],
-                                      X_RING ? slot + 2 * MI4_WARP + 4 * t : x + c * (CHUNK / 8),
+                                      X_RING ? slot + X_AT + 4 * t : x + c * (CHUNK / 8),
                                       dot_lo, dot_hi);
                     lo = fmaf(dot_lo, decode_scale(q, scales[s][0]) * factor, lo);
                     hi = fmaf(dot_hi, decode_scale(q, scales[s][1]) * factor, hi);
@@ -418,7 +425,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     if (expert < 0 || items == 0)
         return;
     const int warp = (int)threadIdx.x / MI4_WARP;
-    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * 2 * MI4_WARP;
+    uint4 *xs = decode_shared + DECODE_WARPS * STAGES * slot_uint4(false);
     gemm13_plan plan;
     plan.p = &p;
     plan.q = &q;
@@ -431,7 +438,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.run = split_chunks(q, warp / GEMM13_BLOCKS, GEMM13_SPLIT);
     plan.runs = 1;
     const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
-    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * 2 * MI4_WARP, [&]() {
+    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * slot_uint4(false), [&]() {
         stage_rows(xs, 1, q, [&](int) { return x; });
         __syncthreads();
     });
@@ -497,7 +504,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
     int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
-    constexpr int SLOT = 2 * MI4_WARP + (X_RING ? X_CHUNK_BYTES / 16 : 0);
+    constexpr int SLOT = slot_uint4(X_RING);
     const int token = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     const int warp = (int)threadIdx.x / MI4_WARP;
