@@ -72,36 +72,52 @@ MI4_DEVICE void load_codes(uint8_t *stage, const int64_t (&rows)[BN * 2 / WG_THR
     }
 }
 
+/* INT4: a k tile's group parameters of this thread's rows (raw bits),
+ * loaded a step before the dequantization that needs them so the global
+ * loads' latency hides behind a step of wgmmas. valid: a row and inputs
+ * there (group sizes are multiples of 32: one group a thread). */
+template <int BN> struct code_params {
+    uint16_t scale[BN * 2 / WG_THREADS];
+    uint8_t zero[BN * 2 / WG_THREADS];
+    bool valid[BN * 2 / WG_THREADS];
+};
+
+template <int BN>
+MI4_DEVICE void load_params(code_params<BN> &c, const int64_t (&rows)[BN * 2 / WG_THREADS],
+                            int k_tile, const mi4_hip_int4_matrix &q)
+{
+    const int k0 = k_tile * WG_BK + 32 * ((int)threadIdx.x % 2);
+#pragma unroll
+    for (int i = 0; i < BN * 2 / WG_THREADS; i++) {
+        c.valid[i] = rows[i] >= 0 && k0 < q.inner;
+        const size_t at = c.valid[i] ? (size_t)rows[i] * q.groups + k0 / q.group_size : 0;
+        c.scale[i] = c.valid[i] ? q.scales[at] : (uint16_t)0;
+        c.zero[i] = c.valid[i] && q.zeros ? q.zeros[at] : (uint8_t)8;
+    }
+}
+
 /* INT4: this thread's codes of k tile `k_tile` (in `codes`, landed) as
  * BF16 into the 128B-swizzled weight stage `dst`: row r's chunks 4 half ..
  * 4 half + 3, (q - zero) * scale rounded once (the BF16 mode's bits);
  * zeros for no row and for inputs past q.inner (a multiple of 8). */
 template <int BN>
-MI4_DEVICE void dequant_codes(uint16_t *dst, const uint8_t *codes,
-                              const int64_t (&rows)[BN * 2 / WG_THREADS], int k_tile,
-                              const mi4_hip_int4_matrix &q)
+MI4_DEVICE void dequant_codes(uint16_t *dst, const uint8_t *codes, const code_params<BN> &c,
+                              int k_tile, const mi4_hip_int4_matrix &q)
 {
     const int tid = (int)threadIdx.x, half = tid % 2;
-    const int k0 = k_tile * WG_BK + 32 * half; /* one group: group sizes are multiples of 32 */
+    const int k0 = k_tile * WG_BK + 32 * half;
 #pragma unroll
     for (int i = 0; i < BN * 2 / WG_THREADS; i++) {
         const int r = tid / 2 + i * (WG_THREADS / 2);
         const uint4 v = *(const uint4 *)(codes + r * (WG_BK / 2) + 16 * half);
-        const bool valid = rows[i] >= 0 && k0 < q.inner;
-        float scale = 0.0f;
-        int zero = 8;
-        if (valid) {
-            const size_t at = (size_t)rows[i] * q.groups + k0 / q.group_size;
-            scale = int4_scale_of(q, q.scales[at]);
-            zero = q.zeros ? (int)q.zeros[at] : 8;
-        }
+        const float scale = int4_scale_of(q, c.scale[i]);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const int c = 4 * half + j;
-            const uint4 w = valid && k0 + 8 * j < q.inner
-                                ? int4_word_to_bf16(int4_word_of(v, j), zero, scale)
+            const int chunk = 4 * half + j;
+            const uint4 w = c.valid[i] && k0 + 8 * j < q.inner
+                                ? int4_word_to_bf16(int4_word_of(v, j), c.zero[i], scale)
                                 : make_uint4(0u, 0u, 0u, 0u);
-            *(uint4 *)(dst + r * 64 + ((c ^ (r & 7)) * 8)) = w;
+            *(uint4 *)(dst + r * 64 + ((chunk ^ (r & 7)) * 8)) = w;
         }
     }
 }
@@ -186,16 +202,25 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
                            (int)(step % k_tiles), q);
         }
     };
-    auto dequant = [&](int64_t step) { /* INT4: codes of `step` landed */
+    code_params<BN> params; /* INT4: of the next step to dequantize */
+    auto fetch_params = [&](int64_t step) {
         if (step < steps) {
             const int64_t j = step / k_tiles;
             if (j != dequant_tile) {
                 rows_of_tile(j, dequant_rows);
                 dequant_tile = j;
             }
+            load_params<BN>(params, dequant_rows, (int)(step % k_tiles), q);
+        }
+    };
+    /* INT4: codes of `step` landed, its parameters fetched; then fetches the
+     * next step's parameters */
+    auto dequant = [&](int64_t step) {
+        if (step < steps) {
             const int stage = (int)(step % WG_STAGES);
             dequant_codes<BN>(smem_b + stage * BN * WG_BK, smem_codes + stage * shape::code_stage,
-                              dequant_rows, (int)(step % k_tiles), q);
+                              params, (int)(step % k_tiles), q);
+            fetch_params(step + 1);
         }
     };
 
@@ -216,6 +241,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
         issue_codes(2);
     mi4_copy_commit();
     if (INT4) {
+        fetch_params(0);
         mi4_copy_wait<1>();
         dequant(0); /* seen by step 0's wgmma after its fence and barrier */
     }
