@@ -16,6 +16,7 @@ using namespace mi4_gemm;
  * rows and all BN columns; BM = 64 (fewer rows per expert, less padding):
  * each owns BN / 2 columns of the 64 rows. */
 constexpr int WG_BK = 64, WG_STAGES = 4, WG_THREADS = 256;
+static_assert((WG_STAGES & (WG_STAGES - 1)) == 0, "stage = step & (WG_STAGES - 1)");
 
 template <int BM, int BN, bool INT4 = false> struct wgmma_shape {
     static constexpr int wg_cols = BM == 128 ? BN : BN / 2; /* columns per warpgroup */
@@ -150,7 +151,6 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
         return;
     const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
     const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
-    const int64_t steps = my_tiles * k_tiles;
     const int tid = (int)threadIdx.x;
 
     const uint16_t *a_ptr[shape::a_rows], *b_ptr[INT4 ? 1 : shape::b_rows];
@@ -168,9 +168,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
             rows[i] = b_row_number<BN, WGC, GATED>(p, expert, out_tile,
                                                    tid / 2 + i * (WG_THREADS / 2));
     };
-    auto issue = [&](int64_t step) {
-        if (step < steps) {
-            int64_t j = step / k_tiles;
+    /* Steps are named by (my_tiles index j, k tile k): no 64-bit division
+     * in the loop (ncu: it was most of the INT4 kernel's instructions). */
+    auto after = [&](int64_t j, int k, int d, int64_t *j_out, int *k_out) {
+        k += d;
+        while (k >= k_tiles) {
+            k -= k_tiles;
+            j++;
+        }
+        *j_out = j;
+        *k_out = k;
+    };
+    auto issue = [&](int64_t j, int k_tile, int stage) {
+        if (j < my_tiles) {
             if (j != loader_tile) {
                 int tile, out_tile, slot;
                 tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
@@ -185,42 +195,40 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
                                                          tid / 8 + i * (WG_THREADS / 8));
                 loader_tile = j;
             }
-            int stage = (int)(step % WG_STAGES), k_tile = (int)(step % k_tiles);
             load_swizzled(smem_a + stage * BM * WG_BK, a_ptr, k_tile, p.inner, p.a);
             if (!INT4)
                 load_swizzled(smem_b + stage * BN * WG_BK, b_ptr, k_tile, p.inner, p.b);
         }
     };
-    auto issue_codes = [&](int64_t step) { /* INT4 */
-        if (step < steps) {
-            const int64_t j = step / k_tiles;
+    auto issue_codes = [&](int64_t j, int k_tile, int stage) { /* INT4 */
+        if (j < my_tiles) {
             if (j != code_tile) {
                 rows_of_tile(j, code_rows);
                 code_tile = j;
             }
-            load_codes<BN>(smem_codes + (step % WG_STAGES) * shape::code_stage, code_rows,
-                           (int)(step % k_tiles), q);
+            load_codes<BN>(smem_codes + stage * shape::code_stage, code_rows, k_tile, q);
         }
     };
     code_params<BN> params; /* INT4: of the next step to dequantize */
-    auto fetch_params = [&](int64_t step) {
-        if (step < steps) {
-            const int64_t j = step / k_tiles;
+    auto fetch_params = [&](int64_t j, int k_tile) {
+        if (j < my_tiles) {
             if (j != dequant_tile) {
                 rows_of_tile(j, dequant_rows);
                 dequant_tile = j;
             }
-            load_params<BN>(params, dequant_rows, (int)(step % k_tiles), q);
+            load_params<BN>(params, dequant_rows, k_tile, q);
         }
     };
-    /* INT4: codes of `step` landed, its parameters fetched; then fetches the
-     * next step's parameters */
-    auto dequant = [&](int64_t step) {
-        if (step < steps) {
-            const int stage = (int)(step % WG_STAGES);
+    /* INT4: codes of step (j, k_tile) landed, its parameters fetched; then
+     * fetches the next step's parameters */
+    auto dequant = [&](int64_t j, int k_tile, int stage) {
+        if (j < my_tiles) {
             dequant_codes<BN>(smem_b + stage * BN * WG_BK, smem_codes + stage * shape::code_stage,
-                              params, (int)(step % k_tiles), q);
-            fetch_params(step + 1);
+                              params, k_tile, q);
+            int64_t next_j;
+            int next_k;
+            after(j, k_tile, 1, &next_j, &next_k);
+            fetch_params(next_j, next_k);
         }
     };
 
@@ -230,20 +238,24 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
         acc[i] = 0.0f;
     /* groups: {A 0, codes 0, 1}, {A 1, codes 2}, then {A s + 2, codes s + 3}
      * at step s: group s holds step s's token rows and step s + 1's codes */
-    issue(0);
+    int64_t j1, j2;
+    int k1, k2;
+    after(0, 0, 1, &j1, &k1);
+    after(0, 0, 2, &j2, &k2);
+    issue(0, 0, 0);
     if (INT4) {
-        issue_codes(0);
-        issue_codes(1);
+        issue_codes(0, 0, 0);
+        issue_codes(j1, k1, 1);
     }
     mi4_copy_commit();
-    issue(1);
+    issue(j1, k1, 1);
     if (INT4)
-        issue_codes(2);
+        issue_codes(j2, k2, 2);
     mi4_copy_commit();
     if (INT4) {
-        fetch_params(0);
+        fetch_params(0, 0);
         mi4_copy_wait<1>();
-        dequant(0); /* seen by step 0's wgmma after its fence and barrier */
+        dequant(0, 0, 0); /* seen by step 0's wgmma after its fence and barrier */
     }
     const int warpgroup = tid / 128, lane = tid % 32;
     const int wg_row = BM == 128 ? warpgroup * 64 : 0, wg_col = BM == 128 ? 0 : warpgroup * WGC;
@@ -258,11 +270,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
             mi4_copy_wait<AHEAD - 1>();
             mi4_fence_proxy_async(); /* INT4: the dequantized stores, for wgmma */
             __syncthreads();
-            issue(step + AHEAD);
-            if (INT4)
-                issue_codes(step + AHEAD + 1);
+            int64_t j_ahead;
+            int k_ahead;
+            after(my_tile, k_tile, AHEAD, &j_ahead, &k_ahead);
+            issue(j_ahead, k_ahead, (int)((step + AHEAD) & (WG_STAGES - 1)));
+            if (INT4) {
+                after(my_tile, k_tile, AHEAD + 1, &j_ahead, &k_ahead);
+                issue_codes(j_ahead, k_ahead, (int)((step + AHEAD + 1) & (WG_STAGES - 1)));
+            }
             mi4_copy_commit();
-            int stage = (int)(step % WG_STAGES);
+            const int stage = (int)(step & (WG_STAGES - 1));
             uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
             uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
             mi4_wgmma_fence();
@@ -270,8 +287,13 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
             for (int kk = 0; kk < WG_BK / 16; kk++) /* +32 bytes of k: the address counts 16 B */
                 wgmma_step(acc, desc_a + 2 * kk, desc_b + 2 * kk);
             mi4_wgmma_commit();
-            if (INT4) /* while this step's and the last step's wgmmas run */
-                dequant(step + 1); /* its codes came in the group waited for above */
+            if (INT4) { /* while this step's and the last step's wgmmas run */
+                int64_t j_next;
+                int k_next;
+                after(my_tile, k_tile, 1, &j_next, &k_next);
+                /* its codes came in the group waited for above */
+                dequant(j_next, k_next, (int)((step + 1) & (WG_STAGES - 1)));
+            }
             mi4_wgmma_wait_one();
         }
 
