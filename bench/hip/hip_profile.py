@@ -51,11 +51,14 @@ def main():
     gen = torch.Generator(device="cuda")
     gen.manual_seed(2)
     loaded = {}
+    caller_tile = os.environ.get("MOEINT4_HIP_TILE")  # a point without a tile keeps the caller's
     for point in a.points:
         parts = point.split(":")
         name, M = parts[0], int(parts[1])
         if len(parts) > 2:
             os.environ["MOEINT4_HIP_TILE"] = parts[2]
+        elif caller_tile is not None:
+            os.environ["MOEINT4_HIP_TILE"] = caller_tile
         else:
             os.environ.pop("MOEINT4_HIP_TILE", None)
         if name not in loaded:

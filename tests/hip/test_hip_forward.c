@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "hip_test_util.h"
+#include "moeint4_backend.h"
 
 static hip_test_case default_case(moeint4_dtype dtype, int64_t m, int topk, uint64_t seed)
 {
@@ -57,11 +58,24 @@ static void test_variants_and_tiles(void **state)
     setenv("MOEINT4_HIP_GEMM", "mma", 1);
 }
 
+/* 1 when the plugin has the sm_90a wgmma tiles (a test extra). */
+static int wgmma_built(void)
+{
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_wgmma_built");
+    assert_non_null(fn);
+    int (*built)(void);
+    memcpy(&built, &fn, sizeof fn);
+    return built();
+}
+
 /* The int4 grouped GEMM's tiles (q8 .. q128: int4 weights with group 128
  * or per-channel, K and N multiples of 128; elsewhere the forced name
  * falls back to the default tile) on every batch shape: one row per
  * expert, partial tiles, several tiles per expert; zero points, an expert
- * map, the router weight on either side, F32 input (converted). */
+ * map, the router weight on either side, F32 input (converted). That the
+ * forced tile is the one taken shows in the workspace bound: where these
+ * int4 weights' default tile at 4096 tokens expands them to BF16 (sm_90a),
+ * a forced q tile's bound holds no expansion. */
 static void test_int4_grouped_gemm_tiles(void **state)
 {
     (void)state;
@@ -75,8 +89,18 @@ static void test_int4_grouped_gemm_tiles(void **state)
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
+        size_t default_bytes = 0;
+        assert_int_equal(
+            moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &default_bytes),
+            MOEINT4_SUCCESS);
         for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            size_t forced_bytes = 0;
+            assert_int_equal(
+                moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &forced_bytes),
+                MOEINT4_SUCCESS);
+            if (wgmma_built() && !hip_test_weights_env_is("bf16"))
+                assert_true(forced_bytes < default_bytes);
             for (int i = 0; i < 3; i++) {
                 hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
                                                sizes[i], 3, seed++);
@@ -92,6 +116,96 @@ static void test_int4_grouped_gemm_tiles(void **state)
         tk_layer_free(&layer);
     }
     moeint4_context_destroy(ctx);
+}
+
+/* The GEMM tiles that read BF16 (the grouped tiles 16 .. 256 and, on
+ * sm_90a, the wgmma tiles w64 .. w256) over int4 weights dequantized into
+ * their shared weight tiles (MOEINT4_HIP_INT4_PREFILL=dequant, read at
+ * prepare) against the same tiles over the expansion to BF16: the same
+ * BF16 weight bits in the same MMA order, so the outputs match bit for bit
+ * (and the expansion's are checked against the double reference here and
+ * elsewhere). Zero points or not, group 128 / 32 / per-channel, K and N
+ * not multiples of 64, an expert map, partial tiles, the router weight on
+ * either side, f32 input; the FMA variant on one layer. With int4 weights
+ * the dequantizing ones need no expansion workspace: the path ran. */
+static void test_int4_tile_dequant(void **state)
+{
+    (void)state;
+    const char *tiles[] = { "16", "16n", "64", "128", "128d", "256", "w64", "w128", "w256" };
+    const struct {
+        moeint4_format format;
+        int hidden, intermediate, group, map;
+        const char *gemm;
+    } layers[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 256, 384, 128, 0, "mma" },
+                   { MOEINT4_FORMAT_GPTQ_SYM, 200, 136, -1, 1, "mma" },
+                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0, "mma" },
+                   { MOEINT4_FORMAT_AWQ, 320, 192, 32, 0, "fma" } };
+    const int int4 = !hip_test_weights_env_is("bf16");
+    uint64_t seed = 700;
+    for (int l = 0; l < 4; l++) {
+        moeint4_context *ctx = hip_test_context(layers[l].gemm);
+        tk_layer layer, same;
+        unsetenv("MOEINT4_HIP_INT4_PREFILL");
+        moeint4_weights *expanded =
+            hip_test_prepare(ctx, &layer, layers[l].format, 8, layers[l].hidden,
+                             layers[l].intermediate, layers[l].group, layers[l].map, 70 + l);
+        setenv("MOEINT4_HIP_INT4_PREFILL", "dequant", 1);
+        moeint4_weights *dequant =
+            hip_test_prepare(ctx, &same, layers[l].format, 8, layers[l].hidden,
+                             layers[l].intermediate, layers[l].group, layers[l].map, 70 + l);
+        unsetenv("MOEINT4_HIP_INT4_PREFILL");
+        size_t bytes_expanded = 0, bytes_dequant = 0;
+        assert_int_equal(moeint4_forward_workspace_size(expanded, 512, 4, MOEINT4_DTYPE_BF16,
+                                                        &bytes_expanded),
+                         MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16,
+                                                        &bytes_dequant),
+                         MOEINT4_SUCCESS);
+        print_message("layer %d (%s): workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
+                      layers[l].gemm, bytes_expanded, bytes_dequant);
+        if (int4)
+            assert_true(bytes_dequant < bytes_expanded);
+        else
+            assert_true(bytes_dequant == bytes_expanded);
+        const int64_t sizes[] = { 7, 64, 203 };
+        size_t out_bytes = (size_t)203 * (size_t)layers[l].hidden * sizeof(float);
+        void *got_expanded = malloc(out_bytes), *got_dequant = malloc(out_bytes);
+        assert_non_null(got_expanded);
+        assert_non_null(got_dequant);
+        for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
+            setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            for (int i = 0; i < 3; i++) {
+                hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
+                                               sizes[i], 4, seed++);
+                c.on_input = i == 2;
+                print_message("layer %d (%s), tile %s, M = %lld\n", l, layers[l].gemm, tiles[t],
+                              (long long)sizes[i]);
+                double *want = i == 0 ? malloc((size_t)sizes[i] * layers[l].hidden * sizeof(double))
+                                      : NULL;
+                assert_int_equal(hip_test_forward(ctx, expanded, &layer, &c, got_expanded, want),
+                                 MOEINT4_SUCCESS);
+                assert_int_equal(hip_test_forward(ctx, dequant, &same, &c, got_dequant, NULL),
+                                 MOEINT4_SUCCESS);
+                const size_t used = (size_t)sizes[i] * (size_t)layers[l].hidden *
+                                    (c.dtype == MOEINT4_DTYPE_F32 ? 4 : 2);
+                assert_memory_equal(got_expanded, got_dequant, used);
+                if (want) {
+                    double e = tk_relative_l2(c.dtype, got_dequant, want,
+                                               (size_t)sizes[i] * layers[l].hidden);
+                    assert_true(e <= HIP_TOLERANCE);
+                    free(want);
+                }
+            }
+        }
+        unsetenv("MOEINT4_HIP_TILE");
+        free(got_expanded);
+        free(got_dequant);
+        moeint4_weights_release(expanded);
+        moeint4_weights_release(dequant);
+        tk_layer_free(&layer);
+        tk_layer_free(&same);
+        moeint4_context_destroy(ctx);
+    }
 }
 
 /* The int4 decode kernels (tile "direct" on int4 weights with group 128)
@@ -511,6 +625,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
         cmocka_unit_test(test_int4_grouped_gemm_tiles),
+        cmocka_unit_test(test_int4_tile_dequant),
         cmocka_unit_test(test_decode_rings_and_grids),
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),

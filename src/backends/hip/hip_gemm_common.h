@@ -84,12 +84,12 @@ __device__ __forceinline__ const uint16_t *a_row(const gemm_params &p, int tile,
     return p.a + index * (size_t)p.inner;
 }
 
-/* Column c of output tile `out_tile`: its B row (NULL past the end). gemm13
- * columns come in groups of WN: WN/2 gate rows, then the WN/2 up rows of the
- * same outputs. */
+/* Column c of output tile `out_tile`: its B row of expert `expert` as a row
+ * of all experts' rows (-1 past the end). gemm13 columns come in groups of
+ * WN: WN/2 gate rows, then the WN/2 up rows of the same outputs. */
 template <int BN, int WN, bool GATED>
-__device__ __forceinline__ const uint16_t *b_row(const gemm_params &p, int expert, int out_tile,
-                                                 int c)
+__device__ __forceinline__ int64_t b_row_number(const gemm_params &p, int expert, int out_tile,
+                                                int c)
 {
     int out_col, row;
     if (GATED) {
@@ -100,9 +100,16 @@ __device__ __forceinline__ const uint16_t *b_row(const gemm_params &p, int exper
         out_col = out_tile * BN + c;
         row = out_col;
     }
-    return out_col < p.out_cols
-               ? p.b + ((size_t)expert * p.b_rows + (size_t)row) * (size_t)p.inner
-               : nullptr;
+    return out_col < p.out_cols ? (int64_t)expert * p.b_rows + row : -1;
+}
+
+/* The same row as a pointer into p.b (NULL past the end). */
+template <int BN, int WN, bool GATED>
+__device__ __forceinline__ const uint16_t *b_row(const gemm_params &p, int expert, int out_tile,
+                                                 int c)
+{
+    const int64_t row = b_row_number<BN, WN, GATED>(p, expert, out_tile, c);
+    return row >= 0 ? p.b + (size_t)row * (size_t)p.inner : nullptr;
 }
 
 /* Row pointers of one output tile in shared memory. */
@@ -176,7 +183,8 @@ hipError_t mi4_hip_launch_gemv(bool gated, bool direct, const mi4_hip_gemm_args 
  * a tile that reads int4: mi4_hip_int4_expand_bytes == 0), dequantized in
  * registers: the int4 grouped GEMM for the q tiles, the FMA GEMVs and,
  * where a->weights->int4_mma, the matrix-core ones (hip_int4_mma.hip,
- * hip_int4_decode.hip). */
+ * hip_int4_decode.hip); with int4_tile_dequant, the GEMM tiles
+ * dequantizing into shared memory (mi4_hip_launch_gemm_dequant). */
 hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
@@ -188,9 +196,17 @@ hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bool *served);
 hipError_t mi4_hip_int4_decode_init(void);
 /* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
- * 128 x 128, 128 x 256). */
+ * 128 x 128, 128 x 256); _dequant: the same over int4 weights
+ * (int4_tile_dequant), dequantized into its shared weight tiles. */
 hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                 bool init);
+hipError_t mi4_hip_launch_wgmma_dequant(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
+                                        bool init);
+/* hip_grouped_gemm.hip: tile `config` (one that reads BF16:
+ * mi4_hip_int4_tile_reads_bf16) over int4 weights with int4_tile_dequant,
+ * dequantized into its shared weight tiles. */
+hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
+                                       const mi4_hip_gemm_args *a);
 /* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
  * GEMM of `tile_rows` token rows per tile (8, 16, 32, 64, 128). */
 hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,

@@ -12,8 +12,13 @@
  *           fragments j and j + WN/32: the activation is applied in the
  *           epilogue and only act [rows][N] (bf16) is written.
  *   gemm2:  A = act rows, B = w2[e]; the epilogue scales by the router
- *           weight and writes f32 rows per slot for the combine. */
-#include "backends/hip/hip_gemm_common.h"
+ *           weight and writes f32 rows per slot for the combine.
+ *
+ * INT4: B comes from int4 weights (q), dequantized into the shared B tiles
+ * with the bits the BF16 mode holds (dequant_rows), so the output is that
+ * of the expansion to BF16 without the expansion; the wgmma tiles do the
+ * same (hip_wgmma_gemm.hip). */
+#include "backends/hip/hip_int4_mma_ops.h"
 
 namespace {
 
@@ -61,9 +66,9 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES> struct tile_shape 
     static constexpr int smem_bytes = STAGES * (BM + BN) * ld * 2;
 };
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool MMA, bool GATED>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool MMA, bool GATED, bool INT4>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
-    grouped_gemm(gemm_params p)
+    grouped_gemm(gemm_params p, mi4_hip_int4_matrix q)
 {
     typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
     constexpr int LD = shape::ld;
@@ -73,7 +78,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
     uint16_t *smem_a = (uint16_t *)smem_raw;
     uint16_t *smem_b = smem_a + STAGES * BM * LD;
     __shared__ const uint16_t *a_rows[BM];
-    __shared__ const uint16_t *b_rows[BN];
+    __shared__ union {
+        const uint16_t *pointers[BN];
+        int64_t numbers[BN]; /* INT4: rows of q, -1: none (AMD's 64 KiB of LDS: no room for both) */
+    } b_rows;
     __shared__ int row_slot[BM];
 
     const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
@@ -85,15 +93,23 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
     const int expert = p.tile_expert[tile];
     const int tid = (int)threadIdx.x;
 
-    setup_rows<BM, BN, WN, THREADS, GATED>(p, tile, out_tile, expert, a_rows, b_rows, row_slot);
+    setup_rows<BM, BN, WN, THREADS, GATED>(p, tile, out_tile, expert, a_rows, b_rows.pointers,
+                                           row_slot);
+    if (INT4) /* each entry by the thread that set its pointer above */
+        for (int c = tid; c < BN; c += THREADS)
+            b_rows.numbers[c] = b_row_number<BN, WN, GATED>(p, expert, out_tile, c);
     __syncthreads();
 
     const int k_tiles = (p.inner + BK - 1) / BK;
     auto load_stage = [&](int stage, int k_tile) {
         load_rows<BM, BK, THREADS>(smem_a + stage * BM * LD, LD, a_rows, k_tile * BK,
                                           p.inner, p.a);
-        load_rows<BN, BK, THREADS>(smem_b + stage * BN * LD, LD, b_rows, k_tile * BK,
-                                          p.inner, p.b);
+        if (INT4) /* published by the barrier before the stage is read */
+            dequant_rows<BN, BK, THREADS>(smem_b + stage * BN * LD, LD, b_rows.numbers,
+                                          k_tile * BK, q);
+        else
+            load_rows<BN, BK, THREADS>(smem_b + stage * BN * LD, LD, b_rows.pointers,
+                                       k_tile * BK, p.inner, p.b);
     };
 
     mi4_frag_acc acc[FM][FN];
@@ -208,7 +224,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * MI4_WARP)
 #define CONFIG_128_DEEP 128, 128, WIDE_K, 64, 64, (DEEP > 3 ? 3 : DEEP)
 #define CONFIG_256 128, 256, 32, 64, 64, DEEP
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool GATED>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool GATED, bool INT4 = false>
 hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
 {
     typedef tile_shape<BM, BN, BK, WM, WN, STAGES> shape;
@@ -216,11 +232,11 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
 #if defined(MI4_PLATFORM_NVIDIA)
         if (shape::smem_bytes > 48 * 1024) {
             hipError_t e = hipFuncSetAttribute(
-                (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>,
+                (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED, INT4>,
                 hipFuncAttributeMaxDynamicSharedMemorySize, shape::smem_bytes);
             if (e == hipSuccess)
                 e = hipFuncSetAttribute(
-                    (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>,
+                    (const void *)grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED, INT4>,
                     hipFuncAttributeMaxDynamicSharedMemorySize, shape::smem_bytes);
             return e;
         }
@@ -228,55 +244,68 @@ hipError_t launch(const mi4_hip_gemm_args *a, bool set_attributes_only)
         return hipSuccess;
     }
     gemm_params p = make_params(a, GATED);
+    const mi4_hip_int4_matrix q = INT4 ? (GATED ? a->weights->q13 : a->weights->q2)
+                                       : mi4_hip_int4_matrix{};
     int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
     size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
     if (blocks == 0)
         return hipSuccess;
     dim3 grid((unsigned)blocks), block(shape::threads);
     if (a->use_mma)
-        return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED>, grid, block,
-                          shape::smem_bytes, a->stream, p);
-    return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED>, grid, block,
-                      shape::smem_bytes, a->stream, p);
+        return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, true, GATED, INT4>, grid,
+                          block, shape::smem_bytes, a->stream, p, q);
+    return mi4_launch(grouped_gemm<BM, BN, BK, WM, WN, STAGES, false, GATED, INT4>, grid, block,
+                      shape::smem_bytes, a->stream, p, q);
 }
 
-template <int BM, int BN, bool GATED>
+template <int BM, int BN, bool GATED, bool INT4>
 hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
 {
     if (init && mi4_hip_wgmma_built()) {
-        hipError_t e = mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
+        hipError_t e = INT4 ? mi4_hip_launch_wgmma_dequant(BM, BN, GATED, a, init)
+                            : mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
         if (e != hipSuccess)
             return e;
     } else if (mi4_hip_wgmma_built() && a->use_mma) {
-        return mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
+        return INT4 ? mi4_hip_launch_wgmma_dequant(BM, BN, GATED, a, init)
+                    : mi4_hip_launch_wgmma(BM, BN, GATED, a, init);
     }
     /* no sm_90a code in this build, or the plain-FMA variant asked for: the
      * tiled GEMM of the same rows */
-    return BM == 64 ? launch<CONFIG_64, GATED>(a, init) : launch<CONFIG_128, GATED>(a, init);
+    return BM == 64 ? launch<CONFIG_64, GATED, INT4>(a, init)
+                    : launch<CONFIG_128, GATED, INT4>(a, init);
 }
 
-template <bool GATED>
+/* INT4: the tiles over int4 weights dequantized in the tiles (only the
+ * tiles that otherwise read BF16: mi4_hip_int4_tile_reads_bf16). */
+template <bool GATED, bool INT4 = false>
 hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, bool init)
 {
     switch (config) {
-    case MI4_TILE_16: return launch<CONFIG_16, GATED>(a, init);
-    case MI4_TILE_16_NARROW: return launch<CONFIG_16_NARROW, GATED>(a, init);
-    case MI4_TILE_64: return launch<CONFIG_64, GATED>(a, init);
-    case MI4_TILE_128: return launch<CONFIG_128, GATED>(a, init);
-    case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED>(a, init);
-    case MI4_TILE_GEMV: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, false, a);
-    case MI4_TILE_DIRECT: return init ? hipSuccess : mi4_hip_launch_gemv(GATED, true, a);
-    case MI4_TILE_WGMMA_128: return launch_wgmma<128, 128, GATED>(a, init);
-    case MI4_TILE_WGMMA_256: return launch_wgmma<128, 256, GATED>(a, init);
-    case MI4_TILE_WGMMA_64: return launch_wgmma<64, 256, GATED>(a, init);
+    case MI4_TILE_16: return launch<CONFIG_16, GATED, INT4>(a, init);
+    case MI4_TILE_16_NARROW: return launch<CONFIG_16_NARROW, GATED, INT4>(a, init);
+    case MI4_TILE_64: return launch<CONFIG_64, GATED, INT4>(a, init);
+    case MI4_TILE_128: return launch<CONFIG_128, GATED, INT4>(a, init);
+    case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED, INT4>(a, init);
+    case MI4_TILE_GEMV:
+    case MI4_TILE_DIRECT:
+        if (init)
+            return hipSuccess;
+        return INT4 ? hipErrorInvalidValue /* these read int4 themselves */
+                    : mi4_hip_launch_gemv(GATED, config == MI4_TILE_DIRECT, a);
+    case MI4_TILE_WGMMA_128: return launch_wgmma<128, 128, GATED, INT4>(a, init);
+    case MI4_TILE_WGMMA_256: return launch_wgmma<128, 256, GATED, INT4>(a, init);
+    case MI4_TILE_WGMMA_64: return launch_wgmma<64, 256, GATED, INT4>(a, init);
     case MI4_TILE_Q8:
     case MI4_TILE_Q16:
     case MI4_TILE_Q32:
     case MI4_TILE_Q64:
     case MI4_TILE_Q128: /* int4 weights only (mi4_hip_launch_gemm13 below) */
+        if (INT4)
+            return init ? hipSuccess : hipErrorInvalidValue;
         return init ? mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), GATED, a, true)
                     : hipErrorInvalidValue;
-    default: return launch<CONFIG_256, GATED>(a, init);
+    default: return launch<CONFIG_256, GATED, INT4>(a, init);
     }
 }
 
@@ -336,8 +365,19 @@ hipError_t mi4_hip_gemm_init(void)
         hipError_t e = launch_config<true>((mi4_hip_tile_config)c, nullptr, true);
         if (e == hipSuccess)
             e = launch_config<false>((mi4_hip_tile_config)c, nullptr, true);
+        if (e == hipSuccess) /* the same tiles over int4 codes */
+            e = launch_config<true, true>((mi4_hip_tile_config)c, nullptr, true);
+        if (e == hipSuccess)
+            e = launch_config<false, true>((mi4_hip_tile_config)c, nullptr, true);
         if (e != hipSuccess)
             return e;
     }
     return hipSuccess;
+}
+
+hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
+                                       const mi4_hip_gemm_args *a)
+{
+    return gated ? launch_config<true, true>(config, a, false)
+                 : launch_config<false, true>(config, a, false);
 }

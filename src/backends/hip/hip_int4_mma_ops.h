@@ -4,7 +4,9 @@
  * bytes of codes, and codes to bf16x2 (q - zero) exactly: two nibbles ORed
  * into bf16 128.0 (7 mantissa bits hold them), then one bf16x2 FMA adding
  * -(128 + zero); mma.sync m16n8k16 bf16 -> f32. The FMA and the MMA are
- * NVIDIA sm_80+ only (MI4_MMA_NVIDIA). */
+ * NVIDIA sm_80+ only (MI4_MMA_NVIDIA). Also 8 codes as the BF16 weights
+ * the BF16 mode holds (the expansion and the wgmma tiles that dequantize
+ * into shared memory write the same bits). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_MMA_OPS_H
 
@@ -15,6 +17,66 @@ namespace mi4_gemm {
 MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
 {
     return q.scales_bf16 ? mi4_dev_bf16_to_f32(bits) : mi4_dev_f16_to_f32(bits);
+}
+
+/* Two f32 as bf16x2 (lo in the low half), each rounded to nearest even:
+ * one cvt on NVIDIA sm_80+ (the same bits as mi4_dev_f32_to_bf16 for every
+ * non-NaN value; these are finite: scales are validated at prepare). */
+MI4_DEVICE uint32_t bf16x2_rn(float lo, float hi)
+{
+#if defined(MI4_MMA_NVIDIA)
+    uint32_t d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+#else
+    return (uint32_t)mi4_dev_f32_to_bf16(lo) | (uint32_t)mi4_dev_f32_to_bf16(hi) << 16;
+#endif
+}
+
+/* The 8 codes of `codes` (code j at bits 4j) as BF16 (q - zero) * scale,
+ * rounded once: the bits the BF16 mode's prepare writes. q - zero comes
+ * exactly from f32 2^23 + q (the nibble ORed into the mantissa) minus
+ * 2^23 + zero, without an integer-to-float conversion. */
+MI4_DEVICE uint4 int4_word_to_bf16(uint32_t codes, int zero, float scale)
+{
+    const float bias = 8388608.0f + (float)zero; /* 2^23 + zero, exact */
+    float value[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        value[j] = __fmul_rn(
+            __fsub_rn(mi4_dev_bits_to_f32(((codes >> (4 * j)) & 15u) | 0x4b000000u), bias),
+            scale);
+    return make_uint4(bf16x2_rn(value[0], value[1]), bf16x2_rn(value[2], value[3]),
+                      bf16x2_rn(value[4], value[5]), bf16x2_rn(value[6], value[7]));
+}
+
+/* Inputs [k0, k0 + BK) of ROWS rows of q (row numbers `rows`, -1: none)
+ * as BF16 (int4_word_to_bf16) at dst + r * ld, 8 inputs a thread a step;
+ * zeros for no row and past q.inner (a multiple of 8). Plain loads and
+ * stores: the caller's barrier publishes them. */
+template <int ROWS, int BK, int THREADS>
+MI4_DEVICE void dequant_rows(uint16_t *dst, int ld, const int64_t *rows, int k0,
+                             const mi4_hip_int4_matrix &q)
+{
+    constexpr int CHUNKS_PER_ROW = BK / 8;
+    const int tid = (int)threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < (ROWS * CHUNKS_PER_ROW + THREADS - 1) / THREADS; i++) {
+        const int chunk = tid + i * THREADS;
+        if (chunk < ROWS * CHUNKS_PER_ROW) {
+            const int r = chunk / CHUNKS_PER_ROW, k = k0 + (chunk % CHUNKS_PER_ROW) * 8;
+            const int64_t row = rows[r];
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row >= 0 && k < q.inner) {
+                const uint32_t codes =
+                    *(const uint32_t *)(q.codes + (size_t)row * (q.inner_padded / 2) + k / 2);
+                const size_t at = (size_t)row * q.groups + k / q.group_size;
+                v = int4_word_to_bf16(codes, q.zeros ? (int)q.zeros[at] : 8,
+                                      int4_scale_of(q, q.scales[at]));
+            }
+            *(uint4 *)(dst + r * ld + (chunk % CHUNKS_PER_ROW) * 8) = v;
+        }
+    }
 }
 
 /* Word w (0..3) of 16 bytes of codes: 8 codes, code j at bits 4j. */

@@ -226,14 +226,7 @@ MI4_DEVICE void expand_word(const mi4_hip_int4_matrix &m, int64_t row, int word,
     const int g = word * 8 / m.group_size;
     const float scale = mi4_gemm::int4_scale_of(m, m.scales[(size_t)row * m.groups + g]);
     const int zero = m.zeros ? (int)m.zeros[(size_t)row * m.groups + g] : 8;
-    uint32_t packed[4];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        float value = __fmul_rn((float)((int)((codes >> (4 * j)) & 15u) - zero), scale);
-        uint32_t bits = mi4_dev_f32_to_bf16(value);
-        packed[j / 2] = j % 2 == 0 ? bits : packed[j / 2] | bits << 16;
-    }
-    *(uint4 *)(out_row + word * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    *(uint4 *)(out_row + word * 8) = mi4_gemm::int4_word_to_bf16(codes, zero, scale);
 }
 
 /* A team of 32 threads a row (grid-strided); member m takes the row's words
@@ -287,11 +280,24 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
 #endif
 }
 
-size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config)
+int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc)
+{
+    const char *knob = getenv("MOEINT4_HIP_INT4_PREFILL");
+    const int group = desc->group_size;
+    return knob != nullptr && strcmp(knob, "dequant") == 0 && desc->hidden_size % 8 == 0 &&
+           desc->intermediate_size % 8 == 0 && (group == -1 || group % 32 == 0);
+}
+
+int mi4_hip_int4_tile_reads_bf16(const mi4_hip_weights *w, mi4_hip_tile_config config)
 {
     const int tile_rows = mi4_hip_tile_rows(config);
-    if (!w->int4 || tile_rows <= 8 || (tile_rows == 16 && w->int4_mma) ||
-        mi4_hip_tile_is_int4_gemm(config))
+    return w->int4 && tile_rows > 8 && !(tile_rows == 16 && w->int4_mma) &&
+           !mi4_hip_tile_is_int4_gemm(config);
+}
+
+size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config)
+{
+    if (!mi4_hip_int4_tile_reads_bf16(w, config) || w->int4_tile_dequant)
         return 0;
     return bf16_bytes(w->q13) + bf16_bytes(w->q2);
 }
@@ -302,6 +308,7 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
     *view = *w;
     view->int4 = 0; /* the GEMMs read the BF16 copies */
     view->int4_mma = 0;
+    view->int4_tile_dequant = 0;
     view->w13 = (uint16_t *)scratch;
     view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));
     const mi4_hip_int4_matrix *parts[2] = {&w->q13, &w->q2};

@@ -56,6 +56,9 @@ typedef struct mi4_hip_weights {
     int int4;                /* 1: gpu_weights INT4 (q13, q2; w13 = w2 = NULL) */
     int int4_mma;            /* 1: int4 weights the matrix-core GEMV serves (see
                                 mi4_hip_int4_mma_serves) */
+    int int4_tile_dequant;   /* 1: the GEMM tiles take these int4 weights as codes,
+                                dequantized into their shared weight tiles (no
+                                expansion; see mi4_hip_int4_tile_dequant_serves) */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
@@ -168,12 +171,22 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
                                  char *err, size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
+/* 1 when tile `config` reads BF16 weights, so that int4 weights w reach it
+ * as BF16: expanded into the workspace, or (int4_tile_dequant) as codes
+ * dequantized into its shared weight tiles. 0 for BF16 weights and for the
+ * tiles that read int4 (the direct GEMVs, the routed 8-row FMA GEMV, the
+ * 16-row matrix-core GEMV where it serves, the int4 grouped GEMM's tiles). */
+int mi4_hip_int4_tile_reads_bf16(const mi4_hip_weights *w, mi4_hip_tile_config config);
 /* Workspace bytes a forward on tile `config` needs for BF16 copies of int4
- * weights: 0 for BF16 weights and for the tiles that read int4 (the direct
- * GEMVs, the routed 8-row FMA GEMV, the 16-row matrix-core GEMV where it
- * serves, the int4 grouped GEMM's tiles), else both projections of every
- * local expert. */
+ * weights: both projections of every local expert where the tile reads BF16
+ * and the weights are not dequantized in the tiles, else 0. */
 size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config config);
+/* 1 when the GEMM tiles (the grouped tiles and, on sm_90a, the wgmma ones)
+ * can read these int4 weights as codes (K and N multiples of 8, group sizes
+ * multiples of 32 or per-channel) and MOEINT4_HIP_INT4_PREFILL=dequant asks
+ * for it (read at prepare; otherwise those tiles read the expansion to
+ * BF16). */
+int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc);
 /* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
  * weights on a context with matrix cores on: NVIDIA builds, group size 128
  * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */

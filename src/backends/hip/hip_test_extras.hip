@@ -10,6 +10,7 @@
  *     stream capture (global mode: any unsafe call during the capture fails
  *     it) and instantiation
  *   hip_test_graph_launch(graph, stream) / hip_test_graph_destroy(graph)
+ *   hip_test_wgmma_built(): 1 when this build has the sm_90a wgmma tiles
  * The stream and graph calls return 0 on success, else the runtime's error
  * code; hip_download_weights returns a moeint4_status. */
 #if defined(MOEINT4_HIP_TEST_EXTRAS)
@@ -80,6 +81,8 @@ int graph_launch(void *graph_exec, void *stream)
 
 int graph_destroy(void *graph_exec) { return (int)hipGraphExecDestroy((hipGraphExec_t)graph_exec); }
 
+int wgmma_built(void) { return mi4_hip_wgmma_built(); }
+
 } // namespace
 
 void *mi4_hip_test_extra(const char *name)
@@ -96,6 +99,7 @@ void *mi4_hip_test_extra(const char *name)
         {"hip_test_capture_end", (void *)capture_end},
         {"hip_test_graph_launch", (void *)graph_launch},
         {"hip_test_graph_destroy", (void *)graph_destroy},
+        {"hip_test_wgmma_built", (void *)wgmma_built},
     };
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         if (strcmp(name, extras[i].name) == 0)
