@@ -122,6 +122,27 @@ int mi4_group_of(int k, int group_size, int group_shift)
     return group_shift >= 0 ? k >> group_shift : k / group_size;
 }
 
+/* log2 of a power-of-two group size, else -1 (mi4_group_of divides) */
+int mi4_group_shift(int group_size)
+{
+    return (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
+}
+
+/* MOEINT4_XPU_BUILD_OPTIONS=-DMI4_PRELOAD=1: each work-item issues the
+ * loads of its first batch of a block's weights before the work-group
+ * stages that block's activations, so the staging's global reads and its
+ * barrier overlap the first weight bytes instead of preceding them (the
+ * weights do not depend on the activations). */
+#ifndef MI4_PRELOAD
+#define MI4_PRELOAD 0
+#endif
+
+/* One batch of a work-item's pieces (gate and up) and their scales. */
+typedef struct {
+    uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+    float sg[MI4_AHEAD], su[MI4_AHEAD];
+} mi4_batch;
+
 /* Issues the loads of one batch of a work-item's pieces: MI4_AHEAD pieces
  * `team` apart from piece c (clamped to the last piece: valid addresses,
  * results unused past the end) of each row and their scales, so that all of
@@ -129,23 +150,22 @@ int mi4_group_of(int k, int group_size, int group_shift)
 void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
                     __global const ushort *s0, __global const ushort *s1, int scales_bf16,
                     int group_size, int group_shift, int kb0, int c, int team, int pieces,
-                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
+                    int halves, mi4_batch *b)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
         int ca = min(c + a * team, pieces - 1);
         int group = mi4_group_of(kb0 + 32 * ca, group_size, group_shift);
-        g[a] = p0[ca];
-        sg[a] = mi4_load_scale(s0, scales_bf16, group);
-        u[a] = halves == 2 ? p1[ca] : g[a];
-        su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+        b->g[a] = p0[ca];
+        b->sg[a] = mi4_load_scale(s0, scales_bf16, group);
+        b->u[a] = halves == 2 ? p1[ca] : b->g[a];
+        b->su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
     }
 }
 
 /* Multiplies a loaded batch with the staged activations into acc. */
 void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
-                   int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
-                   const float *sg, const float *su, float *acc)
+                   int max_rows, int rows, int halves, const mi4_batch *b, float *acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
@@ -157,9 +177,9 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
             for (int r = 0; r < max_rows; ++r)
                 if (r < rows) {
                     __local const float4 *xr = x + r * (block / 4);
-                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
+                    acc[r] += mi4_dot_piece(b->g[a], xr, stride) * b->sg[a];
                     if (halves == 2)
-                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(b->u[a], xr, stride) * b->su[a];
                 }
         }
     }
@@ -174,19 +194,19 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
 void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
                int halves, __global const uchar *w0, __global const uchar *w1,
                __global const ushort *s0, __global const ushort *s1, int scales_bf16,
-               int group_size, int vec, int team, int lane, float *acc)
+               int group_size, int vec, int team, int lane, int preloaded, mi4_batch *batch,
+               float *acc)
 {
-    int group_shift = (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
-    if (vec) { /* 16-byte pieces of 32 codes */
+    int group_shift = mi4_group_shift(group_size);
+    if (vec) { /* 16-byte pieces of 32 codes; batch: the first may be loaded already */
         __global const uint4 *p0 = (__global const uint4 *)w0 + kb0 / 32;
         __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
         int pieces = kbn / 32, step = team * MI4_AHEAD;
-        uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-        float sg[MI4_AHEAD], su[MI4_AHEAD];
         for (int c = lane; c < pieces; c += step) {
-            mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c, team,
-                           pieces, halves, g, u, sg, su);
-            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
+            if (!preloaded || c != lane)
+                mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c,
+                               team, pieces, halves, batch);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, batch, acc);
         }
         return;
     }
@@ -225,11 +245,18 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
     int block = rows == 1 ? MI4_XBLOCK : (MI4_XBLOCK / rows) & ~31;
     int lid = (int)get_local_id(0);
     __local float *xf = (__local float *)xs;
+    mi4_batch batch;
 #pragma unroll
     for (int i = 0; i < 2 * MI4_TILE_ROWS; ++i)
         acc[i] = 0.0f;
     for (int kb0 = 0; kb0 < in; kb0 += block) {
         int kbn = min(block, in - kb0);
+        int span = active ? kbn : 0;
+        int preloaded = MI4_PRELOAD && vec && lane < span / 32;
+        if (preloaded)
+            mi4_load_batch((__global const uint4 *)w0 + kb0 / 32, (__global const uint4 *)w1 + kb0 / 32,
+                           s0, s1, scales_bf16, group_size, mi4_group_shift(group_size), kb0, lane,
+                           team, span / 32, halves, &batch);
 #pragma unroll
         for (int r = 0; r < MI4_TILE_ROWS; ++r)
             if (r < max_rows && r < rows)
@@ -237,13 +264,12 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
                     xf[r * block + (vec ? MI4_CODE_AT(k, block / 32) : k)] =
                         MI4_STAGED(mi4_load(x, dtype, x_row[r] + kb0 + k), k);
         barrier(CLK_LOCAL_MEM_FENCE);
-        int span = active ? kbn : 0;
         if (max_rows == 1 || rows == 1)
             mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, scales_bf16,
-                      group_size, vec, team, lane, acc);
+                      group_size, vec, team, lane, preloaded, &batch, acc);
         else
             mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1,
-                      scales_bf16, group_size, vec, team, lane, acc);
+                      scales_bf16, group_size, vec, team, lane, preloaded, &batch, acc);
         barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block (xs is reused after) */
     }
 }

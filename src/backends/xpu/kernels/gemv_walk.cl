@@ -243,9 +243,11 @@ void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, i
         t[0] = acc[j];
         t[MI4_TILE_ROWS] = acc[MI4_WALK_COLUMNS + j];
         int span = w->n0 + j * w->step < w->cols ? kbn : 0;
+        mi4_batch unused; /* the word path (vec 0) takes no batch */
         mi4_block(xs, MI4_XBLOCK, kb0, span, 1, 1, w->halves, w->packed + row * in_bytes,
                   w->packed + up * in_bytes, w->scales + row * w->groups,
-                  w->scales + up * w->groups, w->scales_bf16, w->group_size, 0, team, lane, t);
+                  w->scales + up * w->groups, w->scales_bf16, w->group_size, 0, team, lane, 0,
+                  &unused, t);
         acc[j] = t[0];
         acc[MI4_WALK_COLUMNS + j] = t[MI4_TILE_ROWS];
     }
@@ -305,7 +307,7 @@ mi4_walk_rows mi4_walk_setup(__global const uchar *packed, __global const ushort
     w.scales = scales + (long)expert * out_rows * w.groups;
     w.in = in;
     w.group_size = group_size;
-    w.group_shift = (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
+    w.group_shift = mi4_group_shift(group_size);
     w.scales_bf16 = scales_bf16;
     w.cols = cols;
     w.halves = halves;
