@@ -132,16 +132,10 @@ int mi4_group_shift(int group_size)
  * loads of its first batch of a block's weights before the work-group
  * stages that block's activations, so the staging's global reads and its
  * barrier overlap the first weight bytes instead of preceding them (the
- * weights do not depend on the activations). */
+ * weights do not depend on the activations). Off, the code is as it was. */
 #ifndef MI4_PRELOAD
 #define MI4_PRELOAD 0
 #endif
-
-/* One batch of a work-item's pieces (gate and up) and their scales. */
-typedef struct {
-    uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-    float sg[MI4_AHEAD], su[MI4_AHEAD];
-} mi4_batch;
 
 /* Issues the loads of one batch of a work-item's pieces: MI4_AHEAD pieces
  * `team` apart from piece c (clamped to the last piece: valid addresses,
@@ -150,22 +144,23 @@ typedef struct {
 void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
                     __global const ushort *s0, __global const ushort *s1, int scales_bf16,
                     int group_size, int group_shift, int kb0, int c, int team, int pieces,
-                    int halves, mi4_batch *b)
+                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
         int ca = min(c + a * team, pieces - 1);
         int group = mi4_group_of(kb0 + 32 * ca, group_size, group_shift);
-        b->g[a] = p0[ca];
-        b->sg[a] = mi4_load_scale(s0, scales_bf16, group);
-        b->u[a] = halves == 2 ? p1[ca] : b->g[a];
-        b->su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+        g[a] = p0[ca];
+        sg[a] = mi4_load_scale(s0, scales_bf16, group);
+        u[a] = halves == 2 ? p1[ca] : g[a];
+        su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
     }
 }
 
 /* Multiplies a loaded batch with the staged activations into acc. */
 void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
-                   int max_rows, int rows, int halves, const mi4_batch *b, float *acc)
+                   int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
+                   const float *sg, const float *su, float *acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
@@ -177,9 +172,9 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
             for (int r = 0; r < max_rows; ++r)
                 if (r < rows) {
                     __local const float4 *xr = x + r * (block / 4);
-                    acc[r] += mi4_dot_piece(b->g[a], xr, stride) * b->sg[a];
+                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
                     if (halves == 2)
-                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(b->u[a], xr, stride) * b->su[a];
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
                 }
         }
     }
@@ -194,19 +189,30 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
 void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
                int halves, __global const uchar *w0, __global const uchar *w1,
                __global const ushort *s0, __global const ushort *s1, int scales_bf16,
-               int group_size, int vec, int team, int lane, int preloaded, mi4_batch *batch,
-               float *acc)
+               int group_size, int vec, int team, int lane, int preloaded, const uint4 *first_g,
+               const uint4 *first_u, const float *first_sg, const float *first_su, float *acc)
 {
     int group_shift = mi4_group_shift(group_size);
-    if (vec) { /* 16-byte pieces of 32 codes; batch: the first may be loaded already */
+    if (vec) { /* 16-byte pieces of 32 codes */
         __global const uint4 *p0 = (__global const uint4 *)w0 + kb0 / 32;
         __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
         int pieces = kbn / 32, step = team * MI4_AHEAD;
+        uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
         for (int c = lane; c < pieces; c += step) {
-            if (!preloaded || c != lane)
+            if (preloaded && c == lane) { /* the batch mi4_rows_dot loaded (MI4_PRELOAD) */
+#pragma unroll
+                for (int a = 0; a < MI4_AHEAD; ++a) {
+                    g[a] = first_g[a];
+                    u[a] = first_u[a];
+                    sg[a] = first_sg[a];
+                    su[a] = first_su[a];
+                }
+            } else {
                 mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c,
-                               team, pieces, halves, batch);
-            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, batch, acc);
+                               team, pieces, halves, g, u, sg, su);
+            }
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
         }
         return;
     }
@@ -245,18 +251,24 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
     int block = rows == 1 ? MI4_XBLOCK : (MI4_XBLOCK / rows) & ~31;
     int lid = (int)get_local_id(0);
     __local float *xf = (__local float *)xs;
-    mi4_batch batch;
 #pragma unroll
     for (int i = 0; i < 2 * MI4_TILE_ROWS; ++i)
         acc[i] = 0.0f;
     for (int kb0 = 0; kb0 < in; kb0 += block) {
         int kbn = min(block, in - kb0);
-        int span = active ? kbn : 0;
-        int preloaded = MI4_PRELOAD && vec && lane < span / 32;
+#if MI4_PRELOAD /* the first batch, before the staging */
+        uint4 g[MI4_AHEAD], u[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
+        int preloaded = vec && active && lane < kbn / 32;
         if (preloaded)
-            mi4_load_batch((__global const uint4 *)w0 + kb0 / 32, (__global const uint4 *)w1 + kb0 / 32,
-                           s0, s1, scales_bf16, group_size, mi4_group_shift(group_size), kb0, lane,
-                           team, span / 32, halves, &batch);
+            mi4_load_batch((__global const uint4 *)w0 + kb0 / 32,
+                           (__global const uint4 *)w1 + kb0 / 32, s0, s1, scales_bf16, group_size,
+                           mi4_group_shift(group_size), kb0, lane, team, kbn / 32, halves, g, u,
+                           sg, su);
+#define MI4_FIRST_BATCH preloaded, g, u, sg, su
+#else /* no arrays: the SPIR-V is built at -O0, where unused ones stay private memory */
+#define MI4_FIRST_BATCH 0, 0, 0, 0, 0
+#endif
 #pragma unroll
         for (int r = 0; r < MI4_TILE_ROWS; ++r)
             if (r < max_rows && r < rows)
@@ -264,12 +276,14 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
                     xf[r * block + (vec ? MI4_CODE_AT(k, block / 32) : k)] =
                         MI4_STAGED(mi4_load(x, dtype, x_row[r] + kb0 + k), k);
         barrier(CLK_LOCAL_MEM_FENCE);
+        int span = active ? kbn : 0;
         if (max_rows == 1 || rows == 1)
             mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, scales_bf16,
-                      group_size, vec, team, lane, preloaded, &batch, acc);
+                      group_size, vec, team, lane, MI4_FIRST_BATCH, acc);
         else
             mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1,
-                      scales_bf16, group_size, vec, team, lane, preloaded, &batch, acc);
+                      scales_bf16, group_size, vec, team, lane, MI4_FIRST_BATCH, acc);
+#undef MI4_FIRST_BATCH
         barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block (xs is reused after) */
     }
 }
