@@ -64,8 +64,8 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
     const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
-    return (size_t)DECODE_WARPS * stages * slot_uint4(x_ring) * 16 + (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) +
-           2 * DECODE_WARPS * 16 * sizeof(float) + tables;
+    return (size_t)DECODE_WARPS * stages * slot_uint4(x_ring) * 16 +
+           (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) + 2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
 
 /* Whether the shallowest ring fits every sm_80+ part's shared memory. */
@@ -279,7 +279,8 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
             ring[s * SLOT + X_AT + lane] =
                 first_x[s] != nullptr ? *(const uint4 *)first_x[s] : make_uint4(0u, 0u, 0u, 0u);
     float lo = 0.0f, hi = 0.0f, factor = plan.factor(0);
-    const uint4 *x = X_RING ? nullptr : plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
+    const uint4 *x =
+        X_RING ? nullptr : plan.xs + plan.input_row(0) + (plan.run.first * CHUNK + 32 * t) / 8;
     int k = 0, r = 0, c = 0;
     while (k < items) {
 #pragma unroll

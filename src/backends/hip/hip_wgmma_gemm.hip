@@ -23,7 +23,8 @@ template <int BM, int BN, bool INT4 = false> struct wgmma_shape {
     static constexpr int acc = wg_cols / 2;                  /* f32 per thread */
     /* INT4: a ring of codes (BN rows x 32 bytes a k tile) next to the tiles */
     static constexpr int code_stage = INT4 ? BN * WG_BK / 2 : 0; /* bytes */
-    static constexpr int smem = WG_STAGES * ((BM + BN) * WG_BK * 2 + code_stage) + 1024; /* + align */
+    static constexpr int smem =
+        WG_STAGES * ((BM + BN) * WG_BK * 2 + code_stage) + 1024; /* + align */
     static constexpr int a_rows = BM * 8 / WG_THREADS, b_rows = BN * 8 / WG_THREADS;
     /* INT4: a thread copies and dequantizes half a row's k tile (32 codes)
      * of rows tid / 2 + 128 i */
@@ -238,10 +239,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
         acc[i] = 0.0f;
     /* groups: {A 0, codes 0, 1}, {A 1, codes 2}, then {A s + 2, codes s + 3}
      * at step s: group s holds step s's token rows and step s + 1's codes */
-    int64_t j1, j2;
-    int k1, k2;
+    int64_t j1;
+    int k1;
     after(0, 0, 1, &j1, &k1);
-    after(0, 0, 2, &j2, &k2);
     issue(0, 0, 0);
     if (INT4) {
         issue_codes(0, 0, 0);
@@ -249,8 +249,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
     }
     mi4_copy_commit();
     issue(j1, k1, 1);
-    if (INT4)
+    if (INT4) {
+        int64_t j2;
+        int k2;
+        after(0, 0, 2, &j2, &k2);
         issue_codes(j2, k2, 2);
+    }
     mi4_copy_commit();
     if (INT4) {
         fetch_params(0, 0);
