@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds the whole project with the HIP plugin for NVIDIA (nvcc, sm_90), runs
-# the HIP tests and the conformance matrix on the hip backend, then the bench
+# the HIP tests, the conformance matrix on the hip backend, the command's and
+# the Python binding's GPU tests (CI's GPU-only entries), then the bench
 # (bench/hip/hip_bench.py); logs and JSON go to $OUT. Made for the lent H200
 # (nothing can be installed there): cmocka, OpenBLAS and pkg-config travel as
 # build-hipdeps/deps.tar.xz (bench/hip/README.md says how to make them).
@@ -25,14 +26,16 @@ if want build; then
     nvcc --version | tail -1; cmake --version | head -1
     python3 -c 'import torch; print("torch", torch.__version__)'; } > "$OUT/build.log" 2>&1
   # shellcheck disable=SC2086 # TARGETS: one target a word
-  { MOEINT4_COMMIT=$COMMIT configure_nvidia . "$BUILD" -DMOEINT4_BUILD_TESTS=ON &&
+  # the Python tests with the machine's python3 (torch, pytest), not /usr/bin/python3 (no pytest)
+  { MOEINT4_COMMIT=$COMMIT configure_nvidia . "$BUILD" -DMOEINT4_BUILD_TESTS=ON \
+      -DMOEINT4_PYTHON="$(command -v python3)" &&
     ninja -C "$BUILD" -k 0 ${TARGETS:-}; } >> "$OUT/build.log" 2>&1  # -k 0: others' half-done files do not stop ours
   echo "build: exit $?"; grep -E "^FAILED" "$OUT/build.log"; ls "$BUILD/lib"
 fi
 
 if want test; then
   (cd "$BUILD" && ctest -V --timeout 900 \
-     -R "${TESTS:-^(test_hip_.*|hip_conformance.*)$}") > "$OUT/tests.log" 2>&1
+     -R "${TESTS:-^(test_hip_.*|hip_conformance.*|cli_device_hip|python_gpu)$}") > "$OUT/tests.log" 2>&1
   echo "tests: exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$OUT/tests.log" | tail -8
 fi
 

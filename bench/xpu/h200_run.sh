@@ -1,8 +1,9 @@
 #!/bin/bash
 # One call on the lent H200: the XPU backend's OpenCL runtime on NVIDIA's
 # OpenCL driver (MOEINT4_XPU_TEST_ANY_GPU=1). The build is made on the
-# Debian machine at $BUILT_AT/build-x (default /work/wt/xpu; see README.md
-# beside this file) and travels with the tree; $BUILT_AT is linked to the
+# Debian machine at $BUILT_AT/build-x (default: this tree, whose path on the
+# lent machine is the checkout's here, /work/main; see README.md beside this
+# file) and travels with the tree; a $BUILT_AT elsewhere is linked to the
 # tree here so that the build's absolute paths (RPATH, ctest files,
 # tests/data/vllm) hold.
 # Optional: BASELINE=DIR (a build's bin/ and lib/ of other kernels, carried
@@ -23,8 +24,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOG=$OUT/log.txt
 exec > >(tee -a "$LOG") 2>&1
 echo "== $(date -u +%FT%TZ) tree $ROOT commit ${COMMIT:-unknown}"
-BUILT_AT=${BUILT_AT:-/work/wt/xpu}
-mkdir -p "$(dirname "$BUILT_AT")" && ln -sfn "$ROOT" "$BUILT_AT"
+BUILT_AT=${BUILT_AT:-$ROOT}
+if [ "$(realpath -m "$BUILT_AT")" != "$ROOT" ]; then
+  mkdir -p "$(dirname "$BUILT_AT")" && ln -sfn "$ROOT" "$BUILT_AT"
+fi
 mkdir -p /tmp/xpudeps && tar xJf "$ROOT/build-xpudeps/deps.tar.xz" -C /tmp/xpudeps
 export LD_LIBRARY_PATH=/tmp/xpudeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # NVIDIA's OpenCL driver is installed without an ICD file: name it in a vendors folder
