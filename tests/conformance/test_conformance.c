@@ -34,6 +34,7 @@
 #include "conformance_run.h"
 #include "fake_backend.h"
 #include "moeint4.h"
+#include "testkit.h"
 
 #define MAX_BACKENDS 32
 
@@ -80,6 +81,9 @@ static void require_backend(const backend_test *bt)
     assert_int_equal(moeint4_backend_query(bt->id, &info), MOEINT4_SUCCESS);
     if (!info.compiled || !info.available)
         tk_skip("backend %s: not available: %s", info.name, info.reason);
+    char why[160];
+    if (bt->id == MOEINT4_BACKEND_CPU && tk_cpu_forced_kernel_skip(why, sizeof why))
+        tk_skip("%s", why);
 }
 
 static void test_matrix(void **state)

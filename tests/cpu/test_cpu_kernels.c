@@ -25,50 +25,13 @@
 
 #define MAX_TOKENS 20
 
-/* GCC's own view of the CPU, independent of cpu_features.h's CPUID code
- * (clang's builtin knows no "f16c"; AVX's F16C comes with AVX2 parts). */
-static int builtin_has_vbmi2(void)
-{
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi2");
-#else
-    return 0;
-#endif
-}
-
-/* level 1: AVX2 + FMA, 2: AVX-512 F/BW/DQ/VL, 3: those and AVX512-BF16
- * (VBMI2 apart: builtin_has_vbmi2). */
-static int builtin_has(int level)
-{
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    if (level == 3)
-        return avx512 && __builtin_cpu_supports("avx512bf16");
-    if (level == 2)
-        return avx512;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    (void)level;
-    return 0;
-#endif
-}
-
 /* The table MOEINT4_CPU_KERNEL and the CPU should select. */
 static const char *expected_selection(void)
 {
-    const char *forced = getenv("MOEINT4_CPU_KERNEL");
-    int cap = !forced || !*forced             ? 3
-              : strcmp(forced, "scalar") == 0 ? 0
-              : strcmp(forced, "avx2") == 0   ? 1
-              : strcmp(forced, "avx512") == 0 ? 2
-                                              : 3;
     static const char *const names[] = { "scalar", "avx2", "avx512", "avx512bf16" };
-    for (int level = cap; level > 0; level--)
-        if (builtin_has(level))
-            return level == 3 && !builtin_has_vbmi2() ? "avx512bf16-novbmi2" : names[level];
+    for (int level = tk_cpu_kernel_level(getenv("MOEINT4_CPU_KERNEL")); level > 0; level--)
+        if (tk_cpu_has_kernels(level))
+            return level == 3 && !tk_cpu_has_vbmi2() ? "avx512bf16-novbmi2" : names[level];
     return names[0];
 }
 
@@ -80,7 +43,7 @@ static void test_selection(void **state)
 }
 
 /* bf16 tables this CPU runs: the no-VBMI2 build, and the VBMI2 one */
-static int bf16_tables(void) { return builtin_has(3) ? 1 + builtin_has_vbmi2() : 0; }
+static int bf16_tables(void) { return tk_cpu_has_kernels(3) ? 1 + tk_cpu_has_vbmi2() : 0; }
 
 /* Each table is tested where the CPU (and the OS) runs it; skipped, not
  * passed, elsewhere. */
@@ -88,18 +51,18 @@ static int bf16_tables(void) { return builtin_has(3) ? 1 + builtin_has_vbmi2() :
 static void test_avx2_present_where_supported(void **state)
 {
     (void)state;
-    if (!builtin_has(1))
+    if (!tk_cpu_has_kernels(1))
         tk_skip("this CPU or OS has no AVX2+FMA");
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
-    assert_int_equal(count, 2 + builtin_has(2) + bf16_tables());
+    assert_int_equal(count, 2 + tk_cpu_has_kernels(2) + bf16_tables());
     assert_string_equal(tables[1]->name, "avx2");
 }
 
 static void test_avx512_present_where_supported(void **state)
 {
     (void)state;
-    if (!builtin_has(2))
+    if (!tk_cpu_has_kernels(2))
         tk_skip("this CPU or OS has no AVX-512 F/BW/DQ/VL");
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
@@ -111,14 +74,14 @@ static void test_avx512_present_where_supported(void **state)
 static void test_avx512bf16_present_where_supported(void **state)
 {
     (void)state;
-    if (!builtin_has(3))
+    if (!tk_cpu_has_kernels(3))
         tk_skip("this CPU or OS has no AVX512-BF16");
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     /* the no-VBMI2 build runs on every BF16 CPU, the VBMI2 one where it can */
     assert_int_equal(count, 3 + bf16_tables());
     assert_string_equal(tables[3]->name, "avx512bf16-novbmi2");
-    if (builtin_has_vbmi2())
+    if (tk_cpu_has_vbmi2())
         assert_string_equal(tables[4]->name, "avx512bf16");
     for (int i = 3; i < count; i++) {
         assert_non_null(tables[i]->wide_input);

@@ -54,4 +54,17 @@ typedef struct tk_vector_case {
 int tk_vector_case_load(tk_vector_case *c, const tk_vector_params *params);
 void tk_vector_case_free(tk_vector_case *c);
 
+/* ---- CPU kernel tables (tk_cpu.c; GCC's view of the CPU) ---- */
+/* Level of a table named as MOEINT4_CPU_KERNEL names it: 0 scalar, 1 avx2
+ * (AVX2 + FMA), 2 avx512 (F/BW/DQ/VL), 3 avx512bf16; unset or unknown: 3. */
+int tk_cpu_kernel_level(const char *name);
+/* 1 when this CPU runs the tables of `level` (VBMI2 apart). */
+int tk_cpu_has_kernels(int level);
+int tk_cpu_has_vbmi2(void);
+/* Why a run with MOEINT4_CPU_KERNEL forced would only repeat another run
+ * (written to `why`, which is returned), or NULL when it checks a table of
+ * its own: the CPU lacks the table (the library then falls to the best
+ * below), or it is the CPU's best, which the unforced run checks. */
+const char *tk_cpu_forced_kernel_skip(char *why, size_t capacity);
+
 #endif
