@@ -25,7 +25,7 @@ LOG=$OUT/log.txt
 exec > >(tee -a "$LOG") 2>&1
 echo "== $(date -u +%FT%TZ) tree $ROOT commit ${COMMIT:-unknown}"
 BUILT_AT=${BUILT_AT:-$ROOT}
-if [ "$(realpath -m "$BUILT_AT")" != "$ROOT" ]; then
+if [ "$(realpath -m "$BUILT_AT")" != "$(realpath "$ROOT")" ]; then
   mkdir -p "$(dirname "$BUILT_AT")" && ln -sfn "$ROOT" "$BUILT_AT"
 fi
 mkdir -p /tmp/xpudeps && tar xJf "$ROOT/build-xpudeps/deps.tar.xz" -C /tmp/xpudeps
@@ -66,9 +66,9 @@ fi
 
 for preset in qwen3-30b-a3b mixtral-8x7b; do
   echo "== $preset: M = 1, device time per kernel (OpenCL profiling events)"
-  MOEINT4_XPU_PROFILE=1 timeout 60 $CLI bench --backend xpu --preset $preset --tokens 1 --iters 30
+  MOEINT4_XPU_PROFILE=1 timeout 60 "$CLI" bench --backend xpu --preset $preset --tokens 1 --iters 30
   echo "== $preset: moeint4 bench --backend xpu"
-  timeout 90 $CLI bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
+  timeout 90 "$CLI" bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"
 done
 if [ "${DIAG:-0}" = 1 ]; then

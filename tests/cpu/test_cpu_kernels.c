@@ -28,11 +28,8 @@
 /* The table MOEINT4_CPU_KERNEL and the CPU should select. */
 static const char *expected_selection(void)
 {
-    static const char *const names[] = { "scalar", "avx2", "avx512", "avx512bf16" };
-    for (int level = tk_cpu_kernel_level(getenv("MOEINT4_CPU_KERNEL")); level > 0; level--)
-        if (tk_cpu_has_kernels(level))
-            return level == 3 && !tk_cpu_has_vbmi2() ? "avx512bf16-novbmi2" : names[level];
-    return names[0];
+    const int level = tk_cpu_best_level(tk_cpu_kernel_level(getenv("MOEINT4_CPU_KERNEL")));
+    return level == 3 && !tk_cpu_has_vbmi2() ? "avx512bf16-novbmi2" : tk_cpu_kernel_name(level);
 }
 
 /* The selection follows the CPU and MOEINT4_CPU_KERNEL (every CPU). */

@@ -58,6 +58,10 @@ void tk_vector_case_free(tk_vector_case *c);
 /* Level of a table named as MOEINT4_CPU_KERNEL names it: 0 scalar, 1 avx2
  * (AVX2 + FMA), 2 avx512 (F/BW/DQ/VL), 3 avx512bf16; unset or unknown: 3. */
 int tk_cpu_kernel_level(const char *name);
+/* The name of a level's table, as MOEINT4_CPU_KERNEL spells it. */
+const char *tk_cpu_kernel_name(int level);
+/* The best level at or below `cap` whose tables this CPU runs. */
+int tk_cpu_best_level(int cap);
 /* 1 when this CPU runs the tables of `level` (VBMI2 apart). */
 int tk_cpu_has_kernels(int level);
 int tk_cpu_has_vbmi2(void);

@@ -36,21 +36,24 @@ int tk_cpu_has_kernels(int level)
 #endif
 }
 
+static const char *const kernel_names[] = { "scalar", "avx2", "avx512", "avx512bf16" };
+
+const char *tk_cpu_kernel_name(int level)
+{
+    return kernel_names[level < 0 ? 0 : level > 3 ? 3 : level];
+}
+
 int tk_cpu_kernel_level(const char *name)
 {
-    if (!name || !*name)
-        return 3;
-    static const char *const names[] = { "scalar", "avx2", "avx512", "avx512bf16" };
-    for (int level = 0; level < 4; level++)
-        if (strcmp(name, names[level]) == 0)
+    for (int level = 0; name && level < 4; level++)
+        if (strcmp(name, kernel_names[level]) == 0)
             return level;
     return 3;
 }
 
-/* The best level this CPU runs (below 3 when it lacks AVX512-BF16). */
-static int best_level(void)
+int tk_cpu_best_level(int cap)
 {
-    int level = 3;
+    int level = cap;
     while (level > 0 && !tk_cpu_has_kernels(level))
         level--;
     return level;
@@ -67,7 +70,7 @@ const char *tk_cpu_forced_kernel_skip(char *why, size_t capacity)
                  "MOEINT4_CPU_KERNEL=%s: this CPU cannot run that table (the library would "
                  "repeat the run of the table below)",
                  forced);
-    else if (level == best_level())
+    else if (level == tk_cpu_best_level(3))
         snprintf(why, capacity,
                  "MOEINT4_CPU_KERNEL=%s: the best table of this CPU, which the run without it "
                  "checks",
