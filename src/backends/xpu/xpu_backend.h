@@ -63,6 +63,7 @@ typedef struct mi4_xpu_context {
     int gemm_team;          /* 0: chosen per row length (mi4_xpu_gemm_team) */
     int gemv;               /* one-token chunks use the one-row kernels */
     int gemv_walk;          /* >0: the walking GEMVs, this many work-groups per compute unit */
+    int gemv_lanes;         /* >0: the lanes GEMVs where rows fit them, likewise */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

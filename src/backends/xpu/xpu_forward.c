@@ -137,6 +137,29 @@ size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_p
     return (groups < most ? groups : most) * MI4_XPU_GROUP;
 }
 
+int mi4_xpu_lanes_fit(int in, int group_size)
+{
+    return in > 0 && in % 32 == 0 && group_size % 32 == 0 &&
+           in / 32 <= MI4_XPU_GROUP * MI4_XPU_LANES_PIECES;
+}
+
+int mi4_xpu_lanes_team(int in)
+{
+    int team = 8;
+    while (team < MI4_XPU_GROUP && team < in / 32)
+        team *= 2;
+    return team;
+}
+
+size_t mi4_xpu_gemv_lanes_width(int columns, int in, int halves, size_t tiles, int groups_per_unit,
+                                int compute_units)
+{
+    /* a work-group finishes 8 rows per team and batch: MI4_XPU_GROUP / t
+     * columns, as a GEMM team t = team * halves / 8 would */
+    int per_column = mi4_xpu_lanes_team(in) * halves / 8;
+    return mi4_xpu_gemv_walk_width(columns, per_column, tiles, groups_per_unit, compute_units);
+}
+
 /* The message the core gives for the same input. */
 static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, int topk,
                                int32_t bits, int num_experts)
@@ -372,6 +395,16 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                               : mi4_xpu_gemm_width(N, team13);
     size_t width2 = walk > 0 ? mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units)
                              : mi4_xpu_gemm_width(K, team2);
+    /* ... or with MOEINT4_XPU_GEMV_LANES the lanes ones, where the rows fit */
+    int lanes = gemv ? s->ctx->gemv_lanes : 0;
+    if (lanes > 0 && mi4_xpu_lanes_fit(K, gs13)) {
+        k13 = MI4_XPU_W13_GEMV_LANES;
+        width13 = mi4_xpu_gemv_lanes_width(N, K, 2, max_tiles, lanes, units);
+    }
+    if (lanes > 0 && mi4_xpu_lanes_fit(N, gs2)) {
+        k2 = MI4_XPU_W2_GEMV_LANES;
+        width2 = mi4_xpu_gemv_lanes_width(K, N, 1, max_tiles, lanes, units);
+    }
     st = launch(s, k13, width13, max_tiles, 20, w13_args);
     if (!st)
         st = launch(s, k2, width2, max_tiles, 14, w2_args);

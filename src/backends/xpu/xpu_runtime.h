@@ -32,6 +32,20 @@ size_t mi4_xpu_gemm_width(int columns, int team);
 size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_per_unit,
                                int compute_units);
 
+/* The most 16-byte pieces of a row one work-item of the lanes GEMVs holds
+ * (kernels/gemv_lanes.cl: MI4_LANES_PIECES). */
+#define MI4_XPU_LANES_PIECES 2
+/* Whether rows of `in` codes in groups of group_size fit the lanes GEMVs:
+ * 16-byte pieces, groups of whole pieces, at most MI4_XPU_GROUP *
+ * MI4_XPU_LANES_PIECES pieces. */
+int mi4_xpu_lanes_fit(int in, int group_size);
+/* The lanes GEMVs' team for rows of `in` codes (mi4_lanes_team). */
+int mi4_xpu_lanes_team(int in);
+/* global[0] of a lanes GEMV launch over `columns` (halves: 2 for w13, whose
+ * column is a gate and an up row), as mi4_xpu_gemv_walk_width. */
+size_t mi4_xpu_gemv_lanes_width(int columns, int in, int halves, size_t tiles, int groups_per_unit,
+                                int compute_units);
+
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {
     int is_pointer;

@@ -76,15 +76,16 @@ float mi4_dot_word_values(uint word, float4 a, float4 b)
  * (|x| < 2^-110) and the device flushes it. 25 instead of 31 integer and
  * float operations per word (no shift per nibble). Staged paths only (the
  * walking GEMVs' global activations use mi4_dot_word_values). */
+#define MI4_CODE_IN_PLACE(word, i)                                                                 \
+    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) -                                         \
+     (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
+/* 16^-(p < 5 ? p : p - 5) for position p of a word (the one-token GEMVs of
+ * gemv_lanes.cl always decode in place) */
+float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p - 5)) << 23); }
 #ifndef MI4_NIBBLES_IN_PLACE
 #define MI4_NIBBLES_IN_PLACE 0
 #endif
 #if MI4_NIBBLES_IN_PLACE
-#define MI4_CODE_IN_PLACE(word, i)                                                                 \
-    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) -                                         \
-     (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
-/* 16^-(p < 5 ? p : p - 5) for position p of a word */
-float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p - 5)) << 23); }
 #define MI4_STAGED(value, k) ((value) * mi4_staged_scale((k) & 7))
 
 float mi4_dot_word(uint word, __local const float4 *x, int stride)
