@@ -243,7 +243,7 @@ typedef struct gemm_dims {
 static mi4_xpu_kernel gemm_kernel(gemm_dims d, int w13)
 {
     if (d.lanes > 0)
-        return w13 ? MI4_XPU_W13_GEMV_LANES : MI4_XPU_W2_GEMV_LANES;
+        return (mi4_xpu_kernel)mi4_xpu_lanes_kernel(w13 ? d.K : d.N, w13);
     if (d.walk > 0)
         return w13 ? MI4_XPU_W13_GEMV_WALK : MI4_XPU_W2_GEMV_WALK;
     if (d.gemv)

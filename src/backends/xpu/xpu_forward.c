@@ -143,6 +143,13 @@ int mi4_xpu_lanes_fit(int in, int group_size)
            in / 32 <= MI4_XPU_GROUP * MI4_XPU_LANES_PIECES;
 }
 
+int mi4_xpu_lanes_kernel(int in, int w13)
+{
+    if (in / 32 <= MI4_XPU_GROUP)
+        return w13 ? MI4_XPU_W13_GEMV_LANES : MI4_XPU_W2_GEMV_LANES;
+    return w13 ? MI4_XPU_W13_GEMV_LANES2 : MI4_XPU_W2_GEMV_LANES2;
+}
+
 int mi4_xpu_lanes_team(int in)
 {
     int team = 8;
@@ -398,11 +405,11 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     /* ... or with MOEINT4_XPU_GEMV_LANES the lanes ones, where the rows fit */
     int lanes = gemv ? s->ctx->gemv_lanes : 0;
     if (lanes > 0 && mi4_xpu_lanes_fit(K, gs13)) {
-        k13 = MI4_XPU_W13_GEMV_LANES;
+        k13 = (mi4_xpu_kernel)mi4_xpu_lanes_kernel(K, 1);
         width13 = mi4_xpu_gemv_lanes_width(N, K, 2, max_tiles, lanes, units);
     }
     if (lanes > 0 && mi4_xpu_lanes_fit(N, gs2)) {
-        k2 = MI4_XPU_W2_GEMV_LANES;
+        k2 = (mi4_xpu_kernel)mi4_xpu_lanes_kernel(N, 0);
         width2 = mi4_xpu_gemv_lanes_width(K, N, 1, max_tiles, lanes, units);
     }
     st = launch(s, k13, width13, max_tiles, 20, w13_args);

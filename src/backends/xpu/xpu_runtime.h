@@ -39,6 +39,9 @@ size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_p
  * 16-byte pieces, groups of whole pieces, at most MI4_XPU_GROUP *
  * MI4_XPU_LANES_PIECES pieces. */
 int mi4_xpu_lanes_fit(int in, int group_size);
+/* The lanes GEMV for rows of `in` codes (w13 or w2): one piece per
+ * work-item where the row has at most MI4_XPU_GROUP pieces, else two. */
+int mi4_xpu_lanes_kernel(int in, int w13);
 /* The lanes GEMVs' team for rows of `in` codes (mi4_lanes_team). */
 int mi4_xpu_lanes_team(int in);
 /* global[0] of a lanes GEMV launch over `columns` (halves: 2 for w13, whose

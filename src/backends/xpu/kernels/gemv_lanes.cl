@@ -147,7 +147,7 @@ float mi4_lanes_finish(__local float *red, __local float *part, const float *sum
 void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *part,
                     __global const uchar *x, int dtype, long x_at, int group_size, int team,
                     float scale, int act_kind, float limit, float alpha, float beta,
-                    __global float *out, long out_at)
+                    __global float *out, long out_at, int ppl)
 {
     int lid = (int)get_local_id(0), lane = lid % team, teams = MI4_GROUP / team;
     int per_half = MI4_LANES_SUMS / w->halves, per_batch = teams * per_half;
@@ -156,7 +156,7 @@ void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *
 #pragma unroll
     for (int i = 0; i < MI4_LANES_PIECES; ++i) {
         int piece = lane + i * team;
-        live[i] = piece < w->pieces;
+        live[i] = i < ppl && piece < w->pieces;
         p[i] = live[i] ? piece : w->pieces - 1;
         group[i] = mi4_group_of(32 * p[i], group_size, mi4_group_shift(group_size));
 #pragma unroll
@@ -214,7 +214,7 @@ mi4_lanes_rows mi4_lanes_setup(__global const uchar *packed, __global const usho
     return w;
 }
 
-void mi4_w13_lanes(__local float *red, __local float *part, MI4_W13_PARAMS)
+void mi4_w13_lanes(__local float *red, __local float *part, int ppl, MI4_W13_PARAMS)
 {
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
@@ -225,10 +225,10 @@ void mi4_w13_lanes(__local float *red, __local float *part, MI4_W13_PARAMS)
         mi4_lanes_setup(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, hidden, dtype, (long)(slot / topk) * K, group_size,
                    mi4_lanes_team(w.pieces), scale, act_kind, limit, alpha, beta, act_out,
-                   (long)slot * N);
+                   (long)slot * N, ppl);
 }
 
-void mi4_w2_lanes(__local float *red, __local float *part, MI4_W2_PARAMS)
+void mi4_w2_lanes(__local float *red, __local float *part, int ppl, MI4_W2_PARAMS)
 {
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
@@ -238,17 +238,23 @@ void mi4_w2_lanes(__local float *red, __local float *part, MI4_W2_PARAMS)
     mi4_lanes_rows w = mi4_lanes_setup(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
                    group_size, mi4_lanes_team(w.pieces), scale, 0, 0.0f, 0.0f, 0.0f, slot_out,
-                   (long)slot * K);
+                   (long)slot * K, ppl);
 }
 
-#define MI4_LANES_ENTRY(name, body, PARAMS, ARGS)                                                  \
+/* ppl: the most pieces per work-item, a constant per kernel so that the
+ * one-piece kernels hold registers for one piece only (the host takes them
+ * for rows of at most MI4_GROUP pieces: on the H200 the two-piece build
+ * took 251 registers, one work-group an SM). */
+#define MI4_LANES_ENTRY(name, body, ppl, PARAMS, ARGS)                                             \
     __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(      \
         PARAMS)                                                                                    \
     {                                                                                              \
         __local float red[MI4_LANES_SUMS * MI4_GROUP];                                             \
         __local float part[MI4_GROUP];                                                             \
-        body(red, part, ARGS);                                                                     \
+        body(red, part, ppl, ARGS);                                                                \
     }
 
-MI4_LANES_ENTRY(mi4_w13_gemv_lanes, mi4_w13_lanes, MI4_W13_PARAMS, MI4_W13_ARGS)
-MI4_LANES_ENTRY(mi4_w2_gemv_lanes, mi4_w2_lanes, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_LANES_ENTRY(mi4_w13_gemv_lanes, mi4_w13_lanes, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_LANES_ENTRY(mi4_w2_gemv_lanes, mi4_w2_lanes, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_LANES_ENTRY(mi4_w13_gemv_lanes2, mi4_w13_lanes, 2, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_LANES_ENTRY(mi4_w2_gemv_lanes2, mi4_w2_lanes, 2, MI4_W2_PARAMS, MI4_W2_ARGS)
