@@ -60,6 +60,22 @@ float mi4_load_scale(__global const ushort *scales, int scales_bf16, long index)
     return vload_half((size_t)index, (__global const half *)scales);
 }
 
+/* A scale's bits (f16 or bf16, as loaded) as f32, exactly (f16 subnormals
+ * through an exact int-to-float conversion). The GEMMs load the bits with
+ * their batch of codes and convert them when the batch is used: converting
+ * right after the load (mi4_load_scale) made NVIDIA's compiler wait for
+ * each scale before issuing the next row's loads (SASS of 2026-12-02), one
+ * memory round trip per row. */
+float mi4_scale_from_bits(uint bits, int scales_bf16)
+{
+    if (scales_bf16)
+        return as_float(bits << 16);
+    uint e = (bits >> 10) & 31u, m = bits & 1023u;
+    uint bits32 = e == 31u ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13);
+    float magnitude = e == 0 ? (float)m * 0x1p-24f : as_float(bits32);
+    return (bits & 0x8000u) ? -magnitude : magnitude;
+}
+
 float mi4_sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
 
 /* The activations exactly as include/moeint4.h defines them. */

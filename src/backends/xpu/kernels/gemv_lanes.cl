@@ -88,8 +88,8 @@ int mi4_lanes_row(const mi4_lanes_rows *w, int col0, int s)
 /* Loads the work-item's pieces (piece[s][i] = piece p_i of row s) and scales
  * of the batch at col0. */
 void mi4_lanes_load(const mi4_lanes_rows *w, int col0, const int *p, const int *group,
-                    const int *live, uint4 (*piece)[MI4_LANES_PIECES],
-                    float (*scale)[MI4_LANES_PIECES])
+                    int ppl, uint4 (*piece)[MI4_LANES_PIECES],
+                    uint (*scale)[MI4_LANES_PIECES])
 {
 #pragma unroll
     for (int s = 0; s < MI4_LANES_SUMS; ++s) {
@@ -98,9 +98,9 @@ void mi4_lanes_load(const mi4_lanes_rows *w, int col0, const int *p, const int *
         __global const ushort *rs = w->scales + (long)row * w->groups;
 #pragma unroll
         for (int i = 0; i < MI4_LANES_PIECES; ++i)
-            if (live[i]) {
+            if (i < ppl) { /* p[i] is a valid piece, so no test of live[i] */
                 piece[s][i] = r[p[i]];
-                scale[s][i] = mi4_load_scale(rs, w->scales_bf16, group[i]);
+                scale[s][i] = rs[group[i]]; /* bits (mi4_scale_from_bits) */
             }
     }
 }
@@ -169,14 +169,14 @@ void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *
         }
     }
     uint4 piece[MI4_LANES_SUMS][MI4_LANES_PIECES];
-    float scales[MI4_LANES_SUMS][MI4_LANES_PIECES];
+    uint scales[MI4_LANES_SUMS][MI4_LANES_PIECES];
     int b = (int)get_group_id(0), step = (int)get_num_groups(0);
     int col0 = b * per_batch + lid / team * per_half;
     if (MI4_LANES_EARLY && b * per_batch < w->cols)
-        mi4_lanes_load(w, col0, p, group, live, piece, scales);
+        mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
     for (; b * per_batch < w->cols; b += step) {
         if (!MI4_LANES_EARLY)
-            mi4_lanes_load(w, col0, p, group, live, piece, scales);
+            mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
         float sums[MI4_LANES_SUMS];
 #pragma unroll
         for (int s = 0; s < MI4_LANES_SUMS; ++s) {
@@ -184,13 +184,14 @@ void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *
 #pragma unroll
             for (int i = 0; i < MI4_LANES_PIECES; ++i)
                 if (live[i])
-                    t += mi4_lanes_dot(piece[s][i], xv + 32 * i) * scales[s][i];
+                    t += mi4_lanes_dot(piece[s][i], xv + 32 * i) *
+                         mi4_scale_from_bits(scales[s][i], w->scales_bf16);
             sums[s] = t;
         }
         int col = col0 + lane;
         col0 += step * per_batch;
         if (MI4_LANES_EARLY && (b + step) * per_batch < w->cols) /* next batch's loads first */
-            mi4_lanes_load(w, col0, p, group, live, piece, scales);
+            mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
         float up, sum = mi4_lanes_finish(red, part, sums, team, lane, w->halves, &up);
         if (lane < per_half && col < w->cols)
             out[out_at + col] = w->halves == 2 ? mi4_activate(act_kind, sum * scale, up * scale,
