@@ -161,9 +161,9 @@ int mi4_xpu_lanes_team(int in)
 size_t mi4_xpu_gemv_lanes_width(int columns, int in, int halves, size_t tiles, int groups_per_unit,
                                 int compute_units)
 {
-    /* a work-group finishes 4 rows per team and batch (MI4_LANES_SUMS):
-     * MI4_XPU_GROUP / t columns, as a GEMM team t = team * halves / 4 would */
-    int per_column = mi4_xpu_lanes_team(in) * halves / 4;
+    /* a work-group finishes 8 rows per team and batch: MI4_XPU_GROUP / t
+     * columns, as a GEMM team t = team * halves / 8 would */
+    int per_column = mi4_xpu_lanes_team(in) * halves / 8;
     return mi4_xpu_gemv_walk_width(columns, per_column, tiles, groups_per_unit, compute_units);
 }
 

@@ -9,13 +9,11 @@
  * `lane` of a team owns pieces lane, lane + team (at most MI4_LANES_PIECES
  * of them) of every row: their 32 activations each, read once per
  * work-group and pre-scaled for codes decoded in place (MI4_STAGED), stay
- * in registers for every row the team walks. A batch is MI4_LANES_SUMS
- * rows per team (w13: gate and up rows of half as many columns); a
- * work-item loads its pieces of all of them (and their scales, as bits:
- * mi4_scale_from_bits) before using any, and the loads of the next batch go
- * out before this one's arithmetic (two batches in flight), so the
- * arithmetic and the team's reduction (two barriers, local memory)
- * overlap the loads.
+ * in registers for every row the team walks. A batch is 8 rows per team
+ * (w13: 4 columns, gate and up; w2: 8 rows): a work-item loads its pieces
+ * of all 8 (and their scales) before using any, and issues the next
+ * batch's loads before the team adds up this one's sums (two barriers,
+ * local memory), so the reduction overlaps the loads.
  *
  * team: a power of two from 8 to MI4_GROUP with team * MI4_LANES_PIECES
  * pieces covering the row (mi4_lanes_team, the host's mi4_xpu_lanes_team).
@@ -24,23 +22,17 @@
  * (test_gemv_lanes checks against the double reference). */
 
 #define MI4_LANES_PIECES 2 /* the host's MI4_XPU_LANES_PIECES */
-/* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_LANES_SUMS rows per team
- * and batch (4 or 8); MI4_LANES_DOUBLE=0 issues the next batch's loads after
- * this one's arithmetic instead of before it (one batch of registers);
+/* Bench switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_LANES_EARLY=0 loads each
+ * batch when its turn comes (after the previous reduction);
  * MI4_LANES_STREAM_PROBE=1 replaces the arithmetic by an XOR of the codes
  * (wrong results: a measure of what the loads alone take). */
-#ifndef MI4_LANES_SUMS
-#define MI4_LANES_SUMS 4
-#endif
-#if MI4_LANES_SUMS != 4 && MI4_LANES_SUMS != 8
-#error "MI4_LANES_SUMS must be 4 or 8"
-#endif
-#ifndef MI4_LANES_DOUBLE
-#define MI4_LANES_DOUBLE 1
+#ifndef MI4_LANES_EARLY
+#define MI4_LANES_EARLY 1
 #endif
 #ifndef MI4_LANES_STREAM_PROBE
 #define MI4_LANES_STREAM_PROBE 0
 #endif
+#define MI4_LANES_SUMS 8   /* rows a team finishes per batch */
 
 /* The team size for rows of `pieces` 16-byte pieces. */
 int mi4_lanes_team(int pieces)
@@ -84,7 +76,7 @@ typedef struct mi4_lanes_rows {
 } mi4_lanes_rows;
 
 /* Row s of the batch whose first column is col0: w13 (halves 2) sums
- * s < S / 2 are gate rows, the others their up rows; w2 sums are S rows. A column past
+ * 0..3 are gate rows, 4..7 their up rows; w2 sums are 8 rows. A column past
  * the end reads the last one (valid addresses; nothing is written). */
 int mi4_lanes_row(const mi4_lanes_rows *w, int col0, int s)
 {
@@ -113,26 +105,24 @@ void mi4_lanes_load(const mi4_lanes_rows *w, int col0, const int *p, const int *
     }
 }
 
-/* The team's totals of the batch's S = MI4_LANES_SUMS sums, published by
- * every work-item in red ([S][MI4_GROUP]): first each work-item adds S
- * work-items' values of one sum (S sums x team / S segments: one job per
- * work-item) into part ([MI4_GROUP]), then work-item s < S returns sum s
- * (w13: s < S / 2 returns the gate sum s, and the up sum s + S / 2 in
- * *second). Every work-item calls it (barriers). */
+/* The team's totals of the batch's 8 sums, published by every work-item in
+ * red ([8][MI4_GROUP]); work-item s < 8 of the team returns sum s (and w13's
+ * lanes r < 4 get the up sum r + 4 in *second). part: [MI4_GROUP]. Every
+ * work-item calls it (barriers). */
 float mi4_lanes_finish(__local float *red, __local float *part, const float *sums, int team,
                       int lane, int halves, float *second)
 {
-    int lid = (int)get_local_id(0), base = lid - lane, segments = team / MI4_LANES_SUMS;
+    int lid = (int)get_local_id(0), base = lid - lane, segments = team / 8;
 #pragma unroll
     for (int s = 0; s < MI4_LANES_SUMS; ++s)
         red[s * MI4_GROUP + lid] = sums[s];
     barrier(CLK_LOCAL_MEM_FENCE);
-    { /* S work-items' values of one sum, in lane order */
+    { /* 8 work-items' sums of one row, in lane order: team / 8 segments of 8 rows */
         int s = lane / segments, seg = lane % segments;
-        __local const float *r = red + s * MI4_GROUP + base + MI4_LANES_SUMS * seg;
+        __local const float *r = red + s * MI4_GROUP + base + 8 * seg;
         float t = 0.0f;
 #pragma unroll
-        for (int j = 0; j < MI4_LANES_SUMS; ++j)
+        for (int j = 0; j < 8; ++j)
             t += r[j];
         part[lid] = t;
     }
@@ -147,42 +137,6 @@ float mi4_lanes_finish(__local float *red, __local float *part, const float *sum
     }
     *second = up;
     return total;
-}
-
-/* One batch of a team (its rows loaded in piece / scales), the next one's
- * loads (has_next: the batch a grid's width of columns further) into
- * next_piece / next_scales: before this batch's
- * arithmetic with MI4_LANES_DOUBLE (two batches in flight), after it
- * otherwise; then the team's totals to out (see mi4_lanes_walk). */
-void mi4_lanes_batch(const mi4_lanes_rows *w, __local float *red, __local float *part,
-                     const float *xv, const int *live, const int *p, const int *group, int ppl,
-                     int team, int col, int has_next, uint4 (*piece)[MI4_LANES_PIECES],
-                     uint (*scales)[MI4_LANES_PIECES], uint4 (*next_piece)[MI4_LANES_PIECES],
-                     uint (*next_scales)[MI4_LANES_PIECES], float scale, int act_kind,
-                     float limit, float alpha, float beta, __global float *out, long out_at)
-{
-    int lane = (int)get_local_id(0) % team, per_half = MI4_LANES_SUMS / w->halves;
-    int next_col = col + (int)get_num_groups(0) * (MI4_GROUP / team) * per_half;
-    if (MI4_LANES_DOUBLE && has_next)
-        mi4_lanes_load(w, next_col, p, group, ppl, next_piece, next_scales);
-    float sums[MI4_LANES_SUMS];
-#pragma unroll
-    for (int s = 0; s < MI4_LANES_SUMS; ++s) {
-        float t = 0.0f;
-#pragma unroll
-        for (int i = 0; i < MI4_LANES_PIECES; ++i)
-            if (live[i])
-                t += mi4_lanes_dot(piece[s][i], xv + 32 * i) *
-                     mi4_scale_from_bits(scales[s][i], w->scales_bf16);
-        sums[s] = t;
-    }
-    if (!MI4_LANES_DOUBLE && has_next)
-        mi4_lanes_load(w, next_col, p, group, ppl, next_piece, next_scales);
-    float up, sum = mi4_lanes_finish(red, part, sums, team, lane, w->halves, &up);
-    if (lane < per_half && col + lane < w->cols)
-        out[out_at + col + lane] = w->halves == 2 ? mi4_activate(act_kind, sum * scale, up * scale,
-                                                                 limit, alpha, beta)
-                                                  : sum * scale;
 }
 
 /* The work-group's batches of one expert's rows against the token's
@@ -214,22 +168,35 @@ void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *
             xv[32 * i + k + 3] = v.w * mi4_staged_scale((k + 3) & 7);
         }
     }
-    uint4 piece_a[MI4_LANES_SUMS][MI4_LANES_PIECES], piece_b[MI4_LANES_SUMS][MI4_LANES_PIECES];
-    uint scale_a[MI4_LANES_SUMS][MI4_LANES_PIECES], scale_b[MI4_LANES_SUMS][MI4_LANES_PIECES];
+    uint4 piece[MI4_LANES_SUMS][MI4_LANES_PIECES];
+    uint scales[MI4_LANES_SUMS][MI4_LANES_PIECES];
     int b = (int)get_group_id(0), step = (int)get_num_groups(0);
-    int col = b * per_batch + lid / team * per_half, col_step = step * per_batch;
-    if (b * per_batch < w->cols)
-        mi4_lanes_load(w, col, p, group, ppl, piece_a, scale_a);
-    /* two batches a turn, so that each buffer is a fixed set of registers */
-    for (; b * per_batch < w->cols; b += 2 * step, col += 2 * col_step) {
-        int next = (b + step) * per_batch < w->cols, after = (b + 2 * step) * per_batch < w->cols;
-        mi4_lanes_batch(w, red, part, xv, live, p, group, ppl, team, col, next, piece_a, scale_a,
-                        piece_b, scale_b, scale, act_kind, limit, alpha, beta, out, out_at);
-        if (!next)
-            break;
-        mi4_lanes_batch(w, red, part, xv, live, p, group, ppl, team, col + col_step, after,
-                        piece_b, scale_b, piece_a, scale_a, scale, act_kind, limit, alpha, beta,
-                        out, out_at);
+    int col0 = b * per_batch + lid / team * per_half;
+    if (MI4_LANES_EARLY && b * per_batch < w->cols)
+        mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
+    for (; b * per_batch < w->cols; b += step) {
+        if (!MI4_LANES_EARLY)
+            mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
+        float sums[MI4_LANES_SUMS];
+#pragma unroll
+        for (int s = 0; s < MI4_LANES_SUMS; ++s) {
+            float t = 0.0f;
+#pragma unroll
+            for (int i = 0; i < MI4_LANES_PIECES; ++i)
+                if (live[i])
+                    t += mi4_lanes_dot(piece[s][i], xv + 32 * i) *
+                         mi4_scale_from_bits(scales[s][i], w->scales_bf16);
+            sums[s] = t;
+        }
+        int col = col0 + lane;
+        col0 += step * per_batch;
+        if (MI4_LANES_EARLY && (b + step) * per_batch < w->cols) /* next batch's loads first */
+            mi4_lanes_load(w, col0, p, group, ppl, piece, scales);
+        float up, sum = mi4_lanes_finish(red, part, sums, team, lane, w->halves, &up);
+        if (lane < per_half && col < w->cols)
+            out[out_at + col] = w->halves == 2 ? mi4_activate(act_kind, sum * scale, up * scale,
+                                                              limit, alpha, beta)
+                                               : sum * scale;
     }
 }
 
