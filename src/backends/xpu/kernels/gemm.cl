@@ -145,39 +145,37 @@ int mi4_group_shift(int group_size)
 void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
                     __global const ushort *s0, __global const ushort *s1, int scales_bf16,
                     int group_size, int group_shift, int kb0, int c, int team, int pieces,
-                    int halves, uint4 *g, uint4 *u, uint *sg, uint *su)
+                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
         int ca = min(c + a * team, pieces - 1);
         int group = mi4_group_of(kb0 + 32 * ca, group_size, group_shift);
         g[a] = p0[ca];
-        sg[a] = s0[group]; /* bits: converted when used (mi4_scale_from_bits) */
+        sg[a] = mi4_load_scale(s0, scales_bf16, group);
         u[a] = halves == 2 ? p1[ca] : g[a];
-        su[a] = halves == 2 ? s1[group] : 0u;
+        su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
     }
 }
 
 /* Multiplies a loaded batch with the staged activations into acc. */
 void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
                    int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
-                   const uint *sg, const uint *su, int scales_bf16, float *acc)
+                   const float *sg, const float *su, float *acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
         int ca = c + a * team;
         if (ca < pieces) {
             __local const float4 *x = xs + MI4_PIECE_AT(ca, block / 32);
-            float scale_g = mi4_scale_from_bits(sg[a], scales_bf16);
-            float scale_u = halves == 2 ? mi4_scale_from_bits(su[a], scales_bf16) : 0.0f;
             int stride = MI4_PIECE_STRIDE(block / 32);
 #pragma unroll
             for (int r = 0; r < max_rows; ++r)
                 if (r < rows) {
                     __local const float4 *xr = x + r * (block / 4);
-                    acc[r] += mi4_dot_piece(g[a], xr, stride) * scale_g;
+                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
                     if (halves == 2)
-                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * scale_u;
+                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
                 }
         }
     }
@@ -193,7 +191,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
                int halves, __global const uchar *w0, __global const uchar *w1,
                __global const ushort *s0, __global const ushort *s1, int scales_bf16,
                int group_size, int vec, int team, int lane, int preloaded, const uint4 *first_g,
-               const uint4 *first_u, const uint *first_sg, const uint *first_su, float *acc)
+               const uint4 *first_u, const float *first_sg, const float *first_su, float *acc)
 {
     int group_shift = mi4_group_shift(group_size);
     if (vec) { /* 16-byte pieces of 32 codes */
@@ -201,7 +199,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
         __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
         int pieces = kbn / 32, step = team * MI4_AHEAD;
         uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-        uint sg[MI4_AHEAD], su[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
         for (int c = lane; c < pieces; c += step) {
             if (preloaded && c == lane) { /* the batch mi4_rows_dot loaded (MI4_PRELOAD) */
 #pragma unroll
@@ -215,8 +213,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
                 mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c,
                                team, pieces, halves, g, u, sg, su);
             }
-            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su,
-                          scales_bf16, acc);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
         }
         return;
     }
@@ -262,7 +259,7 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
         int kbn = min(block, in - kb0);
 #if MI4_PRELOAD /* the first batch, before the staging */
         uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-        uint sg[MI4_AHEAD], su[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD];
         int preloaded = vec && active && lane < kbn / 32;
         if (preloaded)
             mi4_load_batch((__global const uint4 *)w0 + kb0 / 32,

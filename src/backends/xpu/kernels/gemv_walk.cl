@@ -172,7 +172,7 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
         mi4_walk_take(acc, job, sum_g, sum_u);
     while (j < jobs) {
         uint4 g[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP], u[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP];
-        uint sg[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP], su[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP];
+        float sg[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP], su[MI4_WALK_AHEAD][MI4_WALK_LOCKSTEP];
         int ca[MI4_WALK_AHEAD]; /* -1: past the end of the sequence */
 #pragma unroll
         for (int a = 0; a < MI4_WALK_AHEAD; ++a) { /* loads only: all in flight */
@@ -181,9 +181,9 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
 #pragma unroll
             for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
                 g[a][l] = pr[l][cc];
-                sg[a][l] = sr[l][group]; /* bits (mi4_scale_from_bits) */
+                sg[a][l] = mi4_load_scale(sr[l], w->scales_bf16, group);
                 u[a][l] = paired ? pr[l][up_pieces + cc] : g[a][l];
-                su[a][l] = paired ? sr[l][up_groups + group] : 0u;
+                su[a][l] = paired ? mi4_load_scale(sr[l] + up_groups, w->scales_bf16, group) : 0.0f;
             }
             ca[a] = live ? cc : -1;
             c += team;
@@ -210,22 +210,18 @@ void mi4_walk_pieces(const mi4_walk_rows *w, __local const float4 *xs, __global 
                     xv[i] = mi4_load4(x, dtype, x_at + kb0 + 32 * ca[a] + 4 * i);
 #pragma unroll
                 for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
-                    sum_g[l] += mi4_dot_piece_values(g[a][l], xv) *
-                                mi4_scale_from_bits(sg[a][l], w->scales_bf16);
+                    sum_g[l] += mi4_dot_piece_values(g[a][l], xv) * sg[a][l];
                     if (paired)
-                        sum_u[l] += mi4_dot_piece_values(u[a][l], xv) *
-                                    mi4_scale_from_bits(su[a][l], w->scales_bf16);
+                        sum_u[l] += mi4_dot_piece_values(u[a][l], xv) * su[a][l];
                 }
             } else {
                 __local const float4 *xp = xs + MI4_PIECE_AT(ca[a], MI4_XBLOCK / 32);
                 int stride = MI4_PIECE_STRIDE(MI4_XBLOCK / 32);
 #pragma unroll
                 for (int l = 0; l < MI4_WALK_LOCKSTEP; ++l) {
-                    sum_g[l] += mi4_dot_piece(g[a][l], xp, stride) *
-                                mi4_scale_from_bits(sg[a][l], w->scales_bf16);
+                    sum_g[l] += mi4_dot_piece(g[a][l], xp, stride) * sg[a][l];
                     if (paired)
-                        sum_u[l] += mi4_dot_piece(u[a][l], xp, stride) *
-                                    mi4_scale_from_bits(su[a][l], w->scales_bf16);
+                        sum_u[l] += mi4_dot_piece(u[a][l], xp, stride) * su[a][l];
                 }
             }
         }
