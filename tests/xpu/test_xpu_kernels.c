@@ -243,7 +243,7 @@ typedef struct gemm_dims {
 static mi4_xpu_kernel gemm_kernel(gemm_dims d, int w13)
 {
     if (d.lanes > 0)
-        return (mi4_xpu_kernel)mi4_xpu_lanes_kernel(w13 ? d.K : d.N, w13);
+        return mi4_xpu_lanes_kernel(w13 ? d.K : d.N, w13);
     if (d.walk > 0)
         return w13 ? MI4_XPU_W13_GEMV_WALK : MI4_XPU_W2_GEMV_WALK;
     if (d.gemv)
@@ -345,7 +345,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *act_d = xt_upload(rt, NULL, (size_t)g.num_slots * N * 4);
     int num_local = E, dt = (int)dtype, topk = TOPK, k_dim = K, n_dim = N, act = act_kind;
-    int team = d.team;
+    int team = d.lanes > 0 ? mi4_xpu_lanes_team(K) : d.team;
     int gs = group_size == -1 ? K : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
     mi4_xpu_arg args[] = {
         MI4_XPU_PTR(route_d),      MI4_XPU_INT(num_local), MI4_XPU_PTR(sorted_d),
@@ -459,7 +459,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
     void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
-    int num_local = E, k_dim = K, n_dim = N, team = d.team;
+    int num_local = E, k_dim = K, n_dim = N, team = d.lanes > 0 ? mi4_xpu_lanes_team(N) : d.team;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
     mi4_xpu_arg args[] = { MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),
                            MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),

@@ -143,7 +143,7 @@ int mi4_xpu_lanes_fit(int in, int group_size)
            in / 32 <= MI4_XPU_GROUP * MI4_XPU_LANES_PIECES;
 }
 
-int mi4_xpu_lanes_kernel(int in, int w13)
+mi4_xpu_kernel mi4_xpu_lanes_kernel(int in, int w13)
 {
     if (in / 32 <= MI4_XPU_GROUP)
         return w13 ? MI4_XPU_W13_GEMV_LANES : MI4_XPU_W2_GEMV_LANES;
@@ -342,6 +342,29 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
 
     int team13 = mi4_xpu_gemm_team(K, s->ctx->gemm_team);
     int team2 = mi4_xpu_gemm_team(N, s->ctx->gemm_team);
+    /* the kernels and their teams (an argument of each): one-token chunks
+     * take the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones */
+    int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
+    mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK
+                         : gemv   ? MI4_XPU_W13_GEMV
+                                  : MI4_XPU_W13_GEMM;
+    mi4_xpu_kernel k2 = walk > 0 ? MI4_XPU_W2_GEMV_WALK : gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM;
+    size_t width13 = walk > 0 ? mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units)
+                              : mi4_xpu_gemm_width(N, team13);
+    size_t width2 = walk > 0 ? mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units)
+                             : mi4_xpu_gemm_width(K, team2);
+    /* ... or with MOEINT4_XPU_GEMV_LANES the lanes ones, where the rows fit */
+    int lanes = gemv ? s->ctx->gemv_lanes : 0;
+    if (lanes > 0 && mi4_xpu_lanes_fit(K, gs13)) {
+        k13 = mi4_xpu_lanes_kernel(K, 1);
+        width13 = mi4_xpu_gemv_lanes_width(N, K, 2, max_tiles, lanes, units);
+        team13 = mi4_xpu_lanes_team(K);
+    }
+    if (lanes > 0 && mi4_xpu_lanes_fit(N, gs2)) {
+        k2 = mi4_xpu_lanes_kernel(N, 0);
+        width2 = mi4_xpu_gemv_lanes_width(K, N, 1, max_tiles, lanes, units);
+        team2 = mi4_xpu_lanes_team(N);
+    }
 
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
@@ -392,26 +415,6 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
-    /* one-token chunks: the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones */
-    int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
-    mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK
-                         : gemv   ? MI4_XPU_W13_GEMV
-                                  : MI4_XPU_W13_GEMM;
-    mi4_xpu_kernel k2 = walk > 0 ? MI4_XPU_W2_GEMV_WALK : gemv ? MI4_XPU_W2_GEMV : MI4_XPU_W2_GEMM;
-    size_t width13 = walk > 0 ? mi4_xpu_gemv_walk_width(N, team13, max_tiles, walk, units)
-                              : mi4_xpu_gemm_width(N, team13);
-    size_t width2 = walk > 0 ? mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units)
-                             : mi4_xpu_gemm_width(K, team2);
-    /* ... or with MOEINT4_XPU_GEMV_LANES the lanes ones, where the rows fit */
-    int lanes = gemv ? s->ctx->gemv_lanes : 0;
-    if (lanes > 0 && mi4_xpu_lanes_fit(K, gs13)) {
-        k13 = (mi4_xpu_kernel)mi4_xpu_lanes_kernel(K, 1);
-        width13 = mi4_xpu_gemv_lanes_width(N, K, 2, max_tiles, lanes, units);
-    }
-    if (lanes > 0 && mi4_xpu_lanes_fit(N, gs2)) {
-        k2 = (mi4_xpu_kernel)mi4_xpu_lanes_kernel(N, 0);
-        width2 = mi4_xpu_gemv_lanes_width(K, N, 1, max_tiles, lanes, units);
-    }
     st = launch(s, k13, width13, max_tiles, 20, w13_args);
     if (!st)
         st = launch(s, k2, width2, max_tiles, 14, w2_args);

@@ -41,8 +41,10 @@ size_t mi4_xpu_gemv_walk_width(int columns, int team, size_t tiles, int groups_p
 int mi4_xpu_lanes_fit(int in, int group_size);
 /* The lanes GEMV for rows of `in` codes (w13 or w2): one piece per
  * work-item where the row has at most MI4_XPU_GROUP pieces, else two. */
-int mi4_xpu_lanes_kernel(int in, int w13);
-/* The lanes GEMVs' team for rows of `in` codes (mi4_lanes_team). */
+mi4_xpu_kernel mi4_xpu_lanes_kernel(int in, int w13);
+/* The lanes GEMVs' team for rows of `in` codes (their `team` argument): a
+ * power of two from 8 to MI4_XPU_GROUP covering the row's pieces, one or
+ * two a work-item. */
 int mi4_xpu_lanes_team(int in);
 /* global[0] of a lanes GEMV launch over `columns` (halves: 2 for w13, whose
  * column is a gate and an up row), as mi4_xpu_gemv_walk_width. */

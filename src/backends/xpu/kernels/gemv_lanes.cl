@@ -8,15 +8,16 @@
  * the H200 they stream at 32-38% of the copy bandwidth. Here work-item
  * `lane` of a team owns pieces lane, lane + team (at most MI4_LANES_PIECES
  * of them) of every row: their 32 activations each, read once per
- * work-group and pre-scaled for codes decoded in place (MI4_STAGED), stay
+ * work-group and pre-scaled for codes decoded in place (mi4_staged_scale), stay
  * in registers for every row the team walks. A batch is 8 rows per team
  * (w13: 4 columns, gate and up; w2: 8 rows): a work-item loads its pieces
  * of all 8 (and their scales) before using any, and issues the next
  * batch's loads before the team adds up this one's sums (two barriers,
  * local memory), so the reduction overlaps the loads.
  *
- * team: a power of two from 8 to MI4_GROUP with team * MI4_LANES_PIECES
- * pieces covering the row (mi4_lanes_team, the host's mi4_xpu_lanes_team).
+ * team (the kernels' `team` argument): a power of two from 8 to MI4_GROUP
+ * with team * MI4_LANES_PIECES pieces covering the row, chosen by the host
+ * (mi4_xpu_lanes_team).
  * Sums: each work-item's pieces in order, then 8 work-items' sums in lane
  * order, then those in order: deterministic, not the staged GEMVs' order
  * (test_gemv_lanes checks against the double reference). */
@@ -33,15 +34,6 @@
 #define MI4_LANES_STREAM_PROBE 0
 #endif
 #define MI4_LANES_SUMS 8   /* rows a team finishes per batch */
-
-/* The team size for rows of `pieces` 16-byte pieces. */
-int mi4_lanes_team(int pieces)
-{
-    int team = 8;
-    while (team < MI4_GROUP && team < pieces)
-        team *= 2;
-    return team;
-}
 
 /* A piece's 32 codes against its activations in registers, scaled for codes
  * in place (position p of a word times 16^-(p < 5 ? p : p - 5)). */
@@ -224,9 +216,8 @@ void mi4_w13_lanes(__local float *red, __local float *part, int ppl, MI4_W13_PAR
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
     mi4_lanes_rows w =
         mi4_lanes_setup(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
-    mi4_lanes_walk(&w, red, part, hidden, dtype, (long)(slot / topk) * K, group_size,
-                   mi4_lanes_team(w.pieces), scale, act_kind, limit, alpha, beta, act_out,
-                   (long)slot * N, ppl);
+    mi4_lanes_walk(&w, red, part, hidden, dtype, (long)(slot / topk) * K, group_size, team,
+                   scale, act_kind, limit, alpha, beta, act_out, (long)slot * N, ppl);
 }
 
 void mi4_w2_lanes(__local float *red, __local float *part, int ppl, MI4_W2_PARAMS)
@@ -238,8 +229,7 @@ void mi4_w2_lanes(__local float *red, __local float *part, int ppl, MI4_W2_PARAM
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
     mi4_lanes_rows w = mi4_lanes_setup(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
-                   group_size, mi4_lanes_team(w.pieces), scale, 0, 0.0f, 0.0f, 0.0f, slot_out,
-                   (long)slot * K, ppl);
+                   group_size, team, scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K, ppl);
 }
 
 /* ppl: the most pieces per work-item, a constant per kernel so that the
