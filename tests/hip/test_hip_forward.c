@@ -37,7 +37,8 @@ static void test_variants_and_tiles(void **state)
     (void)state;
     const char *variants[] = { "mma", "fma" };
     const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
-                            "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128" };
+                            "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128",
+                            "d8" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -66,6 +67,74 @@ static int wgmma_built(void)
     int (*built)(void);
     memcpy(&built, &fn, sizeof fn);
     return built();
+}
+
+/* 1 when the routed decode GEMVs (tile "d8") of a layer of these sizes
+ * fit the device (a test extra); 0 on builds without them. */
+static int routed_fits(int hidden, int intermediate)
+{
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_int4_routed_fits");
+    assert_non_null(fn);
+    int (*fits)(int, int);
+    memcpy(&fits, &fn, sizeof fn);
+    return fits(hidden, intermediate);
+}
+
+/* The routed decode GEMVs (tile "d8": 8 token rows of one expert an MMA)
+ * with the token rows staged in shared memory and riding in the ring
+ * (MOEINT4_HIP_ROUTED_X): one row per expert, partial tiles, several tiles
+ * per expert; zero points and an expert map, per-channel scales with an
+ * intermediate (200) that ends inside a chunk, AWQ; every activation, the
+ * router weight on either side, F32 and F16 input. On an sm_90a build the
+ * kernels must fit these layers (so the forced tile is the one that ran);
+ * elsewhere the forced name takes the 8-row GEMV, checked the same way. */
+static void test_int4_routed_decode(void **state)
+{
+    (void)state;
+    const struct {
+        moeint4_format format;
+        int experts, hidden, intermediate, group, map;
+    } layers[] = {
+        { MOEINT4_FORMAT_GPTQ_ASYM, 12, 512, 384, 128, 1 },
+        { MOEINT4_FORMAT_GPTQ_SYM, 8, 256, 200, -1, 0 },
+        { MOEINT4_FORMAT_AWQ, 6, 384, 256, 128, 0 },
+    };
+    const char *x_modes[] = { "staged", "ring" };
+    const moeint4_activation acts[] = { MOEINT4_ACTIVATION_SILU, MOEINT4_ACTIVATION_GELU,
+                                        MOEINT4_ACTIVATION_SWIGLU_CLAMP };
+    const int64_t sizes[] = { 2, 19, 203 };
+    moeint4_context *ctx = hip_test_context("mma");
+    setenv("MOEINT4_HIP_TILE", "d8", 1);
+    uint64_t seed = 900;
+    for (int l = 0; l < 3; l++) {
+        if (wgmma_built())
+            assert_true(routed_fits(layers[l].hidden, layers[l].intermediate));
+        tk_layer layer;
+        moeint4_weights *w = hip_test_prepare(ctx, &layer, layers[l].format, layers[l].experts,
+                                              layers[l].hidden, layers[l].intermediate,
+                                              layers[l].group, layers[l].map, 80 + (uint64_t)l);
+        for (int x = 0; x < 2; x++)
+            for (int i = 0; i < 3; i++) {
+                setenv("MOEINT4_HIP_ROUTED_X", x_modes[x], 1);
+                const moeint4_dtype dtype = i == 0   ? MOEINT4_DTYPE_F32
+                                            : i == 1 ? MOEINT4_DTYPE_F16
+                                                     : MOEINT4_DTYPE_BF16;
+                hip_test_case c = default_case(dtype, sizes[i], 3, seed++);
+                c.activation = acts[(l + i) % 3];
+                c.limit = 1.5f;
+                c.alpha = 1.702f;
+                c.beta = 1.0f;
+                c.on_input = (x + i) % 2;
+                print_message("layer %d, x %s, M = %lld\n", l, x_modes[x], (long long)sizes[i]);
+                double e = hip_test_error(ctx, w, &layer, &c);
+                assert_true(e <= HIP_TOLERANCE);
+            }
+        moeint4_weights_release(w);
+        tk_layer_free(&layer);
+    }
+    unsetenv("MOEINT4_HIP_ROUTED_X");
+    unsetenv("MOEINT4_HIP_TILE");
+    moeint4_context_destroy(ctx);
 }
 
 /* The int4 grouped GEMM's tiles (q8 .. q128: int4 weights with group 128
@@ -625,6 +694,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
         cmocka_unit_test(test_int4_grouped_gemm_tiles),
+        cmocka_unit_test(test_int4_routed_decode),
         cmocka_unit_test(test_int4_tile_dequant),
         cmocka_unit_test(test_decode_rings_and_grids),
         cmocka_unit_test(test_dtypes_and_activations),

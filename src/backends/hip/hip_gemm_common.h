@@ -195,6 +195,12 @@ hipError_t mi4_hip_launch_int4_mma(bool gated, const mi4_hip_gemm_args *a);
  * context creation). */
 hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bool *served);
 hipError_t mi4_hip_int4_decode_init(void);
+/* hip_int4_routed.hip: the routed decode GEMVs (MI4_TILE_D8: 8-row tiles) on
+ * the matrix cores; *served false (nothing launched) where they do not serve
+ * (weights the matrix cores do not take, a device without the shared memory
+ * they need); _init as above. */
+hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bool *served);
+hipError_t mi4_hip_int4_routed_init(void);
 /* hip_wgmma_gemm.hip: launch (or, with init, set up) the bm x bn kernel (64 x 256,
  * 128 x 128, 128 x 256); _dequant: the same over int4 weights
  * (int4_tile_dequant), dequantized into its shared weight tiles. */

@@ -288,6 +288,7 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_128: return launch<CONFIG_128, GATED, INT4>(a, init);
     case MI4_TILE_128_DEEP: return launch<CONFIG_128_DEEP, GATED, INT4>(a, init);
     case MI4_TILE_GEMV:
+    case MI4_TILE_D8: /* BF16 weights: the routed 8-row GEMV */
     case MI4_TILE_DIRECT:
         if (init)
             return hipSuccess;
@@ -317,6 +318,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_16:
     case MI4_TILE_16_NARROW: return 16;
     case MI4_TILE_GEMV: return GEMV_TOKENS;
+    case MI4_TILE_D8: return 8;
     case MI4_TILE_DIRECT: return 1;
     case MI4_TILE_WGMMA_64: return 64;
     case MI4_TILE_64: return 64;
@@ -333,7 +335,7 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
                                                              "8v", "w128", "w256", "direct",
                                                              "w64", "q8", "q16", "q32",
-                                                             "q64", "q128"};
+                                                             "q64", "q128", "d8"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 
@@ -359,6 +361,8 @@ hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_a
 hipError_t mi4_hip_gemm_init(void)
 {
     hipError_t decode = mi4_hip_int4_decode_init();
+    if (decode == hipSuccess)
+        decode = mi4_hip_int4_routed_init();
     if (decode != hipSuccess)
         return decode;
     for (int c = 0; c < MI4_TILE_COUNT; c++) {

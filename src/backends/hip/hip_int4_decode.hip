@@ -34,7 +34,7 @@
 
 #include "backends/hip/hip_gemm_common.h"
 #include "backends/hip/hip_gemv_units.h"
-#include "backends/hip/hip_int4_mma_ops.h"
+#include "backends/hip/hip_int4_decode_parts.h"
 
 namespace {
 
@@ -138,24 +138,6 @@ MI4_DEVICE float decode_scale(const mi4_hip_int4_matrix &q, uint32_t bits)
     return f;
 }
 
-/* The 8 codes of `word` (code j at bits 4j) as q - zero in bf16x2 pairs
- * (c0, c4), (c1, c5), (c2, c6), (c3, c7): each nibble pair moved to bits
- * 0-3 of both halves (bf16 keeps 7 mantissa bits), ORed into 128.0,
- * then one FMA subtracting 128 + zero. */
-MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
-}
-
-/* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */
-MI4_DEVICE uint4 pair_order(const uint4 &v)
-{
-    return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
-                      __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
-}
-
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
  * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
  * pair order, or in input order with PAIR_ORDER_X: reordered here). */
@@ -176,31 +158,6 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint
     }
     lo = c[0];
     hi = c[2];
-}
-
-/* Stages `rows` token rows (row(r): bf16 [inner]) into xs, inner_padded
- * inputs each (zeros past inner), in pair order; every thread takes part. */
-template <typename RowOf>
-MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, RowOf row)
-{
-    const int per_row = q.inner_padded / 8;
-    for (int i = (int)threadIdx.x; i < rows * per_row; i += (int)blockDim.x) {
-        const int r = i / per_row, k = (i % per_row) * 8;
-        const uint16_t *src = row(r); /* nullptr: a row of zeros */
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (src == nullptr) {
-        } else if (k + 8 <= q.inner && ((uintptr_t)(src + k) & 15u) == 0) {
-            v = *(const uint4 *)(src + k);
-        } else if (k < q.inner) {
-            uint16_t e[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                e[j] = k + j < q.inner ? src[k + j] : (uint16_t)0;
-            v = make_uint4(e[0] | (uint32_t)e[1] << 16, e[2] | (uint32_t)e[3] << 16,
-                           e[4] | (uint32_t)e[5] << 16, e[6] | (uint32_t)e[7] << 16);
-        }
-        xs[i] = pair_order(v);
-    }
 }
 
 /* A warp's stream: `items` items, each plan.runs runs of the warp's
@@ -319,19 +276,6 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
     mi4_copy_wait<0>();
 }
 
-/* Chunks [first, end) of the input that warp split `split` of `splits`
- * takes: an even run each (the last ones may be short or empty). */
-struct split_run {
-    int first, end, per;
-};
-
-MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int splits)
-{
-    const int chunks = q.inner_padded / CHUNK, per = (chunks + splits - 1) / splits;
-    const int first = min(chunks, split * per);
-    return {first, min(chunks, first + per), per};
-}
-
 /* Puts this warp's sums of item k (lo: row g, hi: row g + 8) in the
  * item's half of `partial` ([2][DECODE_WARPS][16], by item parity: the
  * half is free again once every warp has passed the next item's barrier)
@@ -346,14 +290,6 @@ MI4_DEVICE const float *publish_partials(float *partial, int k, float lo, float 
     }
     __syncthreads();
     return buf;
-}
-
-/* Items of block `rank` of `blocks` that share one slot (gemm13) or token
- * (gemm2), out of `units` output blocks of 16: units rank, rank + blocks,
- * ... (block-strided, so neighbouring blocks read neighbouring rows). */
-MI4_DEVICE int items_of(int units, int rank, int blocks)
-{
-    return rank < units ? (units - rank + blocks - 1) / blocks : 0;
 }
 
 /* gemm13's plan: item k is the output block of 16 (GEMM13_BLOCKS x 8
@@ -574,19 +510,6 @@ __global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int bloc
 }
 
 #endif
-
-/* Lets `kernel` take up to the device's opt-in shared memory per block
- * (H100 / H200: 227 KB), so deeper rings can run where they fit. */
-template <typename Kernel> hipError_t allow_decode_shared(Kernel kernel, int limit)
-{
-    hipFuncAttributes attributes;
-    const hipError_t e = hipFuncGetAttributes(&attributes, (const void *)kernel);
-    if (e != hipSuccess)
-        return e;
-    /* the limit covers the kernel's static shared memory too */
-    return hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
-                               limit - (int)attributes.sharedSizeBytes);
-}
 
 /* A ring depth's kernel, its shared bytes and how many of its blocks an SM
  * holds (0: it does not fit). */

@@ -312,6 +312,11 @@ hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
         if (served)
             return e;
     }
+    if (config == MI4_TILE_D8) { /* hip_int4_routed.hip where it serves */
+        const hipError_t e = mi4_hip_launch_int4_routed(gated, a, &served);
+        if (served)
+            return e;
+    }
     if (a->weights->int4_mma && !direct) /* hip_int4_mma.hip */
         return mi4_hip_launch_int4_mma(gated, a);
     gemm_params p = make_params(a, gated);

@@ -143,14 +143,18 @@ typedef enum mi4_hip_tile_config {
     MI4_TILE_Q32 = 13,
     MI4_TILE_Q64 = 14,
     MI4_TILE_Q128 = 15,
-    MI4_TILE_COUNT = 16,
+    /* int4 weights on the matrix cores (NVIDIA sm_80+): routed tiles of 8 rows,
+     * the decode GEMVs' streaming with 8 token rows an MMA
+     * (hip_int4_routed.hip); elsewhere the routed 8-row GEMV (MI4_TILE_GEMV) */
+    MI4_TILE_D8 = 16,
+    MI4_TILE_COUNT = 17,
 } mi4_hip_tile_config;
 
 /* The direct GEMVs keep a table of every slot's expert in shared memory. */
 #define MI4_DIRECT_MAX_SLOTS 8192
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
- * "w64", "q8", "q16", "q32", "q64", "q128" (MOEINT4_HIP_TILE); NULL otherwise. */
+ * "w64", "q8", "q16", "q32", "q64", "q128", "d8" (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 /* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128). */
@@ -246,6 +250,10 @@ int mi4_hip_wgmma_built(void);
  * per-channel), an sm_90a build, K and N multiples of 128, the scales of
  * 128 rows fitting in shared memory. */
 int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w);
+/* hip_int4_routed.hip: 1 when the routed decode GEMVs (MI4_TILE_D8) of a
+ * layer of these sizes fit the current device (NVIDIA builds; int4 weights
+ * the matrix cores take, int4_mma, is the caller's to check). */
+int mi4_hip_int4_routed_fits(int hidden, int intermediate);
 /* Input rows (bf16 [rows][inner]) into the order the int4 grouped GEMM
  * reads its token rows in (dst != src). */
 hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,

@@ -11,6 +11,8 @@
  *     it) and instantiation
  *   hip_test_graph_launch(graph, stream) / hip_test_graph_destroy(graph)
  *   hip_test_wgmma_built(): 1 when this build has the sm_90a wgmma tiles
+ *   hip_test_int4_routed_fits(hidden, intermediate): 1 when the routed decode
+ *     GEMVs (tile "d8") of such a layer fit the current device
  * The stream and graph calls return 0 on success, else the runtime's error
  * code; hip_download_weights returns a moeint4_status. */
 #if defined(MOEINT4_HIP_TEST_EXTRAS)
@@ -83,6 +85,11 @@ int graph_destroy(void *graph_exec) { return (int)hipGraphExecDestroy((hipGraphE
 
 int wgmma_built(void) { return mi4_hip_wgmma_built(); }
 
+int routed_fits(int hidden, int intermediate)
+{
+    return mi4_hip_int4_routed_fits(hidden, intermediate);
+}
+
 } // namespace
 
 void *mi4_hip_test_extra(const char *name)
@@ -100,6 +107,7 @@ void *mi4_hip_test_extra(const char *name)
         {"hip_test_graph_launch", (void *)graph_launch},
         {"hip_test_graph_destroy", (void *)graph_destroy},
         {"hip_test_wgmma_built", (void *)wgmma_built},
+        {"hip_test_int4_routed_fits", (void *)routed_fits},
     };
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         if (strcmp(name, extras[i].name) == 0)

@@ -1,0 +1,108 @@
+/* What the two int4 decode paths on the matrix cores share (hip_int4_decode.hip:
+ * the direct GEMVs, one token row per slot; hip_int4_routed.hip: routed tiles
+ * of up to 8 token rows): codes to bf16x2 pairs, token inputs in the pair
+ * order the MMA takes them in, staging token rows into shared memory, the
+ * split of a row's chunks over warps, a block's items, and the opt-in
+ * shared-memory limit. NVIDIA sm_80+ only (MI4_MMA_NVIDIA), like the MMA. */
+#ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_DECODE_PARTS_H
+#define MOEINT4_BACKENDS_HIP_HIP_INT4_DECODE_PARTS_H
+
+#include "backends/hip/hip_int4_mma_ops.h"
+
+namespace mi4_gemm {
+
+constexpr int DECODE_CHUNK = 128; /* inputs of one chunk: 16 bytes of codes a lane */
+
+/* Items of block `rank` of `blocks` that share one slot, token or tile, out
+ * of `units` output blocks: units rank, rank + blocks, ... (block-strided,
+ * so neighbouring blocks read neighbouring rows). */
+MI4_DEVICE int items_of(int units, int rank, int blocks)
+{
+    return rank < units ? (units - rank + blocks - 1) / blocks : 0;
+}
+
+/* Chunks [first, end) of the input that warp split `split` of `splits`
+ * takes: an even run each (the last ones may be short or empty). */
+struct split_run {
+    int first, end, per;
+};
+
+MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int splits)
+{
+    const int chunks = q.inner_padded / DECODE_CHUNK, per = (chunks + splits - 1) / splits;
+    const int first = min(chunks, split * per);
+    return {first, min(chunks, first + per), per};
+}
+
+/* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */
+MI4_DEVICE uint4 pair_order(const uint4 &v)
+{
+    return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                      __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+}
+
+/* Stages `rows` token rows (row(r): bf16 [inner]) into shared memory,
+ * inner_padded inputs each (zeros past inner), in pair order: 8 inputs
+ * (piece u of row r) at xs[at(r, u)]; every thread takes part. */
+template <typename RowOf, typename At>
+MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, RowOf row, At at)
+{
+    const int per_row = q.inner_padded / 8;
+    for (int i = (int)threadIdx.x; i < rows * per_row; i += (int)blockDim.x) {
+        const int r = i / per_row, k = (i % per_row) * 8;
+        const uint16_t *src = row(r); /* nullptr: a row of zeros */
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (src == nullptr) {
+        } else if (k + 8 <= q.inner && ((uintptr_t)(src + k) & 15u) == 0) {
+            v = *(const uint4 *)(src + k);
+        } else if (k < q.inner) {
+            uint16_t e[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                e[j] = k + j < q.inner ? src[k + j] : (uint16_t)0;
+            v = make_uint4(e[0] | (uint32_t)e[1] << 16, e[2] | (uint32_t)e[3] << 16,
+                           e[4] | (uint32_t)e[5] << 16, e[6] | (uint32_t)e[7] << 16);
+        }
+        xs[at(r, i % per_row)] = pair_order(v);
+    }
+}
+
+/* The same, row after row (row r at xs + r * inner_padded / 8). */
+template <typename RowOf>
+MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, RowOf row)
+{
+    const int per_row = q.inner_padded / 8;
+    stage_rows(xs, rows, q, row, [per_row](int r, int u) { return r * per_row + u; });
+}
+
+#if defined(MI4_MMA_NVIDIA)
+
+/* The 8 codes of `word` (code j at bits 4j) as q - zero in bf16x2 pairs
+ * (c0, c4), (c1, c5), (c2, c6), (c3, c7): each nibble pair moved to bits
+ * 0-3 of both halves (bf16 keeps 7 mantissa bits), ORed into 128.0,
+ * then one FMA subtracting 128 + zero. */
+MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
+}
+
+#endif
+
+/* Lets `kernel` take up to the device's opt-in shared memory per block
+ * (H100 / H200: 227 KB), so deeper rings can run where they fit. */
+template <typename Kernel> hipError_t allow_decode_shared(Kernel kernel, int limit)
+{
+    hipFuncAttributes attributes;
+    const hipError_t e = hipFuncGetAttributes(&attributes, (const void *)kernel);
+    if (e != hipSuccess)
+        return e;
+    /* the limit covers the kernel's static shared memory too */
+    return hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
+                               limit - (int)attributes.sharedSizeBytes);
+}
+
+} // namespace mi4_gemm
+
+#endif
