@@ -63,9 +63,7 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
                            const mi4_hip_int4_matrix &q, int stages, bool x_ring = false)
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
-    /* gemm13: the staged row's chunk sums; gemm2: router weights and slots */
-    const size_t tables = gated ? (size_t)(q.inner_padded / 128) * sizeof(float)
-                                : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
+    const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
     return (size_t)DECODE_WARPS * stages * slot_uint4(x_ring) * 16 +
            (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) + 2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
@@ -142,12 +140,10 @@ MI4_DEVICE float decode_scale(const mi4_hip_int4_matrix &q, uint32_t bits)
 
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
  * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
- * pair order, or in input order with PAIR_ORDER_X: reordered here).
- * BIASED: the codes enter as 128 + q and (128 + zero) x xsum (the chunk's
- * input sum) comes off the f32 result. */
-template <bool PAIR_ORDER_X, bool BIASED>
+ * pair order, or in input order with PAIR_ORDER_X: reordered here). */
+template <bool PAIR_ORDER_X>
 MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint32_t (&zero)[2],
-                          const uint4 *x, float xsum, float &lo, float &hi)
+                          const uint4 *x, float &lo, float &hi)
 {
     const uint32_t bias_lo = int4_bias_pair((int)zero[0]), bias_hi = int4_bias_pair((int)zero[1]);
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -155,18 +151,13 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint
     for (int w = 0; w < 4; w++) {
         const uint4 xv = PAIR_ORDER_X ? pair_order(x[w]) : x[w];
         uint32_t pl[4], ph[4];
-        if (BIASED) {
-            biased_word(int4_word_of(code_lo, w), pl);
-            biased_word(int4_word_of(code_hi, w), ph);
-        } else {
-            dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
-            dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
-        }
+        dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
+        dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
         mma_16816(c, pl[0], ph[0], pl[1], ph[1], xv.x, xv.y);
         mma_16816(c, pl[2], ph[2], pl[3], ph[3], xv.z, xv.w);
     }
-    lo = BIASED ? fmaf(-(128.0f + (float)zero[0]), xsum, c[0]) : c[0];
-    hi = BIASED ? fmaf(-(128.0f + (float)zero[1]), xsum, c[2]) : c[2];
+    lo = c[0];
+    hi = c[2];
 }
 
 /* A warp's stream: `items` items, each plan.runs runs of the warp's
@@ -259,10 +250,9 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                 if (landed >> s & 1u) {
                     const uint4 *slot = ring + s * SLOT;
                     float dot_lo, dot_hi;
-                    chunk_dot<X_RING, Plan::biased>(
-                        slot[lane], slot[MI4_WARP + lane], zeros[s],
-                        X_RING ? slot + X_AT + 4 * t : x + c * (CHUNK / 8),
-                        Plan::biased ? plan.xsum[plan.run.first + c] : 0.0f, dot_lo, dot_hi);
+                    chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s],
+                                      X_RING ? slot + X_AT + 4 * t : x + c * (CHUNK / 8),
+                                      dot_lo, dot_hi);
                     lo = fmaf(dot_lo, decode_scale(q, scales[s][0]) * factor, lo);
                     hi = fmaf(dot_hi, decode_scale(q, scales[s][1]) * factor, hi);
                 }
@@ -308,10 +298,8 @@ MI4_DEVICE const float *publish_partials(float *partial, int k, float lo, float 
  * 8 * block + g. Partial sums meet in shared memory (publish_partials:
  * one barrier an item) and warp 0 applies the activation. */
 struct gemm13_plan {
-    static constexpr bool biased = MI4_INT4_BIASED != 0;
     const gemm_params *p;
     const uint4 *xs;
-    const float *xsum; /* the staged row's chunk sums (biased) */
     float *partial; /* [2][DECODE_WARPS][16] */
     const mi4_hip_int4_matrix *q;
     int slot, expert, rank, blocks, runs;
@@ -380,8 +368,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.q = &q;
     plan.xs = xs;
     plan.partial = (float *)(xs + q.inner_padded / 8);
-    float *xsum = plan.partial + 2 * DECODE_WARPS * 16;
-    plan.xsum = xsum;
     plan.slot = slot;
     plan.expert = expert;
     plan.rank = rank;
@@ -392,10 +378,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * slot_uint4(false), [&]() {
         stage_rows(xs, 1, q, [&](int) { return x; });
         __syncthreads();
-        if (gemm13_plan::biased) {
-            stage_chunk_sums(xs, 1, 0, q.inner_padded / CHUNK, xsum);
-            __syncthreads();
-        }
     });
 }
 
@@ -405,10 +387,8 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
  * chunks split over its group; the output is the sum over the slots with
  * the router weight (bad or non-local slots: none). */
 struct gemm2_plan {
-    static constexpr bool biased = false; /* rows in the ring: no sums */
     const gemm_params *p;
     const uint4 *xs;
-    const float *xsum; /* unused */
     float *partial; /* [2][DECODE_WARPS][16] */
     const mi4_hip_int4_matrix *q;
     const int *slot_expert;
@@ -485,7 +465,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
     plan.p = &p;
     plan.q = &q;
     plan.xs = xs;
-    plan.xsum = nullptr;
     plan.partial = partial;
     plan.slot_expert = slot_expert;
     plan.weights = weights;

@@ -75,39 +75,6 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
     stage_rows(xs, rows, q, row, [per_row](int r, int u) { return r * per_row + u; });
 }
 
-/* Whether the GEMVs over staged token rows multiply biased codes (128 + q,
- * one LOP3 a pair) and subtract (128 + zero) x the chunk's input sum
- * afterwards, instead of forming q - zero with one more bf16x2 FMA a pair:
- * a quarter fewer instructions a chunk, the result within f32 rounding of
- * the exact one (MI4_INT4_BIASED=0 builds the exact form). */
-#if !defined(MI4_INT4_BIASED)
-#define MI4_INT4_BIASED 1
-#endif
-
-/* f32 sums of the 128-input chunks of `rows` staged rows (row r at xs + r *
- * row_uint4, a chunk's 16 pieces in any order within it) into sums[chunk *
- * rows + r], a warp a sum in a fixed order; the caller synchronizes. */
-MI4_DEVICE void stage_chunk_sums(const uint4 *xs, int rows, int row_uint4, int chunks,
-                                 float *sums)
-{
-    const int warps = (int)blockDim.x / MI4_WARP, warp = (int)threadIdx.x / MI4_WARP;
-    const int lane = mi4_lane();
-    for (int i = warp; i < rows * chunks; i += warps) {
-        const int r = i % rows, c = i / rows;
-        float v = 0.0f;
-        if (lane < 16) {
-            const uint4 p = xs[(size_t)r * row_uint4 + c * 16 + lane];
-            const uint32_t words[4] = {p.x, p.y, p.z, p.w};
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                v += mi4_dev_bits_to_f32(words[j] << 16) + mi4_dev_bits_to_f32(words[j] & 0xffff0000u);
-        }
-        v = mi4_warp_sum(v);
-        if (lane == 0)
-            sums[c * rows + r] = v;
-    }
-}
-
 #if defined(MI4_MMA_NVIDIA)
 
 /* The 8 codes of `word` (code j at bits 4j) as q - zero in bf16x2 pairs
@@ -119,14 +86,6 @@ MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
 #pragma unroll
     for (int i = 0; i < 4; i++)
         pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
-}
-
-/* The same pairs biased: 128 + q (MI4_INT4_BIASED). */
-MI4_DEVICE void biased_word(uint32_t word, uint32_t (&pair)[4])
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        pair[i] = int4_biased_pair(word, 4 * i);
 }
 
 #endif

@@ -53,11 +53,9 @@ MI4_HOST_DEVICE constexpr int routed_slot_uint4(bool x_ring)
 
 size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
 {
-    /* staged: the rows and their chunk sums */
-    const size_t staged = (size_t)ROUTED_TOKENS * q.inner_padded * 2 +
-                          (size_t)ROUTED_TOKENS * (q.inner_padded / DECODE_CHUNK) * sizeof(float);
     return (size_t)ROUTED_WARPS * ROUTED_STAGES * routed_slot_uint4(x_ring) * 16 +
-           (x_ring ? 0 : staged) + 2 * (size_t)ROUTED_WARPS * PARTIAL_FLOATS * sizeof(float);
+           (x_ring ? 0 : (size_t)ROUTED_TOKENS * q.inner_padded * 2) +
+           2 * (size_t)ROUTED_WARPS * PARTIAL_FLOATS * sizeof(float);
 }
 
 #if defined(MI4_MMA_NVIDIA)
@@ -138,40 +136,24 @@ MI4_DEVICE void copy_token_chunk(uint4 *x_part, const uint16_t *const (&x_src)[4
 }
 
 /* acc += (rows g, g + 8) x (token rows 2t, 2t + 1) over one chunk: codes
- * lo, hi (zero points zero_lo, zero_hi); x: row g's 16 pieces of the chunk
- * (swizzled; pair order when staged, input order in the ring). Staged rows
- * (BIASED): the codes enter as 128 + q and (128 + zero) x the chunk sums of
- * token rows 2t, 2t + 1 (xsum) come off the f32 result. */
-template <bool X_RING, bool BIASED = !X_RING && MI4_INT4_BIASED != 0>
-MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t zero_lo,
-                          uint32_t zero_hi, const uint4 *x, const float *xsum, float scale_lo,
-                          float scale_hi, float (&acc)[4])
+ * lo, hi; x: row g's 16 pieces of the chunk (swizzled; pair order when
+ * staged, input order in the ring). */
+template <bool X_RING>
+MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t bias_lo,
+                          uint32_t bias_hi, const uint4 *x, float scale_lo, float scale_hi,
+                          float (&acc)[4])
 {
     const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    const uint32_t bias_lo = int4_bias_pair((int)zero_lo), bias_hi = int4_bias_pair((int)zero_hi);
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         const uint4 raw = x[token_piece_at(g, 4 * t + w)];
         const uint4 xv = X_RING ? pair_order(raw) : raw;
         uint32_t pl[4], ph[4];
-        if (BIASED) {
-            biased_word(int4_word_of(code_lo, w), pl);
-            biased_word(int4_word_of(code_hi, w), ph);
-        } else {
-            dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
-            dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
-        }
+        dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
+        dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
         mma_16816(d, pl[0], ph[0], pl[1], ph[1], xv.x, xv.y);
         mma_16816(d, pl[2], ph[2], pl[3], ph[3], xv.z, xv.w);
-    }
-    if (BIASED) {
-        const float2 sums = *(const float2 *)(xsum + 2 * t);
-        const float lo = -(128.0f + (float)zero_lo), hi = -(128.0f + (float)zero_hi);
-        d[0] = fmaf(lo, sums.x, d[0]);
-        d[1] = fmaf(lo, sums.y, d[1]);
-        d[2] = fmaf(hi, sums.x, d[2]);
-        d[3] = fmaf(hi, sums.y, d[3]);
     }
     acc[0] = fmaf(d[0], scale_lo, acc[0]);
     acc[1] = fmaf(d[1], scale_lo, acc[1]);
@@ -207,7 +189,6 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     uint4 *xs = routed_shared + ROUTED_WARPS * STAGES * SLOT; /* staged rows (not X_RING) */
     const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     float *partial = (float *)(xs + ROUTED_TOKENS * row_uint4);
-    float *xsum = partial + 2 * ROUTED_WARPS * PARTIAL_FLOATS; /* [chunk][8] (staged) */
     /* X_RING: the token rows of the pieces this lane copies */
     const uint16_t *x_src[4] = {nullptr, nullptr, nullptr, nullptr};
     if (X_RING)
@@ -282,10 +263,6 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                 copy_token_chunk<true>(ring + s * SLOT + CODE_UINT4, x_src, c, q);
         }
     __syncthreads();
-    if (!X_RING && MI4_INT4_BIASED) {
-        stage_chunk_sums(xs, ROUTED_TOKENS, row_uint4, q.inner_padded / DECODE_CHUNK, xsum);
-        __syncthreads();
-    }
 
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int k = 0, c = 0;
@@ -300,11 +277,11 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                 if (landed >> s & 1u) {
                     const uint4 *slot = ring + s * SLOT;
                     const int chunk = run.first + c;
-                    chunk_mma<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s][0],
-                                      zeros[s][1],
+                    chunk_mma<X_RING>(slot[lane], slot[MI4_WARP + lane],
+                                      int4_bias_pair((int)zeros[s][0]),
+                                      int4_bias_pair((int)zeros[s][1]),
                                       X_RING ? slot + CODE_UINT4 + 16 * g
                                              : xs + g * row_uint4 + chunk * 16,
-                                      xsum + chunk * ROUTED_TOKENS,
                                       int4_scale_of(q, (uint16_t)scales[s][0]),
                                       int4_scale_of(q, (uint16_t)scales[s][1]), acc);
                 }
