@@ -210,6 +210,8 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     }
     w->int4_mma = w->int4 && ctx->use_mma && mi4_hip_int4_mma_serves(desc);
     w->int4_tile_dequant = w->int4 && mi4_hip_int4_tile_dequant_serves(desc);
+    w->int4_routed = w->int4_mma && mi4_hip_int4_routed_fits((int)desc->hidden_size,
+                                                            (int)desc->intermediate_size);
     size_t k = (size_t)desc->hidden_size, n = (size_t)desc->intermediate_size;
     size_t w13_bytes = w->int4 ? 0 : (size_t)w->num_local_experts * 2 * n * k * 2;
     size_t w2_bytes = w->int4 ? 0 : (size_t)w->num_local_experts * k * n * 2;

@@ -103,7 +103,7 @@ MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_l
     for (int h = 0; h < 2; h++) {
         const bool valid = expert >= 0 && rows[h] >= 0;
         const size_t row = (size_t)(valid ? expert : 0) * q.rows + (size_t)(valid ? rows[h] : 0);
-        r.codes[h] = q.codes + row * (size_t)(q.inner_padded / 2) + 16 * t;
+        r.codes[h] = q.codes + mi4_int4_row_offset(q.inner_padded, row) + 16 * t;
         r.scales[h] = q.scales + row * q.groups;
         r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
         r.valid[h] = valid;
@@ -122,7 +122,7 @@ MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, in
     const int lane = mi4_lane(), group = min(c, q.groups - 1);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        mi4_copy16(slot + 32 * h + lane, r.codes[h] + c * (CHUNK / 2), r.valid[h]);
+        mi4_copy16(slot + 32 * h + lane, r.codes[h] + c * MI4_INT4_CHUNK_BYTES, r.valid[h]);
         scale[h] = r.valid[h] ? r.scales[h][group] : 0u;
         zero[h] = q.zeros != nullptr ? r.zeros[h][group] : 8u;
     }

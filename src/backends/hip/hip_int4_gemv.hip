@@ -31,7 +31,7 @@ MI4_DEVICE int4_row int4_row_of(const mi4_hip_int4_matrix &q, int expert, int ro
 {
     const size_t r = (size_t)expert * q.rows + (size_t)row;
     int4_row out;
-    out.codes = q.codes + r * (size_t)(q.inner_padded / 2);
+    out.codes = q.codes + mi4_int4_row_offset(q.inner_padded, r);
     out.scales = q.scales + r * (size_t)q.groups;
     out.zeros = q.zeros ? q.zeros + r * (size_t)q.groups : nullptr;
     return out;
@@ -99,7 +99,8 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
                 /* a chunk wholly in the row padding (grouped rows: IN is a
                  * multiple of 32) has no group: nothing loaded, scale 0 */
                 const bool valid = w[r].codes != nullptr && k < q.inner;
-                cv[u][r] = valid ? mi4_load_stream((const uint4 *)(w[r].codes + k / 2))
+                cv[u][r] = valid ? mi4_load_stream((const uint4 *)(w[r].codes +
+                                                                   mi4_int4_input_offset(k)))
                                  : make_uint4(0u, 0u, 0u, 0u);
                 const uint16_t s = valid ? w[r].scales[g] : (uint16_t)0;
                 scale[u][r] = q.scales_bf16 ? mi4_dev_bf16_to_f32(s) : mi4_dev_f16_to_f32(s);

@@ -215,7 +215,6 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
     const int expert = p.tile_expert[tile];
     const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int g = lane / 4, t = lane % 4;
-    const size_t row_bytes = (size_t)q.inner_padded / 2;
     const size_t expert_row0 = (size_t)expert * q.rows;
 
     for (int n = tid; n < N; n += Q_THREADS)
@@ -225,7 +224,9 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int wr = q_weight_row<GATED>(p, out_tile, tid / 4 + 64 * i);
-        code_src[i] = wr < 0 ? nullptr : q.codes + (expert_row0 + wr) * row_bytes + 16 * (tid % 4);
+        code_src[i] = wr < 0 ? nullptr
+                             : q.codes + mi4_int4_row_offset(q.inner_padded, expert_row0 + wr) +
+                                   16 * (tid % 4);
     }
     __syncthreads();
 
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
 #pragma unroll
             for (int i = 0; i < 2; i++)
                 mi4_copy16(codes + (tid / 4 + 64 * i) * 64 + 16 * (tid % 4),
-                           code_src[i] ? code_src[i] + c * (Q_CHUNK / 2) : q.codes,
+                           code_src[i] ? code_src[i] + c * MI4_INT4_CHUNK_BYTES : q.codes,
                            code_src[i] != nullptr);
         }
         mi4_copy_commit();

@@ -55,7 +55,7 @@ MI4_DEVICE void load_chunk(const mi4_hip_int4_matrix &q, const mma_rows<NB> &r, 
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
         const bool valid = r.codes[nb] != nullptr;
-        c.b[nb] = valid ? mi4_load_stream((const uint4 *)(r.codes[nb] + k0 / 2))
+        c.b[nb] = valid ? mi4_load_stream((const uint4 *)(r.codes[nb] + mi4_int4_input_offset(k0)))
                         : make_uint4(0u, 0u, 0u, 0u);
         const int zero = valid && r.zeros[nb] ? (int)r.zeros[nb][group] : 8;
         c.bias[nb] = int4_bias_pair(zero);
@@ -121,12 +121,12 @@ MI4_DEVICE void int4_mma_dots(const mi4_hip_int4_matrix &q, int expert, const in
                               float (&acc)[NB][4])
 {
     const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    const size_t row_bytes = (size_t)q.inner_padded / 2;
     mma_rows<NB> r;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
         const size_t first = (size_t)expert * q.rows + (size_t)(row0[nb] < 0 ? 0 : row0[nb]);
-        r.codes[nb] = row0[nb] < 0 ? nullptr : q.codes + (first + g) * row_bytes + 16 * t;
+        r.codes[nb] = row0[nb] < 0 ? nullptr
+                                   : q.codes + mi4_int4_row_offset(q.inner_padded, first + g) + 16 * t;
         r.zeros[nb] = q.zeros ? q.zeros + (first + g) * q.groups : nullptr;
         r.scales[nb] = q.scales + (first + 2 * t) * q.groups;
     }

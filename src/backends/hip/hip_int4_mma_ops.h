@@ -69,7 +69,8 @@ MI4_DEVICE void dequant_rows(uint16_t *dst, int ld, const int64_t *rows, int k0,
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
             if (row >= 0 && k < q.inner) {
                 const uint32_t codes =
-                    *(const uint32_t *)(q.codes + (size_t)row * (q.inner_padded / 2) + k / 2);
+                    *(const uint32_t *)(q.codes + mi4_int4_row_offset(q.inner_padded, (size_t)row) +
+                                        mi4_int4_input_offset(k));
                 const size_t at = (size_t)row * q.groups + k / q.group_size;
                 v = int4_word_to_bf16(codes, q.zeros ? (int)q.zeros[at] : 8,
                                       int4_scale_of(q, q.scales[at]));

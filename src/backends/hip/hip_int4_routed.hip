@@ -88,7 +88,7 @@ MI4_DEVICE routed_rows routed_rows_of(const mi4_hip_int4_matrix &q, int expert, 
     for (int h = 0; h < 2; h++) {
         const bool valid = rows[h] >= 0;
         const size_t row = (size_t)expert * q.rows + (size_t)(valid ? rows[h] : 0);
-        r.codes[h] = q.codes + row * (size_t)(q.inner_padded / 2) + 16 * t;
+        r.codes[h] = q.codes + mi4_int4_row_offset(q.inner_padded, row) + 16 * t;
         r.scales[h] = q.scales + row * q.groups;
         r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
         r.valid[h] = valid;
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                 const int group = min(c, q.groups - 1);
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    mi4_copy16(ring + s * SLOT + 32 * h + lane, rows.codes[h] + c * (DECODE_CHUNK / 2),
+                    mi4_copy16(ring + s * SLOT + 32 * h + lane, rows.codes[h] + c * MI4_INT4_CHUNK_BYTES,
                                rows.valid[h]);
                     scales[s][h] = rows.valid[h] ? rows.scales[h][group] : 0u;
                     zeros[s][h] = q.zeros != nullptr ? rows.zeros[h][group] : 8u;

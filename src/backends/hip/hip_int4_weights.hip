@@ -91,8 +91,8 @@ __global__ void repack(repack_params p)
                                      k.weight_nibble[j]);
                 packed |= code << (4 * j);
             }
-            *(uint32_t *)(p.codes + ((size_t)e * p.out + (size_t)o) * (p.in_padded / 2) +
-                          (size_t)word * 4) = packed;
+            *(uint32_t *)(p.codes + mi4_int4_row_offset(p.in_padded, (size_t)e * p.out + o) +
+                          mi4_int4_input_offset((int)word * 8)) = packed;
         }
         if (t < group_total) {
             int64_t g = t % p.groups;
@@ -116,7 +116,7 @@ size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m)
     if (m->codes == nullptr)
         return 0;
     const size_t row_groups = (size_t)m->experts * m->rows * m->groups;
-    return (size_t)m->experts * m->rows * (m->inner_padded / 2) + row_groups * 2 +
+    return mi4_int4_code_bytes(m->inner_padded, (size_t)m->experts * m->rows) + row_groups * 2 +
            (m->zeros ? row_groups : 0);
 }
 
@@ -142,7 +142,7 @@ moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *nam
     out->groups = m->group_size == -1 ? 1 : m->in_features / m->group_size;
     out->scales_bf16 = m->scales_dtype == MOEINT4_DTYPE_BF16;
     const size_t row_groups = (size_t)out->experts * out->rows * out->groups;
-    const size_t code_bytes = (size_t)out->experts * out->rows * (size_t)(out->inner_padded / 2);
+    const size_t code_bytes = mi4_int4_code_bytes(out->inner_padded, (size_t)out->experts * out->rows);
     char what[64];
     snprintf(what, sizeof what, "%s (int4 codes)", name);
     moeint4_status st = mi4_hip_device_alloc((void **)&out->codes, code_bytes, what, err, err_cap);
@@ -163,7 +163,7 @@ moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_mat
     const moeint4_int4_packing packing = moeint4_quant_matrix_packing(m);
     const size_t experts = (size_t)m->num_experts, in = (size_t)m->in_features,
                  rows = (size_t)m->out_features;
-    const size_t code_bytes = experts * rows * (size_t)(out->inner_padded / 2);
+    const size_t code_bytes = mi4_int4_code_bytes(out->inner_padded, experts * rows);
     const size_t row_groups = experts * rows * (size_t)out->groups;
     moeint4_status st = MOEINT4_SUCCESS;
     if (out->inner_padded != out->inner) {
@@ -243,14 +243,15 @@ __global__ void expand(expand_params p)
     const int words = m.inner / 8, member = (int)threadIdx.x % EXPAND_TEAM;
     for (int64_t row = (int64_t)blockIdx.x * EXPAND_TEAMS + (int)threadIdx.x / EXPAND_TEAM;
          row < rows; row += (int64_t)gridDim.x * EXPAND_TEAMS) {
-        const uint32_t *codes = (const uint32_t *)(m.codes + (size_t)row * (m.inner_padded / 2));
+        const uint8_t *codes = m.codes + mi4_int4_row_offset(m.inner_padded, (size_t)row);
         uint16_t *out_row = p.dst + (size_t)row * m.inner;
         for (int first = member; first < words; first += EXPAND_TEAM * EXPAND_AHEAD) {
             uint32_t word_codes[EXPAND_AHEAD];
 #pragma unroll
             for (int i = 0; i < EXPAND_AHEAD; i++) {
                 const int w = first + i * EXPAND_TEAM;
-                word_codes[i] = w < words ? codes[w] : 0u;
+                word_codes[i] =
+                    w < words ? *(const uint32_t *)(codes + mi4_int4_input_offset(8 * w)) : 0u;
             }
 #pragma unroll
             for (int i = 0; i < EXPAND_AHEAD; i++) {
@@ -308,6 +309,7 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
     *view = *w;
     view->int4 = 0; /* the GEMMs read the BF16 copies */
     view->int4_mma = 0;
+    view->int4_routed = 0;
     view->int4_tile_dequant = 0;
     view->w13 = (uint16_t *)scratch;
     view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));

@@ -40,8 +40,34 @@ typedef struct mi4_hip_context {
  * inputs (64 bytes; pad codes 0, their inputs read as 0); scales and zeros
  * per (row, group), so a 16-byte load of codes meets one scale and one
  * zero. */
+/* The int4 codes' device layout. Rows R = expert * rows + row (the experts
+ * one after another) go in groups of 8; a group holds its rows' codes chunk
+ * after chunk of 128 inputs, a chunk 8 rows x 64 bytes (512 contiguous
+ * bytes, code k of a row at bits 4 (k % 8) of its byte k / 2). The 16 bytes
+ * a lane of the matrix-core GEMVs loads per chunk (rows g and g + 8, inputs
+ * 32t .. 32t + 31) then make one or two whole 512-byte blocks a warp: the
+ * access pattern streamed 16 separate 64-byte row pieces at 1954 GB/s and
+ * 1 KB contiguous at 2588 GB/s on the H200 (bench/results/
+ * hip-2026-12-02-early-x.md), as Marlin's re-tiled weights do. */
+#define MI4_INT4_CHUNK_BYTES 512 /* from one chunk of a row to the next */
+
+/* Byte offset of row R's first chunk, and of input k (even) within a row. */
+MI4_HOST_DEVICE size_t mi4_int4_row_offset(int inner_padded, size_t row)
+{
+    return row / 8 * (size_t)inner_padded * 4 + row % 8 * 64;
+}
+MI4_HOST_DEVICE size_t mi4_int4_input_offset(int k)
+{
+    return (size_t)(k / 128) * MI4_INT4_CHUNK_BYTES + (size_t)(k % 128) / 2;
+}
+/* Bytes of the codes of `rows` rows (whole groups of 8). */
+MI4_HOST_DEVICE size_t mi4_int4_code_bytes(int inner_padded, size_t rows)
+{
+    return (rows + 7) / 8 * 8 * (size_t)(inner_padded / 2);
+}
+
 typedef struct mi4_hip_int4_matrix {
-    uint8_t *codes;          /* [E_l][rows][inner_padded / 2] */
+    uint8_t *codes;          /* E_l x rows rows of inner_padded / 2 bytes (mi4_int4_row_offset) */
     uint16_t *scales;        /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
     uint8_t *zeros;          /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
     int experts, rows, inner, inner_padded, group_size, groups;
@@ -56,6 +82,8 @@ typedef struct mi4_hip_weights {
     int int4;                /* 1: gpu_weights INT4 (q13, q2; w13 = w2 = NULL) */
     int int4_mma;            /* 1: int4 weights the matrix-core GEMV serves (see
                                 mi4_hip_int4_mma_serves) */
+    int int4_routed;         /* 1: int4_mma and the routed decode GEMVs fit the
+                                device (mi4_hip_int4_routed_fits) */
     int int4_tile_dequant;   /* 1: the GEMM tiles take these int4 weights as codes,
                                 dequantized into their shared weight tiles (no
                                 expansion; see mi4_hip_int4_tile_dequant_serves) */
@@ -207,6 +235,11 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
  * (once per 16 rows); past that the weights are expanded to BF16. */
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
 #define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
+/* Rows per expert up to which the routed decode GEMVs (MI4_TILE_D8) take
+ * routed batches on sm_90a (hip_tiles.hip). */
+#ifndef MI4_ROUTED_MAX_ROWS_PER_EXPERT
+#define MI4_ROUTED_MAX_ROWS_PER_EXPERT 2
+#endif
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */

@@ -67,9 +67,10 @@ MI4_DEVICE void load_codes(uint8_t *stage, const int64_t (&rows)[BN * 2 / WG_THR
     for (int i = 0; i < BN * 2 / WG_THREADS; i++) {
         const int r = tid / 2 + i * (WG_THREADS / 2);
         const bool valid = rows[i] >= 0;
-        const uint8_t *src = q.codes + (valid ? (size_t)rows[i] * (q.inner_padded / 2) +
-                                                    k_tile * (WG_BK / 2) + 16 * half
-                                              : 0);
+        const uint8_t *src =
+            q.codes + (valid ? mi4_int4_row_offset(q.inner_padded, (size_t)rows[i]) +
+                                   mi4_int4_input_offset(k_tile * WG_BK + 32 * half)
+                             : 0);
         mi4_copy16(stage + r * (WG_BK / 2) + 16 * half, src, valid);
     }
 }
