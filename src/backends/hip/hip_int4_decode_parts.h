@@ -9,7 +9,8 @@
 
 #include "backends/hip/hip_int4_mma_ops.h"
 
-namespace mi4_gemm {
+namespace mi4_gemm
+{
 
 constexpr int DECODE_CHUNK = 128; /* inputs of one chunk: 16 bytes of codes a lane */
 
@@ -31,7 +32,7 @@ MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int s
 {
     const int chunks = q.inner_padded / DECODE_CHUNK, per = (chunks + splits - 1) / splits;
     const int first = min(chunks, split * per);
-    return {first, min(chunks, first + per), per};
+    return { first, min(chunks, first + per), per };
 }
 
 /* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */

@@ -32,15 +32,16 @@
 #include "backends/hip/hip_gemm_common.h"
 #include "backends/hip/hip_int4_decode_parts.h"
 
-namespace {
+namespace
+{
 
 using namespace mi4_gemm;
 
 constexpr int ROUTED_WARPS = 8;
 constexpr int ROUTED_TOKENS = 8; /* token rows of a tile: the MMA's n */
 constexpr int ROUTED_STAGES = 4;
-constexpr int CODE_UINT4 = 64;                    /* 16 rows x 128 inputs: 1 KB */
-constexpr int X_UINT4 = ROUTED_TOKENS * 16;       /* 8 rows x 128 inputs: 2 KB */
+constexpr int CODE_UINT4 = 64;                     /* 16 rows x 128 inputs: 1 KB */
+constexpr int X_UINT4 = ROUTED_TOKENS * 16;        /* 8 rows x 128 inputs: 2 KB */
 constexpr int PARTIAL_FLOATS = 16 * ROUTED_TOKENS; /* a warp's 16 rows x 8 tokens */
 /* Token rows staged per block up to this many bytes (Mixtral's gemm13: 64
  * KB); longer rows ride in the ring. */
@@ -64,11 +65,7 @@ size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
  * sits among its chunk's 16 pieces: lane (g, t) reads piece 4t + w of row
  * g, and the 8 lanes of a quarter-warp (g of one parity pair, t 0..3) then
  * land on 8 distinct 16-byte bank groups. */
-MI4_DEVICE int token_piece_at(int n, int kp)
-{
-    return kp ^ (((kp >> 3) & 1) << 1) ^ (n & 1);
-}
-
+MI4_DEVICE int token_piece_at(int n, int kp) { return kp ^ (((kp >> 3) & 1) << 1) ^ (n & 1); }
 
 /* This lane's two weight rows of the current item (row g, row g + 8). */
 struct routed_rows {
@@ -82,7 +79,7 @@ MI4_DEVICE routed_rows routed_rows_of(const mi4_hip_int4_matrix &q, int expert, 
                                       int row_hi)
 {
     const int t = mi4_lane() & 3;
-    const int rows[2] = {row_lo, row_hi};
+    const int rows[2] = { row_lo, row_hi };
     routed_rows r;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -99,8 +96,7 @@ MI4_DEVICE routed_rows routed_rows_of(const mi4_hip_int4_matrix &q, int expert, 
 /* The weight rows of output block `ob`: gemm13 (GATED) gate row o and up
  * row out_cols + o of output o = 8 ob + g; gemm2 rows 16 ob + g and + 8
  * (-1 past the end). */
-template <bool GATED>
-MI4_DEVICE void block_rows(const gemm_params &p, int ob, int *lo, int *hi)
+template <bool GATED> MI4_DEVICE void block_rows(const gemm_params &p, int ob, int *lo, int *hi)
 {
     const int g = mi4_lane() >> 2;
     if (GATED) {
@@ -144,7 +140,7 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
                           float (&acc)[4])
 {
     const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         const uint4 raw = x[token_piece_at(g, 4 * t + w)];
@@ -190,7 +186,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     float *partial = (float *)(xs + ROUTED_TOKENS * row_uint4);
     /* X_RING: the token rows of the pieces this lane copies */
-    const uint16_t *x_src[4] = {nullptr, nullptr, nullptr, nullptr};
+    const uint16_t *x_src[4] = { nullptr, nullptr, nullptr, nullptr };
     if (X_RING)
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -215,8 +211,8 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                 const int group = min(c, q.groups - 1);
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    mi4_copy16(ring + s * SLOT + 32 * h + lane, rows.codes[h] + c * MI4_INT4_CHUNK_BYTES,
-                               rows.valid[h]);
+                    mi4_copy16(ring + s * SLOT + 32 * h + lane,
+                               rows.codes[h] + c * MI4_INT4_CHUNK_BYTES, rows.valid[h]);
                     scales[s][h] = rows.valid[h] ? rows.scales[h][group] : 0u;
                     zeros[s][h] = q.zeros != nullptr ? rows.zeros[h][group] : 8u;
                 }
@@ -264,26 +260,25 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
         }
     __syncthreads();
 
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
     int k = 0, c = 0;
     while (k < items) {
 #pragma unroll
         for (int s = 0; s < STAGES; s++) {
-            if (k < items) { /* uniform over the block */
+            if (k < items) {                 /* uniform over the block */
                 mi4_copy_wait<STAGES - 2>(); /* step (k, c) has landed */
                 if (X_RING)
-                    __syncwarp(); /* the inputs other lanes copied */
+                    __syncwarp();              /* the inputs other lanes copied */
                 asm volatile("" ::: "memory"); /* no shared read moves above the wait */
                 if (landed >> s & 1u) {
                     const uint4 *slot = ring + s * SLOT;
                     const int chunk = run.first + c;
-                    chunk_mma<X_RING>(slot[lane], slot[MI4_WARP + lane],
-                                      int4_bias_pair((int)zeros[s][0]),
-                                      int4_bias_pair((int)zeros[s][1]),
-                                      X_RING ? slot + CODE_UINT4 + 16 * g
-                                             : xs + g * row_uint4 + chunk * 16,
-                                      int4_scale_of(q, (uint16_t)scales[s][0]),
-                                      int4_scale_of(q, (uint16_t)scales[s][1]), acc);
+                    chunk_mma<X_RING>(
+                        slot[lane], slot[MI4_WARP + lane], int4_bias_pair((int)zeros[s][0]),
+                        int4_bias_pair((int)zeros[s][1]),
+                        X_RING ? slot + CODE_UINT4 + 16 * g : xs + g * row_uint4 + chunk * 16,
+                        int4_scale_of(q, (uint16_t)scales[s][0]),
+                        int4_scale_of(q, (uint16_t)scales[s][1]), acc);
                 }
                 asm volatile("" ::: "memory"); /* slot s - 1 was read in the step before */
                 issue((s + STAGES - 1) % STAGES, true);
@@ -376,10 +371,10 @@ hipError_t mi4_hip_int4_routed_init(void)
         e = hipDeviceGetAttribute(&limit, hipDeviceAttributeSharedMemPerBlockOptin, device);
     if (e != hipSuccess)
         return e;
-    const hipError_t results[] = {allow_decode_shared(int4_routed_decode<true, false>, limit),
-                                  allow_decode_shared(int4_routed_decode<true, true>, limit),
-                                  allow_decode_shared(int4_routed_decode<false, false>, limit),
-                                  allow_decode_shared(int4_routed_decode<false, true>, limit)};
+    const hipError_t results[] = { allow_decode_shared(int4_routed_decode<true, false>, limit),
+                                   allow_decode_shared(int4_routed_decode<true, true>, limit),
+                                   allow_decode_shared(int4_routed_decode<false, false>, limit),
+                                   allow_decode_shared(int4_routed_decode<false, true>, limit) };
     for (hipError_t r : results)
         if (r != hipSuccess)
             return r;
@@ -387,7 +382,8 @@ hipError_t mi4_hip_int4_routed_init(void)
     return hipSuccess;
 }
 
-namespace {
+namespace
+{
 
 typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int, int);
 
@@ -403,8 +399,9 @@ routed_choice routed_choice_of(bool gated, const mi4_hip_int4_matrix &q)
 {
     const bool x_ring = routed_x_ring(q);
     routed_choice c;
-    c.kernel = gated ? (x_ring ? int4_routed_decode<true, true> : int4_routed_decode<true, false>)
-                     : (x_ring ? int4_routed_decode<false, true> : int4_routed_decode<false, false>);
+    c.kernel = gated
+                   ? (x_ring ? int4_routed_decode<true, true> : int4_routed_decode<true, false>)
+                   : (x_ring ? int4_routed_decode<false, true> : int4_routed_decode<false, false>);
     c.shared = routed_shared_bytes(x_ring, q);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, ROUTED_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
@@ -451,7 +448,8 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     const int64_t tiles = a->routing->max_tiles;
     if (tiles == 0 || units == 0)
         return hipSuccess;
-    const int64_t resident = (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
+    const int64_t resident =
+        (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
     int64_t per_tile = (2 * resident + tiles - 1) / tiles;
     per_tile = per_tile < 1 ? 1 : per_tile > units ? units : per_tile;
     const dim3 grid((unsigned)(tiles * per_tile)), block(ROUTED_WARPS * MI4_WARP);
