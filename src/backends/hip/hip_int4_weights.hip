@@ -231,8 +231,11 @@ MI4_DEVICE void expand_word(const mi4_hip_int4_matrix &m, int64_t row, int word,
 
 /* A team of 32 threads a row (grid-strided); member m takes the row's words
  * m, m + 32, ..., four loads in flight before their four conversions, so a
- * team's loads (128 bytes) and stores (512 bytes) stay contiguous, and no
- * word pays a 64-bit division. */
+ * team's stores (512 bytes) stay contiguous, its loads are two 64-byte row
+ * pieces of the re-tiled codes (a block's 8 teams: the 8 rows of a group,
+ * whole 512-byte blocks together), and no word pays a 64-bit division. On
+ * the H200 this reads the re-tiled codes 7% slower than it read whole rows
+ * (bench/results/hip-2026-12-02-routed.md). */
 constexpr int EXPAND_TEAM = 32, EXPAND_THREADS = 256, EXPAND_TEAMS = EXPAND_THREADS / EXPAND_TEAM;
 constexpr int EXPAND_AHEAD = 4;
 
