@@ -59,11 +59,18 @@ static void test_variants_and_tiles(void **state)
     setenv("MOEINT4_HIP_GEMM", "mma", 1);
 }
 
+/* A test extra of the HIP plugin (fails the test when it is missing). */
+static void *hip_extra(const char *name)
+{
+    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, name);
+    assert_non_null(fn);
+    return fn;
+}
+
 /* 1 when the plugin has the sm_90a wgmma tiles (a test extra). */
 static int wgmma_built(void)
 {
-    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_wgmma_built");
-    assert_non_null(fn);
+    void *fn = hip_extra("hip_test_wgmma_built");
     int (*built)(void);
     memcpy(&built, &fn, sizeof fn);
     return built();
@@ -73,8 +80,7 @@ static int wgmma_built(void)
  * fit the device (a test extra); 0 on builds without them. */
 static int routed_fits(int hidden, int intermediate)
 {
-    void *fn = moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP, "hip_test_int4_routed_fits");
-    assert_non_null(fn);
+    void *fn = hip_extra("hip_test_int4_routed_fits");
     int (*fits)(int, int);
     memcpy(&fits, &fn, sizeof fn);
     return fits(hidden, intermediate);

@@ -2,8 +2,10 @@
  * the direct GEMVs, one token row per slot; hip_int4_routed.hip: routed tiles
  * of up to 8 token rows): codes to bf16x2 pairs, token inputs in the pair
  * order the MMA takes them in, staging token rows into shared memory, the
- * split of a row's chunks over warps, a block's items, and the opt-in
- * shared-memory limit. NVIDIA sm_80+ only (MI4_MMA_NVIDIA), like the MMA. */
+ * split of a row's chunks over warps, a block's items, a lane's two weight
+ * rows and the cp.async of their chunks, and the opt-in shared-memory
+ * limit. What touches the MMA's operands is NVIDIA sm_80+ only
+ * (MI4_MMA_NVIDIA). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_DECODE_PARTS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_DECODE_PARTS_H
 
@@ -87,6 +89,52 @@ MI4_DEVICE void dequant_word(uint32_t word, uint32_t bias, uint32_t (&pair)[4])
 #pragma unroll
     for (int i = 0; i < 4; i++)
         pair[i] = int4_pair_minus_zero(word, 4 * i, bias);
+}
+
+/* Where this lane's two rows of one expert start. A missing row (valid[h]
+ * false) points at row 0 of expert 0, so every address stays inside the
+ * matrix and the chunks test no pointer: its codes copy as zeros and its
+ * scale is 0. */
+struct item_rows {
+    const uint8_t *codes[2];
+    const uint16_t *scales[2];
+    const uint8_t *zeros[2]; /* unused when the matrix has no zero points */
+    bool valid[2];
+    const uint16_t *x_row; /* direct gemm2, X_RING: the run's token row (act of its slot) */
+};
+
+MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_lo, int row_hi)
+{
+    const int t = mi4_lane() & 3;
+    const int rows[2] = { row_lo, row_hi };
+    item_rows r;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const bool valid = expert >= 0 && rows[h] >= 0;
+        const size_t row = (size_t)(valid ? expert : 0) * q.rows + (size_t)(valid ? rows[h] : 0);
+        r.codes[h] = q.codes + mi4_int4_row_offset(q.inner_padded, row) + 16 * t;
+        r.scales[h] = q.scales + row * q.groups;
+        r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
+        r.valid[h] = valid;
+    }
+    r.x_row = nullptr;
+    return r;
+}
+
+/* Starts chunk c of this lane's rows: codes into `slot` (row g at lane,
+ * row g + 8 at 32 + lane; zeros for no row) by cp.async, the scale bits and
+ * zero points (row g, row g + 8) into registers. A chunk is its group
+ * for group 128; per-channel rows have one group. */
+MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, int c, uint4 *slot,
+                            uint32_t (&scale)[2], uint32_t (&zero)[2])
+{
+    const int lane = mi4_lane(), group = min(c, q.groups - 1);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        mi4_copy16(slot + 32 * h + lane, r.codes[h] + c * MI4_INT4_CHUNK_BYTES, r.valid[h]);
+        scale[h] = r.valid[h] ? r.scales[h][group] : 0u;
+        zero[h] = q.zeros != nullptr ? r.zeros[h][group] : 8u;
+    }
 }
 
 #endif

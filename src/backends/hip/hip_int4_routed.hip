@@ -67,32 +67,6 @@ size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
  * land on 8 distinct 16-byte bank groups. */
 MI4_DEVICE int token_piece_at(int n, int kp) { return kp ^ (((kp >> 3) & 1) << 1) ^ (n & 1); }
 
-/* This lane's two weight rows of the current item (row g, row g + 8). */
-struct routed_rows {
-    const uint8_t *codes[2];
-    const uint16_t *scales[2];
-    const uint8_t *zeros[2];
-    bool valid[2];
-};
-
-MI4_DEVICE routed_rows routed_rows_of(const mi4_hip_int4_matrix &q, int expert, int row_lo,
-                                      int row_hi)
-{
-    const int t = mi4_lane() & 3;
-    const int rows[2] = { row_lo, row_hi };
-    routed_rows r;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const bool valid = rows[h] >= 0;
-        const size_t row = (size_t)expert * q.rows + (size_t)(valid ? rows[h] : 0);
-        r.codes[h] = q.codes + mi4_int4_row_offset(q.inner_padded, row) + 16 * t;
-        r.scales[h] = q.scales + row * q.groups;
-        r.zeros[h] = q.zeros ? q.zeros + row * q.groups : nullptr;
-        r.valid[h] = valid;
-    }
-    return r;
-}
-
 /* The weight rows of output block `ob`: gemm13 (GATED) gate row o and up
  * row out_cols + o of output o = 8 ob + g; gemm2 rows 16 ob + g and + 8
  * (-1 past the end). */
@@ -195,7 +169,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
         }
 
     uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u;
-    routed_rows rows;
+    item_rows rows;
     int issue_k = 0, issue_c = 0;
     auto issue = [&](int s, bool with_x) {
         bool has = false;
@@ -203,19 +177,12 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             if (issue_c == 0) {
                 int lo, hi;
                 block_rows<GATED>(p, (rank + issue_k * per_tile) * obs + warp_ob, &lo, &hi);
-                rows = routed_rows_of(q, expert, lo, hi);
+                rows = rows_of(q, expert, lo, hi);
             }
             const int c = run.first + issue_c;
             has = c < run.end;
             if (has) {
-                const int group = min(c, q.groups - 1);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    mi4_copy16(ring + s * SLOT + 32 * h + lane,
-                               rows.codes[h] + c * MI4_INT4_CHUNK_BYTES, rows.valid[h]);
-                    scales[s][h] = rows.valid[h] ? rows.scales[h][group] : 0u;
-                    zeros[s][h] = q.zeros != nullptr ? rows.zeros[h][group] : 8u;
-                }
+                issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
                 if (X_RING && with_x)
                     copy_token_chunk<false>(ring + s * SLOT + CODE_UINT4, x_src, c, q);
             }

@@ -43,7 +43,8 @@ typedef struct mi4_hip_context {
 /* The int4 codes' device layout. Rows R = expert * rows + row (the experts
  * one after another) go in groups of 8; a group holds its rows' codes chunk
  * after chunk of 128 inputs, a chunk 8 rows x 64 bytes (512 contiguous
- * bytes, code k of a row at bits 4 (k % 8) of its byte k / 2). The 16 bytes
+ * bytes; a row's 64 bytes hold its 128 codes in input order, 8 to a 32-bit
+ * word, code j of a word at bits 4j). The 16 bytes
  * a lane of the matrix-core GEMVs loads per chunk (rows g and g + 8, inputs
  * 32t .. 32t + 31) then make one or two whole 512-byte blocks a warp: the
  * access pattern streamed 16 separate 64-byte row pieces at 1954 GB/s and
