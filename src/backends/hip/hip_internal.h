@@ -35,21 +35,19 @@ typedef struct mi4_hip_context {
 } mi4_hip_context;
 
 /* One projection kept int4 on the device (hip_int4_weights.hip): rows are
- * outputs, codes packed two per byte along the input (byte j = code(2j) |
- * code(2j+1) << 4, the XPU layout), each row padded to a multiple of 128
- * inputs (64 bytes; pad codes 0, their inputs read as 0); scales and zeros
- * per (row, group), so a 16-byte load of codes meets one scale and one
- * zero. */
-/* The int4 codes' device layout. Rows R = expert * rows + row (the experts
- * one after another) go in groups of 8; a group holds its rows' codes chunk
- * after chunk of 128 inputs, a chunk 8 rows x 64 bytes (512 contiguous
- * bytes; a row's 64 bytes hold its 128 codes in input order, 8 to a 32-bit
- * word, code j of a word at bits 4j). The 16 bytes
- * a lane of the matrix-core GEMVs loads per chunk (rows g and g + 8, inputs
- * 32t .. 32t + 31) then make one or two whole 512-byte blocks a warp: the
- * access pattern streamed 16 separate 64-byte row pieces at 1954 GB/s and
- * 1 KB contiguous at 2588 GB/s on the H200 (bench/results/
- * hip-2026-12-02-early-x.md), as Marlin's re-tiled weights do. */
+ * outputs, codes packed two per byte along the input (byte j of a row's
+ * piece = code(2j) | code(2j+1) << 4, the XPU byte order), each row padded
+ * to a multiple of 128 inputs (pad codes 0, their inputs read as 0);
+ * scales and zeros per (row, group), so a 16-byte load of codes meets one
+ * scale and one zero. The codes are re-tiled: rows R = expert * rows + row
+ * (the experts one after another) go in groups of 8, and a group holds its
+ * rows' codes chunk after chunk of 128 inputs, a chunk 8 rows x 64 bytes
+ * (512 contiguous bytes). The 16 bytes a lane of the matrix-core GEMVs
+ * loads per chunk (rows g and g + 8, inputs 32t .. 32t + 31) then make one
+ * or two whole 512-byte blocks a warp: the access pattern streamed 16
+ * separate 64-byte row pieces at 1954 GB/s and 1 KB contiguous at 2588 GB/s
+ * on the H200 (bench/results/hip-2026-12-02-early-x.md), as Marlin's
+ * re-tiled weights do. */
 #define MI4_INT4_CHUNK_BYTES 512 /* from one chunk of a row to the next */
 
 /* Byte offset of row R's first chunk, and of input k (even) within a row. */
@@ -238,9 +236,7 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
 #define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
 /* Rows per expert up to which the routed decode GEMVs (MI4_TILE_D8) take
  * routed batches on sm_90a (hip_tiles.hip). */
-#ifndef MI4_ROUTED_MAX_ROWS_PER_EXPERT
 #define MI4_ROUTED_MAX_ROWS_PER_EXPERT 2
-#endif
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */
