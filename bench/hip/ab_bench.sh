@@ -17,7 +17,8 @@
 # "name=lib:DIR" times a build made elsewhere (bench/hip/prebuild.sh: DIR
 # holds libmoeint4.so and its plugin), without building here; no tests.
 # WEIGHTS_name (e.g. WEIGHTS_main=bf16,int4) times other weights modes for
-# one variant than $WEIGHTS: the BF16 mode once, next to int4 variants.
+# one variant than $WEIGHTS: the BF16 mode once, next to int4 variants;
+# TOKENS_name other batch sizes than $TOKENS (a knob that only decode uses).
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
@@ -68,7 +69,7 @@ for ((r = 0; r < ROUNDS; r++)); do
     # shellcheck disable=SC2046 # ENV_name: one VAR=value a word
     env $(per_variant ENV "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
       --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(per_variant WEIGHTS "$name" "$WEIGHTS")" \
-      --tokens "$TOKENS" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
+      --tokens "$(per_variant TOKENS "$name" "$TOKENS")" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
 done

@@ -270,22 +270,16 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         acc[i] = 0.0f;
     const int row_lo = warp * 16 + g, row_hi = row_lo + 8;
 
-    /* Per chunk: dequantize this lane's A fragments of the 8 k steps, issue
-     * the 8 MMAs, wait for them (the stage refilled next was read by the
-     * previous chunk's, done). */
-    uint32_t cur[8][4];
-    for (int c = 0; c < chunks; c++) {
-        mi4_copy_wait<AHEAD - 1>();
-        mi4_fence_proxy_async();
-        __syncthreads();
-        issue(c + AHEAD);
+    /* The A fragments of the 8 k steps of chunk c into `a` (and the
+     * chunk's two group scales into `scale`), from its landed stage. */
+    auto dequant_chunk = [&](int c, uint32_t(&a)[8][4], float(&scale)[2]) {
         const char *stage = pipeline + (c % STAGES) * shape::stage_bytes;
         const uint8_t *codes = (const uint8_t *)(stage + shape::tokens_bytes);
         const uint4 lo = *(const uint4 *)(codes + row_lo * 64 + 16 * t);
         const uint4 hi = *(const uint4 *)(codes + row_hi * 64 + 16 * t);
         const int group = c * Q_CHUNK / q.group_size;
-        const float scale_lo = int4_scale_of(q, s_scale[row_lo * q.groups + group]);
-        const float scale_hi = int4_scale_of(q, s_scale[row_hi * q.groups + group]);
+        scale[0] = int4_scale_of(q, s_scale[row_lo * q.groups + group]);
+        scale[1] = int4_scale_of(q, s_scale[row_hi * q.groups + group]);
         const int zero_lo = q.zeros ? s_zero[row_lo * q.groups + group] : 8;
         const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
         const uint32_t bias_lo = int4_bias_pair(zero_lo), bias_hi = int4_bias_pair(zero_hi);
@@ -293,12 +287,35 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         for (int w = 0; w < 4; w++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                uint32_t(&a)[4] = cur[2 * w + h];
-                a[0] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h, bias_lo, scale_lo);
-                a[1] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h, bias_hi, scale_hi);
-                a[2] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h + 4, bias_lo, scale_lo);
-                a[3] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h + 4, bias_hi, scale_hi);
+                uint32_t(&f)[4] = a[2 * w + h];
+                f[0] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h, bias_lo, scale[0]);
+                f[1] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h, bias_hi, scale[1]);
+                f[2] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h + 4, bias_lo, scale[0]);
+                f[3] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h + 4, bias_hi, scale[1]);
             }
+    };
+    /* The chunk waited for has landed for every thread (and every thread
+     * is past the MMAs of the chunks before the one in flight). */
+    auto chunk_landed = [&]() {
+        mi4_fence_proxy_async();
+        __syncthreads();
+    };
+
+    /* From 64 tokens on, two sets of A fragments: chunk c + 1's are
+     * dequantized while chunk c's MMAs run (so the dequantization and the
+     * matrix cores overlap in each warpgroup, not only across the two),
+     * then chunk c's MMAs are waited for. One step: MMAs of chunk c from
+     * `now`, dequantization of chunk c + 1 into `next`. Narrower tiles
+     * dequantize a chunk, then run its MMAs: the H200 measured no gain at
+     * 32 tokens and a loss at 8 (the second set spills or halves the
+     * blocks an SM holds). */
+    constexpr bool PIPELINED = N >= 64;
+    static_assert(!PIPELINED || AHEAD >= 2, "the pipelined loop waits for the chunk after next");
+    uint32_t frag[2][8][4];
+    float frag_scale[2][2];
+    auto step = [&](int c, uint32_t(&now)[8][4], const float(&now_scale)[2], uint32_t(&next)[8][4],
+                    float(&next_scale)[2]) {
+        const char *stage = pipeline + (c % STAGES) * shape::stage_bytes;
         const uint16_t *tokens = (const uint16_t *)stage;
         const uint64_t desc0 = mi4_wgmma_desc(tokens), desc1 = mi4_wgmma_desc(tokens + N * 64);
         mi4_wgmma_fence();
@@ -306,18 +323,42 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         for (int s = 0; s < 8; s++) {
             const uint64_t desc = (s < 4 ? desc0 : desc1) + 2 * (s % 4);
             if constexpr (EXACT)
-                wgmma_rs(part, cur[s], desc, s > 0);
+                wgmma_rs(part, now[s], desc, s > 0);
             else
-                wgmma_rs(acc, cur[s], desc, 1);
+                wgmma_rs(acc, now[s], desc, 1);
         }
         mi4_wgmma_commit();
+        if (PIPELINED && c + 1 < chunks) { /* uniform over the block */
+            mi4_copy_wait<AHEAD - 2>();    /* chunk c + 1 */
+            chunk_landed();
+            issue(c + AHEAD); /* into chunk c - 1's stage, whose MMAs are done */
+            dequant_chunk(c + 1, next, next_scale);
+        }
         mi4_wgmma_wait_all();
-        q_keep(cur);
+        q_keep(now);
         if constexpr (EXACT) {
             mi4_fence_registers(part);
 #pragma unroll
             for (int i = 0; i < ACC; i++)
-                acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
+                acc[i] = fmaf(part[i], (i & 2) ? now_scale[1] : now_scale[0], acc[i]);
+        }
+    };
+    if constexpr (PIPELINED) {
+        mi4_copy_wait<AHEAD - 1>(); /* chunk 0 */
+        chunk_landed();
+        dequant_chunk(0, frag[0], frag_scale[0]);
+        for (int c = 0; c < chunks; c += 2) {
+            step(c, frag[0], frag_scale[0], frag[1], frag_scale[1]);
+            if (c + 1 < chunks)
+                step(c + 1, frag[1], frag_scale[1], frag[0], frag_scale[0]);
+        }
+    } else {
+        for (int c = 0; c < chunks; c++) {
+            mi4_copy_wait<AHEAD - 1>(); /* chunk c */
+            chunk_landed();
+            issue(c + AHEAD); /* into chunk c - 1's stage, whose MMAs are done */
+            dequant_chunk(c, frag[0], frag_scale[0]);
+            step(c, frag[0], frag_scale[0], frag[1], frag_scale[1]);
         }
     }
     mi4_fence_registers(acc);
