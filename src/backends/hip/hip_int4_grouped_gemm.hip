@@ -66,6 +66,9 @@ MI4_HOST_DEVICE int q_input_of(int k)
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
 constexpr int Q_THREADS = 256;
+/* scale loads a thread has in flight (fewer in narrow tiles: their
+ * registers decide how many blocks an SM holds) */
+template <int N> constexpr int q_loads = N >= 64 ? 8 : 4;
 /* Dynamic shared memory a block may take: the device's 227 KiB less the
  * static token-row tables. */
 constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
@@ -254,14 +257,31 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
     for (int s = 0; s < AHEAD; s++)
         issue(s);
 
-    /* scales and zero points of the block's rows, while the first stages fly */
-    for (int i = tid; i < Q_ROWS * q.groups; i += Q_THREADS) {
-        const int r = i / q.groups, group = i % q.groups;
-        const int wr = q_weight_row<GATED>(p, out_tile, r);
-        const size_t at = (expert_row0 + (wr < 0 ? 0 : wr)) * q.groups + group;
-        s_scale[i] = wr < 0 ? 0 : q.scales[at];
-        if (q.zeros)
-            s_zero[i] = wr < 0 ? 8 : q.zeros[at];
+    /* Scales and zero points of the block's rows, while the first stages
+     * fly: q_loads<N> loads in flight a thread before any store (a store
+     * after each load waited for each, 16 round trips a block at
+     * Mixtral's gemm13, 56 at its gemm2). */
+    const int entries = Q_ROWS * q.groups;
+    for (int first = tid; first < entries; first += q_loads<N> * Q_THREADS) {
+        uint16_t scale[q_loads<N>];
+        uint8_t zero[q_loads<N>];
+#pragma unroll
+        for (int j = 0; j < q_loads<N>; j++) {
+            const int i = first + j * Q_THREADS, r = i / q.groups;
+            const int wr = i < entries ? q_weight_row<GATED>(p, out_tile, r) : -1;
+            const size_t at = (expert_row0 + (wr < 0 ? 0 : wr)) * q.groups + (i - r * q.groups);
+            scale[j] = wr < 0 ? 0 : q.scales[at];
+            zero[j] = wr < 0 || !q.zeros ? 8 : q.zeros[at];
+        }
+#pragma unroll
+        for (int j = 0; j < q_loads<N>; j++) {
+            const int i = first + j * Q_THREADS;
+            if (i < entries) {
+                s_scale[i] = scale[j];
+                if (q.zeros)
+                    s_zero[i] = zero[j];
+            }
+        }
     }
 
     float acc[ACC], part[ACC];
