@@ -233,15 +233,27 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
     }
     __syncthreads();
 
+    /* This thread's token copies: 16 bytes (piece) of token rows
+     * first_row + ROWS_PER_PASS k. Rows a multiple of 8 apart share their
+     * swizzle, so every copy lands at a fixed offset from the first (the
+     * general index arithmetic cost about 33 instructions a copy). */
+    constexpr int ROWS_PER_PASS = Q_THREADS / 16;
+    static_assert(ROWS_PER_PASS % 8 == 0, "the swizzle repeats every 8 rows");
+    const int piece = tid % 16, first_row = tid / 16;
+    const int token_at =
+        piece / 8 * N * 64 + first_row * 64 + (((piece % 8) ^ (first_row & 7)) * 8);
     const int chunks = q.inner_padded / Q_CHUNK;
     auto issue = [&](int c) {
         if (c < chunks) {
             char *stage = pipeline + (c % STAGES) * shape::stage_bytes;
             uint16_t *tokens = (uint16_t *)stage;
-            for (int i = tid; i < N * 16; i += Q_THREADS) {
-                const int n = i / 16, piece = i % 16, atom = piece / 8, kc = piece % 8;
+#pragma unroll
+            for (int k = 0; k < (N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; k++) {
+                const int n = first_row + k * ROWS_PER_PASS;
+                if (N % ROWS_PER_PASS != 0 && n >= N)
+                    break;
                 const uint16_t *src = token_row[n];
-                mi4_copy16(tokens + atom * N * 64 + n * 64 + ((kc ^ (n & 7)) * 8),
+                mi4_copy16(tokens + token_at + k * ROWS_PER_PASS * 64,
                            src ? src + c * Q_CHUNK + piece * 8 : p.a, src != nullptr);
             }
             uint8_t *codes = (uint8_t *)(stage + shape::tokens_bytes);
