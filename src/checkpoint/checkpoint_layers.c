@@ -140,7 +140,7 @@ static moeint4_status group_size_of(moeint4_checkpoint *ck, const mi4_ckpt_ref *
 {
     const mi4_st_tensor *t = scales->tensor;
     int64_t groups = t->ndim == 2 + (lead > 0) ? t->shape[lead > 0] : 0;
-    if (groups <= 0 || in % groups != 0)
+    if (groups <= 0 || in <= 0 || in % groups != 0)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
                         "%s: tensor \"%s\": %lld scale groups do not divide IN = %d",
                         scales->file->label, t->name, (long long)groups, in);
@@ -262,8 +262,10 @@ static moeint4_status open_experts(moeint4_checkpoint *ck, const mi4_ckpt_layer 
         return s;
     int lead = x->fused ? E : 0;
     s = group_size_of(ck, x->proj[0].scales, lead, K, &x->group_size);
+    if (s != MOEINT4_SUCCESS)
+        return s; /* x->group_size unset: geometry() divides by it */
     x->scales_dtype = x->proj[0].scales->tensor->dtype;
-    if (s == MOEINT4_SUCCESS && x->scales_dtype != MI4_ST_F16 && x->scales_dtype != MI4_ST_BF16)
+    if (x->scales_dtype != MI4_ST_F16 && x->scales_dtype != MI4_ST_BF16)
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "%s: tensor \"%s\": scales of dtype %s (F16 or BF16 are served)",
                         x->proj[0].scales->file->label, x->proj[0].scales->tensor->name,
