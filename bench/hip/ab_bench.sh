@@ -18,7 +18,7 @@
 # holds libmoeint4.so and its plugin), without building here; no tests.
 # WEIGHTS_name (e.g. WEIGHTS_main=bf16,int4) times other weights modes for
 # one variant than $WEIGHTS: the BF16 mode once, next to int4 variants;
-# TOKENS_name other batch sizes than $TOKENS (a knob that only decode uses).
+# TOKENS_name other batch sizes than $TOKENS (e.g. the BF16 mode at two sizes only).
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
