@@ -234,9 +234,10 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, int
  * whether the one-row kernels (GEMVs, tiles of one slot) run, and walk > 0:
  * the walking GEMVs instead, with this many work-groups per tile (each
  * then walks several rounds of columns); lanes > 0 likewise the lanes
- * GEMVs (kernels/gemv_lanes.cl, which choose their own team). */
+ * GEMVs (kernels/gemv_lanes.cl, which choose their own team), rows > 0
+ * the rows GEMVs (kernels/gemv_rows.cl, with `team`). */
 typedef struct gemm_dims {
-    int E, K, N, M, topk, team, gemv, walk, lanes;
+    int E, K, N, M, topk, team, gemv, walk, lanes, rows;
 } gemm_dims;
 
 /* The kernel and global[0] of a GEMM test's launch over `columns`. */
@@ -244,6 +245,8 @@ static mi4_xpu_kernel gemm_kernel(gemm_dims d, int w13)
 {
     if (d.lanes > 0)
         return mi4_xpu_lanes_kernel(w13 ? d.K : d.N, w13);
+    if (d.rows > 0)
+        return w13 ? MI4_XPU_W13_GEMV_ROWS : MI4_XPU_W2_GEMV_ROWS;
     if (d.walk > 0)
         return w13 ? MI4_XPU_W13_GEMV_WALK : MI4_XPU_W2_GEMV_WALK;
     if (d.gemv)
@@ -255,6 +258,8 @@ static size_t gemm_width(gemm_dims d, int columns)
 {
     if (d.lanes > 0)
         return (size_t)d.lanes * MI4_XPU_GROUP;
+    if (d.rows > 0)
+        return (size_t)d.rows * MI4_XPU_GROUP;
     return d.walk > 0 ? (size_t)d.walk * MI4_XPU_GROUP : mi4_xpu_gemm_width(columns, d.team);
 }
 
@@ -331,7 +336,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes ? 1 : MI4_XPU_TILE_ROWS, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes || d.rows ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w13;
     make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
     size_t esize = tk_dtype_size(dtype);
@@ -409,7 +414,7 @@ static void test_w13_every_activation_and_dtype(void **state)
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     /* K = 640: 20 pieces of 32 codes, uneven over the team's work-items; 8-row
      * tiles stage it in two blocks; ~13 slots per expert: 2 tiles each */
-    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0, 0, 0 };
+    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0, 0, 0, 0 };
     for (int d = 0; d < 3; ++d)
         for (int act = 0; act < 3; ++act) {
             dims.team = 4 << (act + d) % 4; /* 4, 8, 16, 32 */
@@ -424,15 +429,17 @@ static void test_w13_every_activation_and_dtype(void **state)
 static void test_w13_word_path_and_long_rows(void **state)
 {
     (void)state;
-    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0, 0 }; /* 77 words; per-channel scales */
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0, 0, 0 }; /* 77 words; per-channel scales */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 110);
     words.gemv = 1;
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 113);
-    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0, 0, 0 }; /* one piece per row */
+    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0, 0, 0, 0 }; /* one piece per row */
     check_w13(short_rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_BF16,
               112);
     for (int gemv = 0; gemv < 2; ++gemv) {
-        gemm_dims one_token = { 4, 4352, 40, 1, 2, 16, gemv, 0, 0 }; /* 4352 > 4096: two blocks */
+        gemm_dims one_token = {
+            4, 4352, 40, 1, 2, 16, gemv, 0, 0, 0
+        }; /* 4352 > 4096: two blocks */
         check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128,
                   MOEINT4_DTYPE_BF16, 111);
     }
@@ -446,7 +453,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     tk_rng rng;
     tk_rng_seed(&rng, seed);
     gemm_setup g;
-    make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes ? 1 : MI4_XPU_TILE_ROWS, &g);
+    make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes || d.rows ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w2;
     make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
     size_t act_bytes = (size_t)M * TOPK * N * 4;
@@ -502,7 +509,7 @@ static void test_w2_router_weight_and_groups(void **state)
     (void)state;
     /* N = 320: 10 pieces of 32 codes; K = 40 columns, not a whole number of
      * work-groups for any team; ~11 slots per expert: 2 tiles */
-    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0, 0, 0 };
+    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0, 0, 0, 0 };
     check_w2(dims, 0, 32, MOEINT4_DTYPE_F16, 200);
     dims.team = 32;
     check_w2(dims, 1, 64, MOEINT4_DTYPE_BF16, 201);
@@ -510,9 +517,9 @@ static void test_w2_router_weight_and_groups(void **state)
     check_w2(dims, 0, -1, MOEINT4_DTYPE_F16, 202);
     dims.gemv = 1;
     check_w2(dims, 1, 32, MOEINT4_DTYPE_F16, 205);
-    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0, 0, 0 }; /* 41 words: one at a time */
+    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0, 0, 0, 0 }; /* 41 words: one at a time */
     check_w2(words, 0, -1, MOEINT4_DTYPE_F16, 203);
-    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1, 0, 0 }; /* 4608 > 4096: two blocks */
+    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1, 0, 0, 0 }; /* 4608 > 4096: two blocks */
     check_w2(one_token, 1, 128, MOEINT4_DTYPE_F16, 204);
 }
 
@@ -525,29 +532,29 @@ static void test_w2_router_weight_and_groups(void **state)
 static void test_gemv_walk(void **state)
 {
     (void)state;
-    gemm_dims pieces = { 4, 640, 200, 1, 2, 4, 0, 1, 0 }; /* 20 pieces, 4 rounds of 64 columns */
+    gemm_dims pieces = { 4, 640, 200, 1, 2, 4, 0, 1, 0, 0 }; /* 20 pieces, 4 rounds of 64 columns */
     check_w13(pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 400);
     pieces.team = 32, pieces.walk = 3, pieces.topk = 3;
     check_w13(pieces, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, -1,
               MOEINT4_DTYPE_BF16, 401);
-    gemm_dims two_blocks = { 4, 4352, 40, 1, 2, 16, 0, 1, 0 };
+    gemm_dims two_blocks = { 4, 4352, 40, 1, 2, 16, 0, 1, 0, 0 };
     check_w13(two_blocks, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128, MOEINT4_DTYPE_BF16,
               402);
-    gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2, 0 }; /* per-channel scales of 616: words */
+    gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2, 0, 0 }; /* per-channel scales of 616: words */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 403);
-    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1, 0 };
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1, 0, 0 };
     check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 404);
-    gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1, 0 };
+    gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1, 0, 0 };
     check_w13(three_pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 1, 32, MOEINT4_DTYPE_BF16,
               405);
 
-    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 4, 0, 1, 0 }; /* 10 pieces, 200 columns */
+    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 4, 0, 1, 0, 0 }; /* 10 pieces, 200 columns */
     check_w2(w2_pieces, 0, 32, MOEINT4_DTYPE_F16, 410);
-    gemm_dims w2_blocks = { 4, 72, 4608, 1, 3, 32, 0, 2, 0 };
+    gemm_dims w2_blocks = { 4, 72, 4608, 1, 3, 32, 0, 2, 0, 0 };
     check_w2(w2_blocks, 1, 128, MOEINT4_DTYPE_F16, 411);
-    gemm_dims w2_words = { 4, 40, 328, 1, 3, 8, 0, 1, 0 };
+    gemm_dims w2_words = { 4, 40, 328, 1, 3, 8, 0, 1, 0, 0 };
     check_w2(w2_words, 0, -1, MOEINT4_DTYPE_BF16, 412);
-    gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1, 0 };
+    gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1, 0, 0 };
     check_w2(w2_short, 1, 32, MOEINT4_DTYPE_F16, 413);
 
     /* the host's grid: groups per compute unit spread over the tiles, at
@@ -568,25 +575,25 @@ static void test_gemv_walk(void **state)
 static void test_gemv_lanes(void **state)
 {
     (void)state;
-    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 0, 0, 0, 1 }; /* team 32: 7 batches of 32 */
+    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 0, 0, 0, 1, 0 }; /* team 32: 7 batches of 32 */
     check_w13(pieces20, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 500);
-    gemm_dims pieces136 = { 4, 4352, 40, 1, 3, 0, 0, 0, 3 }; /* team 256: batches of 4 */
+    gemm_dims pieces136 = { 4, 4352, 40, 1, 3, 0, 0, 0, 3, 0 }; /* team 256: batches of 4 */
     check_w13(pieces136, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, 128,
               MOEINT4_DTYPE_BF16, 501);
-    gemm_dims one_piece = { 4, 32, 96, 1, 2, 0, 0, 0, 1 }; /* team 8 */
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 0, 0, 0, 1, 0 }; /* team 8 */
     check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 502);
-    gemm_dims channel = { 4, 256, 50, 1, 2, 0, 0, 0, 2 };
+    gemm_dims channel = { 4, 256, 50, 1, 2, 0, 0, 0, 2, 0 };
     check_w13(channel, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 503);
-    gemm_dims two_each = { 3, 9216, 24, 1, 2, 0, 0, 0, 2 }; /* 288 pieces: two for some */
+    gemm_dims two_each = { 3, 9216, 24, 1, 2, 0, 0, 0, 2, 0 }; /* 288 pieces: two for some */
     check_w13(two_each, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 1, 64, MOEINT4_DTYPE_BF16, 504);
 
-    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 0, 0, 0, 1 }; /* team 16 */
+    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 0, 0, 0, 1, 0 }; /* team 16 */
     check_w2(w2_pieces, 0, 32, MOEINT4_DTYPE_F16, 510);
-    gemm_dims w2_long = { 4, 72, 4608, 1, 3, 0, 0, 0, 2 };
+    gemm_dims w2_long = { 4, 72, 4608, 1, 3, 0, 0, 0, 2, 0 };
     check_w2(w2_long, 1, 128, MOEINT4_DTYPE_BF16, 511);
-    gemm_dims w2_two_each = { 3, 40, 14336, 1, 2, 0, 0, 0, 1 }; /* Mixtral's rows: 448 pieces */
+    gemm_dims w2_two_each = { 3, 40, 14336, 1, 2, 0, 0, 0, 1, 0 }; /* Mixtral's rows: 448 pieces */
     check_w2(w2_two_each, 0, 128, MOEINT4_DTYPE_F16, 512);
-    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 0, 0, 0, 3 };
+    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 0, 0, 0, 3, 0 };
     check_w2(w2_channel, 1, -1, MOEINT4_DTYPE_BF16, 513);
 
     /* which rows fit, the teams, and the host's grid */
@@ -604,6 +611,53 @@ static void test_gemv_lanes(void **state)
     assert_int_equal(mi4_xpu_gemv_lanes_width(14336, 4096, 2, 2, 2, 132), 132 * G);
     /* Qwen3 w2 (768 inputs: team 32, 64 rows a batch): 32 batches, 8 tiles */
     assert_int_equal(mi4_xpu_gemv_lanes_width(2048, 768, 1, 8, 2, 132), 32 * G);
+}
+
+/* The rows GEMVs (kernels/gemv_rows.cl) with few work-groups per tile,
+ * so each walks several chunks, the last one past the end: teams of 4 to
+ * 32 work-items, some idle (rows of 1 and 20 pieces), rows staged in
+ * several blocks of activations, the last one partial (4352, 4608, 9216
+ * and Mixtral's 14336 codes), per-channel scales, every activation and
+ * dtype. */
+static void test_gemv_rows(void **state)
+{
+    (void)state;
+    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 8, 0, 0, 0, 1 }; /* 2 or 3 pieces a work-item */
+    check_w13(pieces20, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 520);
+    gemm_dims blocks2 = { 4, 4352, 40, 1, 3, 16, 0, 0, 0, 3 };
+    check_w13(blocks2, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, 128,
+              MOEINT4_DTYPE_BF16, 521);
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 0, 0, 1 };
+    check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 522);
+    gemm_dims channel = { 4, 256, 50, 1, 2, 32, 0, 0, 0, 2 };
+    check_w13(channel, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 523);
+    gemm_dims blocks3 = { 3, 9216, 24, 1, 2, 8, 0, 0, 0, 2 };
+    check_w13(blocks3, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 1, 64, MOEINT4_DTYPE_BF16, 524);
+
+    gemm_dims w2_short = { 4, 200, 320, 1, 3, 4, 0, 0, 0, 1 };
+    check_w2(w2_short, 0, 32, MOEINT4_DTYPE_F16, 530);
+    gemm_dims w2_blocks2 = { 4, 72, 4608, 1, 3, 8, 0, 0, 0, 2 };
+    check_w2(w2_blocks2, 1, 128, MOEINT4_DTYPE_BF16, 531);
+    gemm_dims w2_mixtral = { 3, 40, 14336, 1, 2, 16, 0, 0, 0, 1 };
+    check_w2(w2_mixtral, 0, 128, MOEINT4_DTYPE_F16, 532);
+    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 32, 0, 0, 0, 3 };
+    check_w2(w2_channel, 1, -1, MOEINT4_DTYPE_BF16, 533);
+
+    /* which rows fit, the team, and the host's grid */
+    assert_true(mi4_xpu_rows_fit(14336, 128));
+    assert_true(mi4_xpu_rows_fit(32, 32));
+    assert_false(mi4_xpu_rows_fit(616, 616)); /* not whole pieces */
+    assert_false(mi4_xpu_rows_fit(640, 16));  /* groups of half a piece */
+    assert_false(mi4_xpu_rows_fit(0, 32));
+    assert_int_equal(mi4_xpu_rows_team(0), 8);
+    assert_int_equal(mi4_xpu_rows_team(32), 32);
+    assert_int_equal(mi4_xpu_rows_team(64), 8);
+    const size_t G = MI4_XPU_GROUP;
+    /* Mixtral w13, team 8: 16 columns a chunk, 896 chunks a tile */
+    assert_int_equal(mi4_xpu_gemv_rows_width(14336, 8, 2, 2, 4, 132), 264 * G);
+    /* Qwen3 w2, team 8: 32 rows a chunk, 64 chunks a tile, 8 tiles */
+    assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 4, 132), 64 * G);
+    assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 1, 132), 17 * G);
 }
 
 /* ---- combine ---- */
@@ -717,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_w2_router_weight_and_groups),
         cmocka_unit_test(test_gemv_walk),
         cmocka_unit_test(test_gemv_lanes),
+        cmocka_unit_test(test_gemv_rows),
         cmocka_unit_test(test_combine_is_exact_and_ordered),
         cmocka_unit_test(test_scales_transpose_for_onednn),
     };

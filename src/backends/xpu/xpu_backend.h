@@ -64,6 +64,7 @@ typedef struct mi4_xpu_context {
     int gemv;               /* one-token chunks use the one-row kernels */
     int gemv_walk;          /* >0: the walking GEMVs, this many work-groups per compute unit */
     int gemv_lanes;         /* >0: the lanes GEMVs where rows fit them, likewise */
+    int gemv_rows;          /* >0: the rows GEMVs where rows fit them, likewise */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

@@ -167,6 +167,24 @@ size_t mi4_xpu_gemv_lanes_width(int columns, int in, int halves, size_t tiles, i
     return mi4_xpu_gemv_walk_width(columns, per_column, tiles, groups_per_unit, compute_units);
 }
 
+int mi4_xpu_rows_fit(int in, int group_size)
+{
+    return in > 0 && in % 32 == 0 && group_size > 0 && group_size % 32 == 0;
+}
+
+int mi4_xpu_rows_team(int forced)
+{
+    return forced == 4 || forced == 8 || forced == 16 || forced == 32 ? forced : 8;
+}
+
+size_t mi4_xpu_gemv_rows_width(int columns, int team, int halves, size_t tiles, int groups_per_unit,
+                               int compute_units)
+{
+    /* a work-group finishes MI4_XPU_GROUP / team rows a chunk: the columns
+     * of a GEMM team of team * halves */
+    return mi4_xpu_gemv_walk_width(columns, team * halves, tiles, groups_per_unit, compute_units);
+}
+
 /* The message the core gives for the same input. */
 static moeint4_status bad_slot(char *err, size_t cap, int is_id, int64_t slot, int topk,
                                int32_t bits, int num_experts)
@@ -364,6 +382,19 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
         k2 = mi4_xpu_lanes_kernel(N, 0);
         width2 = mi4_xpu_gemv_lanes_width(K, N, 1, max_tiles, lanes, units);
         team2 = mi4_xpu_lanes_team(N);
+    }
+
+    /* ... or with MOEINT4_XPU_GEMV_ROWS the rows ones, where the rows fit */
+    int rows_gemv = gemv ? s->ctx->gemv_rows : 0;
+    if (rows_gemv > 0 && mi4_xpu_rows_fit(K, gs13)) {
+        k13 = MI4_XPU_W13_GEMV_ROWS;
+        team13 = mi4_xpu_rows_team(s->ctx->gemm_team);
+        width13 = mi4_xpu_gemv_rows_width(N, team13, 2, max_tiles, rows_gemv, units);
+    }
+    if (rows_gemv > 0 && mi4_xpu_rows_fit(N, gs2)) {
+        k2 = MI4_XPU_W2_GEMV_ROWS;
+        team2 = mi4_xpu_rows_team(s->ctx->gemm_team);
+        width2 = mi4_xpu_gemv_rows_width(K, team2, 1, max_tiles, rows_gemv, units);
     }
 
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);

@@ -51,6 +51,17 @@ int mi4_xpu_lanes_team(int in);
 size_t mi4_xpu_gemv_lanes_width(int columns, int in, int halves, size_t tiles, int groups_per_unit,
                                 int compute_units);
 
+/* Whether rows of `in` codes in groups of group_size fit the rows GEMVs
+ * (kernels/gemv_rows.cl): 16-byte pieces, groups of whole pieces. */
+int mi4_xpu_rows_fit(int in, int group_size);
+/* The rows GEMVs' team (work-items per row, their `team` argument): 8, or
+ * `forced` where it is a power of two in [4, 32] (MOEINT4_XPU_GEMM_TEAM). */
+int mi4_xpu_rows_team(int forced);
+/* global[0] of a rows GEMV launch over `columns` (halves: 2 for w13, whose
+ * column is a gate and an up row), as mi4_xpu_gemv_walk_width. */
+size_t mi4_xpu_gemv_rows_width(int columns, int team, int halves, size_t tiles, int groups_per_unit,
+                               int compute_units);
+
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {
     int is_pointer;

@@ -129,6 +129,32 @@ int mi4_group_shift(int group_size)
     return (group_size & (group_size - 1)) == 0 ? 31 - (int)clz(group_size) : -1;
 }
 
+/* One expert's rows as the one-token GEMVs of gemv_lanes.cl and
+ * gemv_rows.cl walk them: rows of `pieces` 16-byte pieces, w13 (halves 2)
+ * with the up row `cols` rows after the gate row. */
+typedef struct mi4_expert_rows {
+    __global const uint4 *packed; /* the expert's first row */
+    __global const ushort *scales;
+    int pieces, groups, group_size, group_shift, cols, halves, scales_bf16;
+} mi4_expert_rows;
+
+mi4_expert_rows mi4_expert_rows_at(__global const uchar *packed, __global const ushort *scales,
+                                   int expert, int out_rows, int in, int cols, int halves,
+                                   int group_size, int scales_bf16)
+{
+    mi4_expert_rows w;
+    w.pieces = in / 32;
+    w.groups = in / group_size;
+    w.group_size = group_size;
+    w.group_shift = mi4_group_shift(group_size);
+    w.packed = (__global const uint4 *)packed + (long)expert * out_rows * w.pieces;
+    w.scales = scales + (long)expert * out_rows * w.groups;
+    w.cols = cols;
+    w.halves = halves;
+    w.scales_bf16 = scales_bf16;
+    return w;
+}
+
 /* MOEINT4_XPU_BUILD_OPTIONS=-DMI4_PRELOAD=1: each work-item issues the
  * loads of its first batch of a block's weights before the work-group
  * stages that block's activations, so the staging's global reads and its

@@ -60,17 +60,10 @@ float mi4_lanes_dot(uint4 piece, const float *x)
     return sum;
 }
 
-/* One expert's rows as a team walks them. */
-typedef struct mi4_lanes_rows {
-    __global const uint4 *packed; /* the expert's first row */
-    __global const ushort *scales;
-    int pieces, groups, cols, halves, scales_bf16;
-} mi4_lanes_rows;
-
 /* Row s of the batch whose first column is col0: w13 (halves 2) sums
  * 0..3 are gate rows, 4..7 their up rows; w2 sums are 8 rows. A column past
  * the end reads the last one (valid addresses; nothing is written). */
-int mi4_lanes_row(const mi4_lanes_rows *w, int col0, int s)
+int mi4_lanes_row(const mi4_expert_rows *w, int col0, int s)
 {
     int per_half = MI4_LANES_SUMS / w->halves;
     int col = min(col0 + s % per_half, w->cols - 1);
@@ -79,7 +72,7 @@ int mi4_lanes_row(const mi4_lanes_rows *w, int col0, int s)
 
 /* Loads the work-item's pieces (piece[s][i] = piece p_i of row s) and scales
  * of the batch at col0. */
-void mi4_lanes_load(const mi4_lanes_rows *w, int col0, const int *p, const int *group,
+void mi4_lanes_load(const mi4_expert_rows *w, int col0, const int *p, const int *group,
                     int ppl, uint4 (*piece)[MI4_LANES_PIECES],
                     uint (*scale)[MI4_LANES_PIECES])
 {
@@ -136,7 +129,7 @@ float mi4_lanes_finish(__local float *red, __local float *part, const float *sum
  * [b * per_batch, +per_batch); groups walk batches group, group + groups,
  * ... Each column's totals times `scale` go to out[out_at + column]: w13
  * (halves 2) the activation of gate and up, w2 the sum. */
-void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *part,
+void mi4_lanes_walk(const mi4_expert_rows *w, __local float *red, __local float *part,
                     __global const uchar *x, int dtype, long x_at, int group_size, int team,
                     float scale, int act_kind, float limit, float alpha, float beta,
                     __global float *out, long out_at, int ppl)
@@ -192,21 +185,6 @@ void mi4_lanes_walk(const mi4_lanes_rows *w, __local float *red, __local float *
     }
 }
 
-mi4_lanes_rows mi4_lanes_setup(__global const uchar *packed, __global const ushort *scales,
-                               int expert, int out_rows, int in, int cols, int halves,
-                               int group_size, int scales_bf16)
-{
-    mi4_lanes_rows w;
-    w.pieces = in / 32;
-    w.groups = in / group_size;
-    w.packed = (__global const uint4 *)packed + (long)expert * out_rows * w.pieces;
-    w.scales = scales + (long)expert * out_rows * w.groups;
-    w.cols = cols;
-    w.halves = halves;
-    w.scales_bf16 = scales_bf16;
-    return w;
-}
-
 void mi4_w13_lanes(__local float *red, __local float *part, int ppl, MI4_W13_PARAMS)
 {
     int expert, row0;
@@ -214,8 +192,8 @@ void mi4_w13_lanes(__local float *red, __local float *part, int ppl, MI4_W13_PAR
         return; /* the whole work-group */
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
-    mi4_lanes_rows w =
-        mi4_lanes_setup(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
+    mi4_expert_rows w =
+        mi4_expert_rows_at(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, hidden, dtype, (long)(slot / topk) * K, group_size, team,
                    scale, act_kind, limit, alpha, beta, act_out, (long)slot * N, ppl);
 }
@@ -227,7 +205,8 @@ void mi4_w2_lanes(__local float *red, __local float *part, int ppl, MI4_W2_PARAM
         return; /* the whole work-group */
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
-    mi4_lanes_rows w = mi4_lanes_setup(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
+    mi4_expert_rows w =
+        mi4_expert_rows_at(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
                    group_size, team, scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K, ppl);
 }

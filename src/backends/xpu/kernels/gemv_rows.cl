@@ -1,0 +1,223 @@
+/* One-token GEMVs that split each row over a few work-items and keep the
+ * reductions out of the walk (mi4_w13_gemv_rows, mi4_w2_gemv_rows; the
+ * host launches them with MOEINT4_XPU_GEMV_ROWS, a few work-groups per
+ * compute unit, on rows of 16-byte pieces in groups of whole pieces).
+ *
+ * Why: the staged, walking and lanes GEMVs end every batch of a few rows
+ * with a work-group reduction (barriers), and a work-group's loads stop
+ * while it reduces; on the H200 they stream at 32-40% of the copy
+ * bandwidth. Here a team of `team` work-items (4 to 32, the host's choice)
+ * shares one row: work-item q reads pieces q, q + team, ... (a team reads
+ * team * 16 neighbouring bytes a step) and keeps one sum for the whole row.
+ * The work-group's MI4_GROUP / team teams walk that many rows side by side
+ * (a chunk; w13: the gate and up rows of half as many columns). The
+ * chunk's sums meet in local memory behind one barrier per chunk, in two
+ * buffers, so that a chunk's sums never overwrite the previous chunk's
+ * before they are read. The token's activations are staged in local
+ * memory once per work-group (per block of MI4_ROWS_XBLOCK values and
+ * chunk when the row is longer), pre-scaled for codes decoded in place
+ * (mi4_staged_scale), each piece's 32 values followed by 4 of padding so
+ * that the 8 pieces a team of 8 reads at once lie in distinct banks.
+ * Sums: a work-item's pieces in order, then the team's sums in lane order:
+ * deterministic (test_gemv_rows checks against the double reference). */
+
+/* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces a
+ * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum);
+ * MI4_ROWS_STREAM_PROBE=1 replaces the
+ * arithmetic by an XOR of the codes (wrong results: what the loads alone
+ * take). */
+#ifndef MI4_ROWS_AHEAD
+#define MI4_ROWS_AHEAD 4
+#endif
+#ifndef MI4_ROWS_PIPELINE
+#define MI4_ROWS_PIPELINE 0
+#endif
+#ifndef MI4_ROWS_STREAM_PROBE
+#define MI4_ROWS_STREAM_PROBE 0
+#endif
+#define MI4_ROWS_XBLOCK 4096 /* activations staged at a time */
+#define MI4_ROWS_PIECE 36    /* floats a staged piece takes: 32 and padding */
+
+/* Stages activations [x_at, x_at + count) (dtype; count a multiple of 32),
+ * pre-scaled for codes in place, into xs. Every work-item calls it. */
+void mi4_rows_stage(__local float *xs, __global const uchar *x, int dtype, long x_at, int count)
+{
+    for (int k = 4 * (int)get_local_id(0); k < count; k += 4 * MI4_GROUP) {
+        float4 v = mi4_load4(x, dtype, x_at + k);
+        int p = k & 7; /* 0 or 4 */
+        float4 scaled = (float4)(v.x * mi4_staged_scale(p), v.y * mi4_staged_scale(p + 1),
+                                 v.z * mi4_staged_scale(p + 2), v.w * mi4_staged_scale(p + 3));
+        vstore4(scaled, 0, xs + (k >> 5) * MI4_ROWS_PIECE + (k & 31));
+    }
+}
+
+/* A piece's 32 codes against its staged activations (8 float4). */
+float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
+{
+#if MI4_ROWS_STREAM_PROBE
+    return (float)(piece.x ^ piece.y ^ piece.z ^ piece.w) * x[0].x;
+#endif
+    uint w[4] = { piece.x, piece.y, piece.z, piece.w };
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float4 a = x[2 * j], b = x[2 * j + 1];
+        uint high = w[j] >> 20;
+        sum = fma(MI4_CODE_IN_PLACE(w[j], 0), a.x, sum);
+        sum = fma(MI4_CODE_IN_PLACE(w[j], 1), a.y, sum);
+        sum = fma(MI4_CODE_IN_PLACE(w[j], 2), a.z, sum);
+        sum = fma(MI4_CODE_IN_PLACE(w[j], 3), a.w, sum);
+        sum = fma(MI4_CODE_IN_PLACE(w[j], 4), b.x, sum);
+        sum = fma(MI4_CODE_IN_PLACE(high, 0), b.y, sum);
+        sum = fma(MI4_CODE_IN_PLACE(high, 1), b.z, sum);
+        sum = fma(MI4_CODE_IN_PLACE(high, 2), b.w, sum);
+    }
+    return sum;
+}
+
+/* Loads the batch of pieces i, i + team, ... (MI4_ROWS_AHEAD of them; past
+ * the end: the last piece, unused) of row r and their scales' bits. */
+void mi4_rows_load(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
+                   int p0, int count, int i, int team, uint4 *piece, uint *bits)
+{
+#pragma unroll
+    for (int a = 0; a < MI4_ROWS_AHEAD; ++a) {
+        int p = p0 + min(i + a * team, count - 1);
+        piece[a] = r[p];
+        bits[a] = rs[mi4_group_of(32 * p, w->group_size, w->group_shift)];
+    }
+}
+
+/* The batch's products added to acc in order. */
+float mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count, int i, int team,
+                   const uint4 *piece, const uint *bits, float acc)
+{
+#pragma unroll
+    for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
+        if (i + a * team < count)
+            acc += mi4_rows_piece_dot(piece[a], xs + (i + a * team) * (MI4_ROWS_PIECE / 4)) *
+                   mi4_scale_from_bits(bits[a], w->scales_bf16);
+    return acc;
+}
+
+/* The work-item's sum over pieces [p0, p0 + count) of row r (pieces q,
+ * q + team, ...), against xs holding those pieces' activations. With
+ * MI4_ROWS_PIPELINE=1 the next batch's loads go out before this batch's
+ * arithmetic (two batches of registers). */
+float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
+                   __local const float4 *xs, int p0, int count, int q, int team)
+{
+    float acc = 0.0f;
+    uint4 piece[MI4_ROWS_AHEAD];
+    uint bits[MI4_ROWS_AHEAD];
+    int stride = team * MI4_ROWS_AHEAD;
+#if MI4_ROWS_PIPELINE
+    if (q < count)
+        mi4_rows_load(w, r, rs, p0, count, q, team, piece, bits);
+    for (int i = q; i < count; i += stride) {
+        uint4 next[MI4_ROWS_AHEAD];
+        uint next_bits[MI4_ROWS_AHEAD];
+        if (i + stride < count)
+            mi4_rows_load(w, r, rs, p0, count, i + stride, team, next, next_bits);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+#pragma unroll
+        for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
+            piece[a] = next[a], bits[a] = next_bits[a];
+    }
+#else
+    for (int i = q; i < count; i += stride) {
+        mi4_rows_load(w, r, rs, p0, count, i, team, piece, bits);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+    }
+#endif
+    return acc;
+}
+
+/* The work-group's chunks of one expert's rows against the token's
+ * activations (x + x_at elements of dtype): chunk c covers columns
+ * [c * per_chunk, +per_chunk); groups walk chunks group, group + groups, ...
+ * Each column's totals times `scale` go to out[out_at + column]: w13
+ * (halves 2) the activation of gate and up, w2 the sum. A column past the
+ * end reads the last row and writes nothing. */
+void mi4_rows_walk(const mi4_expert_rows *w, __local float *xs, __local float *sums,
+                   __global const uchar *x, int dtype, long x_at, int team, float scale,
+                   int act_kind, float limit, float alpha, float beta, __global float *out,
+                   long out_at)
+{
+    int lid = (int)get_local_id(0), q = lid % team, slot = lid / team;
+    int per_chunk = MI4_GROUP / team / w->halves, in = 32 * w->pieces;
+    int once = in <= MI4_ROWS_XBLOCK;
+    __local const float4 *xs4 = (__local const float4 *)xs;
+    int chunk = (int)get_group_id(0), step = (int)get_num_groups(0);
+    if (once && chunk * per_chunk < w->cols) {
+        mi4_rows_stage(xs, x, dtype, x_at, in);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int buf = 0; chunk * per_chunk < w->cols; chunk += step, buf ^= 1) {
+        int col = min(chunk * per_chunk + slot / w->halves, w->cols - 1);
+        long row = (long)(slot % w->halves) * w->cols + col;
+        __global const uint4 *r = w->packed + row * w->pieces;
+        __global const ushort *rs = w->scales + row * w->groups;
+        float acc = 0.0f;
+        if (once)
+            acc = mi4_rows_sum(w, r, rs, xs4, 0, w->pieces, q, team);
+        else
+            for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
+                int count = min(MI4_ROWS_XBLOCK, in - kb);
+                barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
+                mi4_rows_stage(xs, x, dtype, x_at + kb, count);
+                barrier(CLK_LOCAL_MEM_FENCE);
+                acc += mi4_rows_sum(w, r, rs, xs4, kb / 32, count / 32, q, team);
+            }
+        __local float *red = sums + buf * MI4_GROUP;
+        red[lid] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int first = chunk * per_chunk;
+        if (lid < per_chunk && first + lid < w->cols) {
+            __local const float *gate = red + lid * w->halves * team;
+            float g = 0.0f, u = 0.0f;
+            for (int j = 0; j < team; ++j)
+                g += gate[j];
+            if (w->halves == 2)
+                for (int j = 0; j < team; ++j)
+                    u += gate[team + j];
+            out[out_at + first + lid] =
+                w->halves == 2 ? mi4_activate(act_kind, g * scale, u * scale, limit, alpha, beta)
+                               : g * scale;
+        }
+    }
+}
+
+#define MI4_ROWS_LOCALS                                                                            \
+    __local float xs[MI4_ROWS_XBLOCK / 32 * MI4_ROWS_PIECE];                                       \
+    __local float sums[2 * MI4_GROUP]
+
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
+mi4_w13_gemv_rows(MI4_W13_PARAMS)
+{
+    MI4_ROWS_LOCALS;
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
+        return; /* the whole work-group */
+    int slot = sorted_slots[row0];
+    float scale = weight_on_input ? topk_weights[slot] : 1.0f;
+    mi4_expert_rows w =
+        mi4_expert_rows_at(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
+    mi4_rows_walk(&w, xs, sums, hidden, dtype, (long)(slot / topk) * K, team, scale, act_kind,
+                  limit, alpha, beta, act_out, (long)slot * N);
+}
+
+__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
+mi4_w2_gemv_rows(MI4_W2_PARAMS)
+{
+    MI4_ROWS_LOCALS;
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
+        return; /* the whole work-group */
+    int slot = sorted_slots[row0];
+    float scale = weight_on_input ? 1.0f : topk_weights[slot];
+    mi4_expert_rows w =
+        mi4_expert_rows_at(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
+    mi4_rows_walk(&w, xs, sums, (__global const uchar *)act, MI4_DT_F32, (long)slot * N, team,
+                  scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K);
+}
