@@ -40,14 +40,14 @@
 
 /* Stages activations [x_at, x_at + count) (dtype; count a multiple of 32),
  * pre-scaled for codes in place, into xs. Every work-item calls it. */
-void mi4_rows_stage(__local float *xs, __global const uchar *x, int dtype, long x_at, int count)
+void mi4_rows_stage(__local float4 *xs, __global const uchar *x, int dtype, long x_at, int count)
 {
     for (int k = 4 * (int)get_local_id(0); k < count; k += 4 * MI4_GROUP) {
         float4 v = mi4_load4(x, dtype, x_at + k);
         int p = k & 7; /* 0 or 4 */
         float4 scaled = (float4)(v.x * mi4_staged_scale(p), v.y * mi4_staged_scale(p + 1),
                                  v.z * mi4_staged_scale(p + 2), v.w * mi4_staged_scale(p + 3));
-        vstore4(scaled, 0, xs + (k >> 5) * MI4_ROWS_PIECE + (k & 31));
+        xs[(k >> 5) * (MI4_ROWS_PIECE / 4) + (k & 31) / 4] = scaled;
     }
 }
 
@@ -139,7 +139,7 @@ float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global c
  * Each column's totals times `scale` go to out[out_at + column]: w13
  * (halves 2) the activation of gate and up, w2 the sum. A column past the
  * end reads the last row and writes nothing. */
-void mi4_rows_walk(const mi4_expert_rows *w, __local float *xs, __local float *sums,
+void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *sums,
                    __global const uchar *x, int dtype, long x_at, int team, float scale,
                    int act_kind, float limit, float alpha, float beta, __global float *out,
                    long out_at)
@@ -147,7 +147,6 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float *xs, __local float *s
     int lid = (int)get_local_id(0), q = lid % team, slot = lid / team;
     int per_chunk = MI4_GROUP / team / w->halves, in = 32 * w->pieces;
     int once = in <= MI4_ROWS_XBLOCK;
-    __local const float4 *xs4 = (__local const float4 *)xs;
     int chunk = (int)get_group_id(0), step = (int)get_num_groups(0);
     if (once && chunk * per_chunk < w->cols) {
         mi4_rows_stage(xs, x, dtype, x_at, in);
@@ -160,14 +159,14 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float *xs, __local float *s
         __global const ushort *rs = w->scales + row * w->groups;
         float acc = 0.0f;
         if (once)
-            acc = mi4_rows_sum(w, r, rs, xs4, 0, w->pieces, q, team);
+            acc = mi4_rows_sum(w, r, rs, xs, 0, w->pieces, q, team);
         else
             for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
                 int count = min(MI4_ROWS_XBLOCK, in - kb);
                 barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
                 mi4_rows_stage(xs, x, dtype, x_at + kb, count);
                 barrier(CLK_LOCAL_MEM_FENCE);
-                acc += mi4_rows_sum(w, r, rs, xs4, kb / 32, count / 32, q, team);
+                acc += mi4_rows_sum(w, r, rs, xs, kb / 32, count / 32, q, team);
             }
         __local float *red = sums + buf * MI4_GROUP;
         red[lid] = acc;
@@ -189,7 +188,7 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float *xs, __local float *s
 }
 
 #define MI4_ROWS_LOCALS                                                                            \
-    __local float xs[MI4_ROWS_XBLOCK / 32 * MI4_ROWS_PIECE];                                       \
+    __local float4 xs[MI4_ROWS_XBLOCK / 32 * MI4_ROWS_PIECE / 4];                                  \
     __local float sums[2 * MI4_GROUP]
 
 __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
