@@ -207,7 +207,7 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
     ctx->gemv = env_int("MOEINT4_XPU_GEMV", 1) != 0;
     ctx->gemv_walk = env_int("MOEINT4_XPU_GEMV_WALK", 0);
     ctx->gemv_lanes = env_int("MOEINT4_XPU_GEMV_LANES", 0);
-    ctx->gemv_rows = env_int("MOEINT4_XPU_GEMV_ROWS", 0);
+    ctx->gemv_rows = env_int("MOEINT4_XPU_GEMV_ROWS", MI4_XPU_DEFAULT_GEMV_ROWS);
     create_dnnl(ctx);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;

@@ -18,6 +18,12 @@
 #define MI4_XPU_MAX_CHUNK_TOKENS 32768
 /* tokens whose scratch prepare reserves (MOEINT4_XPU_RESERVE_TOKENS) */
 #define MI4_XPU_DEFAULT_RESERVE_TOKENS 64
+/* One-token chunks take the rows GEMVs (kernels/gemv_rows.cl) with about
+ * this many work-groups per compute unit (MOEINT4_XPU_GEMV_ROWS; 0: the
+ * staged GEMVs of gemm.cl). On the H200 through NVIDIA's OpenCL 8 beat 2,
+ * 4 and one work-group per chunk, and the rows GEMVs beat the staged ones
+ * on both presets' shapes (bench/results/xpu-2026-12-03-rows.md). */
+#define MI4_XPU_DEFAULT_GEMV_ROWS 8
 
 /* Alignment of every buffer carved out of the scratch or a caller's workspace. */
 #define MI4_XPU_ALIGN 256
@@ -64,7 +70,7 @@ typedef struct mi4_xpu_context {
     int gemv;               /* one-token chunks use the one-row kernels */
     int gemv_walk;          /* >0: the walking GEMVs, this many work-groups per compute unit */
     int gemv_lanes;         /* >0: the lanes GEMVs where rows fit them, likewise */
-    int gemv_rows;          /* >0: the rows GEMVs where rows fit them, likewise */
+    int gemv_rows;          /* >0: the rows GEMVs where rows fit and neither of the above is set */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

@@ -384,8 +384,9 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
         team2 = mi4_xpu_lanes_team(N);
     }
 
-    /* ... or with MOEINT4_XPU_GEMV_ROWS the rows ones, where the rows fit */
-    int rows_gemv = gemv ? s->ctx->gemv_rows : 0;
+    /* ... or, unless one of those was asked for, the rows GEMVs where the
+     * rows fit them (MOEINT4_XPU_GEMV_ROWS, on by default) */
+    int rows_gemv = gemv && walk <= 0 && lanes <= 0 ? s->ctx->gemv_rows : 0;
     if (rows_gemv > 0 && mi4_xpu_rows_fit(K, gs13)) {
         k13 = MI4_XPU_W13_GEMV_ROWS;
         team13 = mi4_xpu_rows_team(s->ctx->gemm_team);

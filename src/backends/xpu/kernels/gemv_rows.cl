@@ -21,25 +21,19 @@
  * Sums: a work-item's pieces in order, then the team's sums in lane order:
  * deterministic (test_gemv_rows checks against the double reference). */
 
-/* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces of each
- * row a work-item loads before using any; MI4_ROWS_PIPELINE=1
- * (mi4_rows_sum); MI4_ROWS_LOCKSTEP rows per team, walked side by side so
- * that each piece's activations are read once for all of them (the host
- * sizes its grid for 1: with more, some work-groups find nothing to do);
- * MI4_ROWS_MASK_ONCE=1 (mi4_rows_dots); MI4_ROWS_STREAM_PROBE=1 replaces
- * the arithmetic by one product per word (wrong results: what the loads
- * alone take). */
+/* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces a
+ * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum);
+ * MI4_ROWS_HALF_SCALES=1 (mi4_rows_scale); MI4_ROWS_STREAM_PROBE=1
+ * replaces the arithmetic by one product per word (wrong results: what the
+ * loads alone take). */
 #ifndef MI4_ROWS_AHEAD
 #define MI4_ROWS_AHEAD 4
 #endif
 #ifndef MI4_ROWS_PIPELINE
 #define MI4_ROWS_PIPELINE 0
 #endif
-#ifndef MI4_ROWS_LOCKSTEP
-#define MI4_ROWS_LOCKSTEP 1
-#endif
-#ifndef MI4_ROWS_MASK_ONCE
-#define MI4_ROWS_MASK_ONCE 0
+#ifndef MI4_ROWS_HALF_SCALES
+#define MI4_ROWS_HALF_SCALES 0
 #endif
 #ifndef MI4_ROWS_STREAM_PROBE
 #define MI4_ROWS_STREAM_PROBE 0
@@ -60,127 +54,112 @@ void mi4_rows_stage(__local float4 *xs, __global const uchar *x, int dtype, long
     }
 }
 
-/* Code i of a word already ORed with 2^23's bits (mi4_rows_dots), as
- * (code - 8) 16^i: one AND, where MI4_CODE_IN_PLACE masks and ORs per code.
- * The same values. */
+/* Code i of a word already ORed with 2^23's bits (mi4_rows_piece_dot) as
+ * (code - 8) 16^i: one AND a code, where MI4_CODE_IN_PLACE masks and ORs
+ * each code (on the H200 the Mixtral w13 GEMV took 58.4 instead of 67.7 us,
+ * bench/results/xpu-2026-12-03-rows.md). The same values. */
 #define MI4_CODE_MASKED(v, i)                                                                      \
     (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) -                                            \
      (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
 
-/* Adds the R = MI4_ROWS_LOCKSTEP pieces' 32 codes (one piece of each of the
- * team's rows) against their staged activations (8 float4, read once for
- * all R rows) to sum[0..R). */
-void mi4_rows_dots(const uint4 *piece, __local const float4 *x, float *sum)
+/* A piece's 32 codes against its staged activations (8 float4). */
+float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
 {
+    uint words[4] = { piece.x, piece.y, piece.z, piece.w };
+    float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         float4 a = x[2 * j], b = x[2 * j + 1];
-#pragma unroll
-        for (int t = 0; t < MI4_ROWS_LOCKSTEP; ++t) {
-            uint w = j == 0 ? piece[t].x : j == 1 ? piece[t].y : j == 2 ? piece[t].z : piece[t].w;
-            float s = sum[t];
+        uint w = words[j];
 #if MI4_ROWS_STREAM_PROBE
-            s += (float)w * a.x;
-#elif MI4_ROWS_MASK_ONCE
-            uint low = (w & 0x007fffffu) | MI4_MAGIC, high = (w >> 20) | MI4_MAGIC;
-            s = fma(MI4_CODE_MASKED(low, 0), a.x, s);
-            s = fma(MI4_CODE_MASKED(low, 1), a.y, s);
-            s = fma(MI4_CODE_MASKED(low, 2), a.z, s);
-            s = fma(MI4_CODE_MASKED(low, 3), a.w, s);
-            s = fma(MI4_CODE_MASKED(low, 4), b.x, s);
-            s = fma(MI4_CODE_MASKED(high, 0), b.y, s);
-            s = fma(MI4_CODE_MASKED(high, 1), b.z, s);
-            s = fma(MI4_CODE_MASKED(high, 2), b.w, s);
+        s += (float)w * a.x;
 #else
-            uint high = w >> 20;
-            s = fma(MI4_CODE_IN_PLACE(w, 0), a.x, s);
-            s = fma(MI4_CODE_IN_PLACE(w, 1), a.y, s);
-            s = fma(MI4_CODE_IN_PLACE(w, 2), a.z, s);
-            s = fma(MI4_CODE_IN_PLACE(w, 3), a.w, s);
-            s = fma(MI4_CODE_IN_PLACE(w, 4), b.x, s);
-            s = fma(MI4_CODE_IN_PLACE(high, 0), b.y, s);
-            s = fma(MI4_CODE_IN_PLACE(high, 1), b.z, s);
-            s = fma(MI4_CODE_IN_PLACE(high, 2), b.w, s);
+        /* nibbles 0-4 where they stand, 5-7 shifted down; bit 23 of `low`
+         * (nibble 5's top bit) is cleared by every mask */
+        uint low = (w & 0x007fffffu) | MI4_MAGIC, high = (w >> 20) | MI4_MAGIC;
+        s = fma(MI4_CODE_MASKED(low, 0), a.x, s);
+        s = fma(MI4_CODE_MASKED(low, 1), a.y, s);
+        s = fma(MI4_CODE_MASKED(low, 2), a.z, s);
+        s = fma(MI4_CODE_MASKED(low, 3), a.w, s);
+        s = fma(MI4_CODE_MASKED(low, 4), b.x, s);
+        s = fma(MI4_CODE_MASKED(high, 0), b.y, s);
+        s = fma(MI4_CODE_MASKED(high, 1), b.z, s);
+        s = fma(MI4_CODE_MASKED(high, 2), b.w, s);
 #endif
-            sum[t] = s;
-        }
     }
+    return s;
 }
 
-/* The team's rows (MI4_ROWS_LOCKSTEP of them) within one expert. */
-typedef struct mi4_rows_team {
-    __global const uint4 *row[MI4_ROWS_LOCKSTEP];
-    __global const ushort *scales[MI4_ROWS_LOCKSTEP];
-} mi4_rows_team;
+/* A scale's bits as f32: mi4_scale_from_bits, or with
+ * MI4_ROWS_HALF_SCALES=1 f16 bits through vload_half (one conversion
+ * instruction where the device has one). */
+float mi4_rows_scale(uint bits, int scales_bf16)
+{
+#if MI4_ROWS_HALF_SCALES
+    if (!scales_bf16) {
+        ushort h = (ushort)bits;
+        return vload_half(0, (const __private half *)&h);
+    }
+#endif
+    return mi4_scale_from_bits(bits, scales_bf16);
+}
 
 /* Loads the batch of pieces i, i + team, ... (MI4_ROWS_AHEAD of them; past
- * the end: the last piece, unused) of the team's rows and their scales'
- * bits: piece[a * R + t] is piece a of row t. */
-void mi4_rows_load(const mi4_expert_rows *w, const mi4_rows_team *rows, int p0, int count, int i,
-                   int team, uint4 *piece, uint *bits)
+ * the end: the last piece, unused) of row r and their scales' bits. */
+void mi4_rows_load(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
+                   int p0, int count, int i, int team, uint4 *piece, uint *bits)
 {
 #pragma unroll
     for (int a = 0; a < MI4_ROWS_AHEAD; ++a) {
         int p = p0 + min(i + a * team, count - 1);
-        int group = mi4_group_of(32 * p, w->group_size, w->group_shift);
-#pragma unroll
-        for (int t = 0; t < MI4_ROWS_LOCKSTEP; ++t) {
-            piece[a * MI4_ROWS_LOCKSTEP + t] = rows->row[t][p];
-            bits[a * MI4_ROWS_LOCKSTEP + t] = rows->scales[t][group];
-        }
+        piece[a] = r[p];
+        bits[a] = rs[mi4_group_of(32 * p, w->group_size, w->group_shift)];
     }
 }
 
-/* The batch's products added to acc[t] in order. */
-void mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count, int i, int team,
-                  const uint4 *piece, const uint *bits, float *acc)
+/* The batch's products added to acc in order. */
+float mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count, int i, int team,
+                   const uint4 *piece, const uint *bits, float acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
-        if (i + a * team < count) {
-            float dot[MI4_ROWS_LOCKSTEP];
-#pragma unroll
-            for (int t = 0; t < MI4_ROWS_LOCKSTEP; ++t)
-                dot[t] = 0.0f;
-            mi4_rows_dots(piece + a * MI4_ROWS_LOCKSTEP, xs + (i + a * team) * (MI4_ROWS_PIECE / 4),
-                          dot);
-#pragma unroll
-            for (int t = 0; t < MI4_ROWS_LOCKSTEP; ++t)
-                acc[t] +=
-                    dot[t] * mi4_scale_from_bits(bits[a * MI4_ROWS_LOCKSTEP + t], w->scales_bf16);
-        }
+        if (i + a * team < count)
+            acc += mi4_rows_piece_dot(piece[a], xs + (i + a * team) * (MI4_ROWS_PIECE / 4)) *
+                   mi4_rows_scale(bits[a], w->scales_bf16);
+    return acc;
 }
 
-/* Adds the work-item's products over pieces [p0, p0 + count) of the team's
- * rows (pieces q, q + team, ...) to acc, against xs holding those pieces'
- * activations. With MI4_ROWS_PIPELINE=1 the next batch's loads go out
- * before this batch's arithmetic (two batches of registers). */
-void mi4_rows_sum(const mi4_expert_rows *w, const mi4_rows_team *rows, __local const float4 *xs,
-                  int p0, int count, int q, int team, float *acc)
+/* The work-item's sum over pieces [p0, p0 + count) of row r (pieces q,
+ * q + team, ...), against xs holding those pieces' activations. With
+ * MI4_ROWS_PIPELINE=1 the next batch's loads go out before this batch's
+ * arithmetic (two batches of registers). */
+float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
+                   __local const float4 *xs, int p0, int count, int q, int team)
 {
-    enum { N = MI4_ROWS_AHEAD * MI4_ROWS_LOCKSTEP };
-    uint4 piece[N];
-    uint bits[N];
+    float acc = 0.0f;
+    uint4 piece[MI4_ROWS_AHEAD];
+    uint bits[MI4_ROWS_AHEAD];
     int stride = team * MI4_ROWS_AHEAD;
 #if MI4_ROWS_PIPELINE
     if (q < count)
-        mi4_rows_load(w, rows, p0, count, q, team, piece, bits);
+        mi4_rows_load(w, r, rs, p0, count, q, team, piece, bits);
     for (int i = q; i < count; i += stride) {
-        uint4 next[N];
-        uint next_bits[N];
+        uint4 next[MI4_ROWS_AHEAD];
+        uint next_bits[MI4_ROWS_AHEAD];
         if (i + stride < count)
-            mi4_rows_load(w, rows, p0, count, i + stride, team, next, next_bits);
-        mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+            mi4_rows_load(w, r, rs, p0, count, i + stride, team, next, next_bits);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
 #pragma unroll
-        for (int a = 0; a < N; ++a)
+        for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
             piece[a] = next[a], bits[a] = next_bits[a];
     }
 #else
     for (int i = q; i < count; i += stride) {
-        mi4_rows_load(w, rows, p0, count, i, team, piece, bits);
-        mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+        mi4_rows_load(w, r, rs, p0, count, i, team, piece, bits);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
     }
 #endif
+    return acc;
 }
 
 /* The work-group's chunks of one expert's rows against the token's
@@ -194,9 +173,8 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
                    int act_kind, float limit, float alpha, float beta, __global float *out,
                    long out_at)
 {
-    enum { R = MI4_ROWS_LOCKSTEP };
     int lid = (int)get_local_id(0), q = lid % team, slot = lid / team;
-    int per_chunk = MI4_GROUP / team * R / w->halves, in = 32 * w->pieces;
+    int per_chunk = MI4_GROUP / team / w->halves, in = 32 * w->pieces;
     int once = in <= MI4_ROWS_XBLOCK;
     int chunk = (int)get_group_id(0), step = (int)get_num_groups(0);
     if (once && chunk * per_chunk < w->cols) {
@@ -204,35 +182,23 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int buf = 0; chunk * per_chunk < w->cols; chunk += step, buf ^= 1) {
-        /* the team's rows: j = slot * R + t of the chunk's, column j / halves */
-        mi4_rows_team rows;
-#pragma unroll
-        for (int t = 0; t < R; ++t) {
-            int j = slot * R + t;
-            int col = min(chunk * per_chunk + j / w->halves, w->cols - 1);
-            long row = (long)(j % w->halves) * w->cols + col;
-            rows.row[t] = w->packed + row * w->pieces;
-            rows.scales[t] = w->scales + row * w->groups;
-        }
-        float acc[R];
-#pragma unroll
-        for (int t = 0; t < R; ++t)
-            acc[t] = 0.0f;
+        int col = min(chunk * per_chunk + slot / w->halves, w->cols - 1);
+        long row = (long)(slot % w->halves) * w->cols + col;
+        __global const uint4 *r = w->packed + row * w->pieces;
+        __global const ushort *rs = w->scales + row * w->groups;
+        float acc = 0.0f;
         if (once)
-            mi4_rows_sum(w, &rows, xs, 0, w->pieces, q, team, acc);
+            acc = mi4_rows_sum(w, r, rs, xs, 0, w->pieces, q, team);
         else
             for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
                 int count = min(MI4_ROWS_XBLOCK, in - kb);
                 barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
                 mi4_rows_stage(xs, x, dtype, x_at + kb, count);
                 barrier(CLK_LOCAL_MEM_FENCE);
-                mi4_rows_sum(w, &rows, xs, kb / 32, count / 32, q, team, acc);
+                acc += mi4_rows_sum(w, r, rs, xs, kb / 32, count / 32, q, team);
             }
-        /* row j's sums at red[j * team + q] */
-        __local float *red = sums + buf * MI4_GROUP * R;
-#pragma unroll
-        for (int t = 0; t < R; ++t)
-            red[(slot * R + t) * team + q] = acc[t];
+        __local float *red = sums + buf * MI4_GROUP;
+        red[lid] = acc;
         barrier(CLK_LOCAL_MEM_FENCE);
         int first = chunk * per_chunk;
         if (lid < per_chunk && first + lid < w->cols) {
@@ -252,7 +218,7 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
 
 #define MI4_ROWS_LOCALS                                                                            \
     __local float4 xs[MI4_ROWS_XBLOCK / 32 * MI4_ROWS_PIECE / 4];                                  \
-    __local float sums[2 * MI4_GROUP * MI4_ROWS_LOCKSTEP]
+    __local float sums[2 * MI4_GROUP]
 
 __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
 mi4_w13_gemv_rows(MI4_W13_PARAMS)
