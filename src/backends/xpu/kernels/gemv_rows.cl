@@ -18,12 +18,16 @@
  * chunk when the row is longer), pre-scaled for codes decoded in place
  * (mi4_staged_scale), each piece's 32 values followed by 4 of padding so
  * that the 8 pieces a team of 8 reads at once lie in distinct banks.
+ * What the arithmetic costs decided the rest (H200): one AND a code
+ * (MI4_CODE_MASKED) and f16 scales through the hardware conversion
+ * (mi4_rows_scale) took Mixtral's w13 from 69 to 56 us, 50% of the copy
+ * bandwidth; the loads alone take 38 us.
  * Sums: a work-item's pieces in order, then the team's sums in lane order:
  * deterministic (test_gemv_rows checks against the double reference). */
 
 /* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces a
  * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum);
- * MI4_ROWS_HALF_SCALES=1 (mi4_rows_scale); MI4_ROWS_STREAM_PROBE=1
+ * MI4_ROWS_HALF_SCALES=0 (mi4_rows_scale); MI4_ROWS_STREAM_PROBE=1
  * replaces the arithmetic by one product per word (wrong results: what the
  * loads alone take). */
 #ifndef MI4_ROWS_AHEAD
@@ -33,7 +37,7 @@
 #define MI4_ROWS_PIPELINE 0
 #endif
 #ifndef MI4_ROWS_HALF_SCALES
-#define MI4_ROWS_HALF_SCALES 0
+#define MI4_ROWS_HALF_SCALES 1
 #endif
 #ifndef MI4_ROWS_STREAM_PROBE
 #define MI4_ROWS_STREAM_PROBE 0
@@ -90,9 +94,11 @@ float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
     return s;
 }
 
-/* A scale's bits as f32: mi4_scale_from_bits, or with
- * MI4_ROWS_HALF_SCALES=1 f16 bits through vload_half (one conversion
- * instruction where the device has one). */
+/* A scale's bits as f32: f16 bits through vload_half (one conversion
+ * instruction where the device has one: HADD2 on the H200, where
+ * mi4_scale_from_bits's integer decode made Mixtral's w13 GEMV 7-9% slower,
+ * bench/results/xpu-2026-12-03-rows.md), bf16 bits shifted; exact either
+ * way. MI4_ROWS_HALF_SCALES=0: mi4_scale_from_bits for both. */
 float mi4_rows_scale(uint bits, int scales_bf16)
 {
 #if MI4_ROWS_HALF_SCALES
