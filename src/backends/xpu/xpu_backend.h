@@ -20,9 +20,11 @@
 #define MI4_XPU_DEFAULT_RESERVE_TOKENS 64
 /* One-token chunks take the rows GEMVs (kernels/gemv_rows.cl) with about
  * this many work-groups per compute unit (MOEINT4_XPU_GEMV_ROWS; 0: the
- * staged GEMVs of gemm.cl). On the H200 through NVIDIA's OpenCL 8 beat 2,
- * 4 and one work-group per chunk, and the rows GEMVs beat the staged ones
- * on both presets' shapes (bench/results/xpu-2026-12-03-rows.md). */
+ * staged GEMVs of gemm.cl). On the H200 through NVIDIA's OpenCL 8 was the
+ * best or within 2% of it (2, 4, 16, one work-group per chunk) on every
+ * GEMV, and the rows GEMVs beat the staged ones on Mixtral's and Qwen3's
+ * w13 and Mixtral's w2, and matched them on Qwen3's w2
+ * (bench/results/xpu-2026-12-03-rows.md). */
 #define MI4_XPU_DEFAULT_GEMV_ROWS 8
 
 /* Alignment of every buffer carved out of the scratch or a caller's workspace. */
