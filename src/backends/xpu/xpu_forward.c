@@ -387,15 +387,16 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     /* ... or, unless one of those was asked for, the rows GEMVs where the
      * rows fit them (MOEINT4_XPU_GEMV_ROWS, on by default) */
     int rows_gemv = gemv && walk <= 0 && lanes <= 0 ? s->ctx->gemv_rows : 0;
+    int rows_team = mi4_xpu_rows_team(s->ctx->gemm_team);
     if (rows_gemv > 0 && mi4_xpu_rows_fit(K, gs13)) {
         k13 = MI4_XPU_W13_GEMV_ROWS;
-        team13 = mi4_xpu_rows_team(s->ctx->gemm_team);
-        width13 = mi4_xpu_gemv_rows_width(N, team13, 2, max_tiles, rows_gemv, units);
+        team13 = rows_team;
+        width13 = mi4_xpu_gemv_rows_width(N, rows_team, 2, max_tiles, rows_gemv, units);
     }
     if (rows_gemv > 0 && mi4_xpu_rows_fit(N, gs2)) {
         k2 = MI4_XPU_W2_GEMV_ROWS;
-        team2 = mi4_xpu_rows_team(s->ctx->gemm_team);
-        width2 = mi4_xpu_gemv_rows_width(K, team2, 1, max_tiles, rows_gemv, units);
+        team2 = rows_team;
+        width2 = mi4_xpu_gemv_rows_width(K, rows_team, 1, max_tiles, rows_gemv, units);
     }
 
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);

@@ -66,6 +66,10 @@ float mi4_dot_word_values(uint word, float4 a, float4 b)
             MI4_CODE(word, 7) * b.w);
 }
 
+/* 2^23 + 8 16^i: what a code at nibble i, read where it stands as the
+ * float 2^23 + 16^i code, has above 16^i (code - 8) */
+#define MI4_CODE_OFFSET(i) (8388608.0f + 8.0f * (float)(1u << (4 * (i))))
+
 /* Codes in place (MOEINT4_XPU_BUILD_OPTIONS=-DMI4_NIBBLES_IN_PLACE=1):
  * nibble i < 5 of a word is masked where it stands, 2^23 + 16^i code as a
  * float, and 2^23 + 16^i 8 subtracted (exact: 16^i (code - 8)); nibbles
@@ -77,10 +81,9 @@ float mi4_dot_word_values(uint word, float4 a, float4 b)
  * float operations per word (no shift per nibble). Staged paths only (the
  * walking GEMVs' global activations use mi4_dot_word_values). */
 #define MI4_CODE_IN_PLACE(word, i)                                                                 \
-    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) -                                         \
-     (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
+    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) - MI4_CODE_OFFSET(i))
 /* 16^-(p < 5 ? p : p - 5) for position p of a word (the one-token GEMVs of
- * gemv_lanes.cl always decode in place) */
+ * gemv_lanes.cl and gemv_rows.cl always decode in place) */
 float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p - 5)) << 23); }
 #ifndef MI4_NIBBLES_IN_PLACE
 #define MI4_NIBBLES_IN_PLACE 0

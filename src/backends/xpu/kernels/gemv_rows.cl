@@ -63,8 +63,7 @@ void mi4_rows_stage(__local float4 *xs, __global const uchar *x, int dtype, long
  * each code (on the H200 the Mixtral w13 GEMV took 58.4 instead of 67.7 us,
  * bench/results/xpu-2026-12-03-rows.md). The same values. */
 #define MI4_CODE_MASKED(v, i)                                                                      \
-    (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) -                                            \
-     (8388608.0f + 8.0f * (float)(1u << (4 * (i)))))
+    (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) - MI4_CODE_OFFSET(i))
 
 /* A piece's 32 codes against its staged activations (8 float4). */
 float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
@@ -152,12 +151,14 @@ float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global c
     for (int i = q; i < count; i += stride) {
         uint4 next[MI4_ROWS_AHEAD];
         uint next_bits[MI4_ROWS_AHEAD];
-        if (i + stride < count)
+        int more = i + stride < count;
+        if (more)
             mi4_rows_load(w, r, rs, p0, count, i + stride, team, next, next_bits);
         acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+        if (more) /* the last batch leaves `next` unset */
 #pragma unroll
-        for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
-            piece[a] = next[a], bits[a] = next_bits[a];
+            for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
+                piece[a] = next[a], bits[a] = next_bits[a];
     }
 #else
     for (int i = q; i < count; i += stride) {
