@@ -445,11 +445,8 @@ static void test_w13_word_path_and_long_rows(void **state)
     }
 }
 
-/* w2 against the double reference. The rows GEMV splits each row into
- * `splits` parts (slot_out [slot][split][K]); the splits are added here in
- * order, as mi4_combine adds them. */
-static void check_w2_split(gemm_dims d, int splits, int on_input, int group_size,
-                           moeint4_dtype scales_dtype, uint64_t seed)
+static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype scales_dtype,
+                     uint64_t seed)
 {
     const int E = d.E, K = d.K, N = d.N, M = d.M, TOPK = d.topk;
     mi4_xpu_runtime *rt = xt_runtime();
@@ -460,8 +457,7 @@ static void check_w2_split(gemm_dims d, int splits, int on_input, int group_size
     xpu_matrix w2;
     make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
     size_t act_bytes = (size_t)M * TOPK * N * 4;
-    size_t out_bytes = (size_t)M * TOPK * splits * K * 4;
-    float *act = malloc(act_bytes), *got = malloc(out_bytes);
+    float *act = malloc(act_bytes), *got = malloc((size_t)M * TOPK * K * 4);
     assert_true(act && got);
     for (int i = 0; i < M * TOPK * N; ++i)
         act[i] = (float)tk_rng_normal(&rng);
@@ -469,30 +465,20 @@ static void check_w2_split(gemm_dims d, int splits, int on_input, int group_size
     void *route_d = xt_upload(rt, g.route, sizeof g.route);
     void *sorted_d = xt_upload(rt, g.sorted, sizeof g.sorted);
     void *weights_d = xt_upload(rt, g.weights, sizeof g.weights);
-    void *out_d = xt_upload(rt, NULL, out_bytes);
+    void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
     int num_local = E, k_dim = K, n_dim = N, team = d.lanes > 0 ? mi4_xpu_lanes_team(N) : d.team;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = {
-        MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),   MI4_XPU_PTR(sorted_d),
-        MI4_XPU_PTR(act_d),       MI4_XPU_PTR(weights_d),   MI4_XPU_INT(on_input),
-        MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),
-        MI4_XPU_INT(k_dim),       MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
-        MI4_XPU_INT(team),        MI4_XPU_PTR(out_d),       MI4_XPU_INT(splits)
-    };
-    assert_true(splits == 1 || d.rows > 0); /* only the rows GEMV takes `splits` */
-    /* two groups past the last tile's splits: they must write nothing */
-    xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), ((size_t)g.num_tiles + 2) * splits,
-              d.rows > 0 ? 15 : 14, args);
-    xt_download(rt, got, out_d, out_bytes);
+    mi4_xpu_arg args[] = { MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),
+                           MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),
+                           MI4_XPU_PTR(weights_d),   MI4_XPU_INT(on_input),
+                           MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d),
+                           MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
+                           MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
+                           MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
+    xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, 14, args);
+    xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
     expect_gemv_bits(rt, d, 0, K, (size_t)g.num_tiles + 2, 14, args, got,
                      (size_t)g.num_slots * K * 4);
-    for (int s = 0; s < g.num_slots; ++s)
-        for (int k = 0; k < K; ++k) { /* the splits' sum, in order, at [s][0][k] */
-            float sum = 0.0f;
-            for (int p = 0; p < splits; ++p)
-                sum += got[((size_t)s * splits + p) * K + k];
-            got[(size_t)s * splits * K + k] = sum;
-        }
     for (int s = 0; s < g.num_slots; ++s) {
         double scale = on_input ? 1.0 : g.weights[s];
         for (int k = 0; k < K; ++k) {
@@ -503,10 +489,10 @@ static void check_w2_split(gemm_dims d, int splits, int on_input, int group_size
             }
             want *= scale;
             double bound = xt_sum_error_bound(N + 8, sum_abs * scale);
-            double value = got[(size_t)s * splits * K + k], diff = fabs(value - want);
+            double diff = fabs((double)got[s * K + k] - want);
             if (!(diff <= bound))
-                fail_msg("w2 slot %d k %d: got %.9g want %.9g (bound %.3g) team %d splits %d", s, k,
-                         value, want, bound, team, splits);
+                fail_msg("w2 slot %d k %d: got %.9g want %.9g (bound %.3g) team %d", s, k,
+                         (double)got[s * K + k], want, bound, team);
         }
     }
     void *all[] = { act_d, route_d, sorted_d, weights_d, out_d };
@@ -516,12 +502,6 @@ static void check_w2_split(gemm_dims d, int splits, int on_input, int group_size
     free(act);
     free(got);
     rt->ops->destroy(rt);
-}
-
-static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype scales_dtype,
-                     uint64_t seed)
-{
-    check_w2_split(d, 1, on_input, group_size, scales_dtype, seed);
 }
 
 static void test_w2_router_weight_and_groups(void **state)
@@ -662,18 +642,6 @@ static void test_gemv_rows(void **state)
     check_w2(w2_mixtral, 0, 128, MOEINT4_DTYPE_F16, 532);
     gemm_dims w2_channel = { 4, 100, 768, 1, 2, 32, 0, 0, 0, 3 };
     check_w2(w2_channel, 1, -1, MOEINT4_DTYPE_BF16, 533);
-    /* rows split into parts: Mixtral's 448 pieces in 4 of 112 (the default
-     * split), uneven parts (10 pieces in 3: 4, 4, 2), more parts than a
-     * whole part each (5 pieces in 4: 2, 2, 1, 0: the last writes zeros),
-     * 2 parts each staged in three blocks (the last partial), per-channel
-     * scales across parts */
-    check_w2_split(w2_mixtral, 4, 1, 128, MOEINT4_DTYPE_BF16, 534);
-    check_w2_split(w2_short, 3, 0, 64, MOEINT4_DTYPE_F16, 535);
-    gemm_dims w2_five = { 4, 40, 160, 1, 3, 8, 0, 0, 0, 1 };
-    check_w2_split(w2_five, 4, 1, 32, MOEINT4_DTYPE_F16, 536);
-    gemm_dims w2_blocks4 = { 3, 36, 17408, 1, 2, 8, 0, 0, 0, 2 };
-    check_w2_split(w2_blocks4, 2, 0, 128, MOEINT4_DTYPE_BF16, 537);
-    check_w2_split(w2_channel, 2, 0, -1, MOEINT4_DTYPE_F16, 538);
 
     /* which rows fit, the team, and the host's grid */
     assert_true(mi4_xpu_rows_fit(14336, 128));
@@ -690,16 +658,6 @@ static void test_gemv_rows(void **state)
     /* Qwen3 w2, team 8: 32 rows a chunk, 64 chunks a tile, 8 tiles */
     assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 4, 132), 64 * G);
     assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 1, 132), 17 * G);
-    /* w2 splits: one part per staged block of activations, at most
-     * MI4_XPU_ROWS_MAX_SPLITS and the row's pieces, or as forced */
-    assert_int_equal(mi4_xpu_rows_splits(14336, 0), 4); /* Mixtral */
-    assert_int_equal(mi4_xpu_rows_splits(768, 0), 1);   /* Qwen3 */
-    assert_int_equal(mi4_xpu_rows_splits(4096, 0), 1);
-    assert_int_equal(mi4_xpu_rows_splits(4128, 0), 2);
-    assert_int_equal(mi4_xpu_rows_splits(65536, 0), MI4_XPU_ROWS_MAX_SPLITS);
-    assert_int_equal(mi4_xpu_rows_splits(14336, 1), 1);
-    assert_int_equal(mi4_xpu_rows_splits(64, 5), 2); /* two pieces */
-    assert_int_equal(mi4_xpu_rows_splits(14336, 64), MI4_XPU_ROWS_MAX_SPLITS);
 }
 
 /* ---- combine ---- */
@@ -707,13 +665,13 @@ static void test_gemv_rows(void **state)
 static void test_combine_is_exact_and_ordered(void **state)
 {
     (void)state;
-    enum { M = 13, TOPK = 4, K = 70, S = M * TOPK, SPLITS = 3 };
+    enum { M = 13, TOPK = 4, K = 70, S = M * TOPK };
     mi4_xpu_runtime *rt = xt_runtime();
     tk_rng rng;
     tk_rng_seed(&rng, 300);
-    static float slot_out[S * SPLITS * K];
+    float slot_out[S * K];
     int32_t slot_expert[S];
-    for (int i = 0; i < S * SPLITS * K; ++i)
+    for (int i = 0; i < S * K; ++i)
         slot_out[i] = (float)(tk_rng_normal(&rng) * 3.0);
     for (int s = 0; s < S; ++s)
         slot_expert[s] = tk_rng_uniform(&rng) < 0.3 ? -1 : (int32_t)(s % 5);
@@ -726,47 +684,38 @@ static void test_combine_is_exact_and_ordered(void **state)
     void *no_errors_d = xt_upload(rt, no_errors, sizeof no_errors);
     void *bad_weight_d = xt_upload(rt, bad_weight, sizeof bad_weight);
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
-    /* slot_out [slot][split][K]: one split (every GEMM), or SPLITS (the w2
-     * rows GEMV's parts of a row) */
-    for (int d = 0; d < 6; ++d) {
-        int splits = d < 3 ? 1 : SPLITS;
-        moeint4_dtype dtype = dtypes[d % 3];
-        size_t esize = tk_dtype_size(dtype);
+    for (int d = 0; d < 3; ++d) {
+        size_t esize = tk_dtype_size(dtypes[d]);
         size_t bytes = (size_t)M * K * esize;
         void *out_d = xt_upload(rt, NULL, bytes + 64); /* 64 poisoned bytes past the end */
-        int tokens = M, topk = TOPK, k_dim = K, dt = (int)dtype;
-        mi4_xpu_arg args[] = { MI4_XPU_PTR(slot_expert_d),
-                               MI4_XPU_PTR(slot_out_d),
-                               MI4_XPU_INT(tokens),
-                               MI4_XPU_INT(topk),
-                               MI4_XPU_INT(k_dim),
-                               MI4_XPU_INT(splits),
-                               MI4_XPU_INT(dt),
-                               MI4_XPU_PTR(bad_weight_d),
-                               MI4_XPU_INT(gated),
+        int tokens = M, topk = TOPK, k_dim = K, dt = (int)dtypes[d];
+        mi4_xpu_arg args[] = { MI4_XPU_PTR(slot_expert_d), MI4_XPU_PTR(slot_out_d),
+                               MI4_XPU_INT(tokens),        MI4_XPU_INT(topk),
+                               MI4_XPU_INT(k_dim),         MI4_XPU_INT(dt),
+                               MI4_XPU_PTR(bad_weight_d),  MI4_XPU_INT(gated),
                                MI4_XPU_PTR(out_d) };
         uint8_t got[M * K * 4 + 64];
-        xt_launch(rt, MI4_XPU_COMBINE, K, M, 10, args); /* error record set: writes nothing */
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args); /* error record set: writes nothing */
         xt_download(rt, got, out_d, bytes + 64);
         for (size_t i = 0; i < bytes + 64; ++i)
             assert_int_equal(got[i], 0xff);
-        args[7] = MI4_XPU_PTR(no_errors_d);
-        xt_launch(rt, MI4_XPU_COMBINE, K, M, 10, args);
+        args[6] = MI4_XPU_PTR(no_errors_d);
+        xt_launch(rt, MI4_XPU_COMBINE, K, M, 9, args);
         xt_download(rt, got, out_d, bytes + 64);
         for (int m = 0; m < M; ++m)
             for (int k = 0; k < K; ++k) {
-                float sum = 0.0f; /* the kernel's order: j, then the split, ascending, in f32 */
+                float sum = 0.0f; /* the kernel's order: j ascending, in f32 */
                 for (int j = 0; j < TOPK; ++j)
-                    for (int p = 0; p < splits && slot_expert[m * TOPK + j] >= 0; ++p)
-                        sum += slot_out[((m * TOPK + j) * splits + p) * K + k];
+                    if (slot_expert[m * TOPK + j] >= 0)
+                        sum += slot_out[(m * TOPK + j) * K + k];
                 size_t i = (size_t)m * K + k;
-                if (dtype == MOEINT4_DTYPE_F32) {
+                if (dtypes[d] == MOEINT4_DTYPE_F32) {
                     float value;
                     memcpy(&value, got + 4 * i, 4);
                     assert_memory_equal(&value, &sum, 4);
                 } else {
-                    uint16_t bits, want = dtype == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(sum)
-                                                                     : tk_f32_to_bf16(sum);
+                    uint16_t bits, want = dtypes[d] == MOEINT4_DTYPE_F16 ? tk_f32_to_f16(sum)
+                                                                         : tk_f32_to_bf16(sum);
                     memcpy(&bits, got + 2 * i, 2);
                     assert_int_equal(bits, want);
                 }

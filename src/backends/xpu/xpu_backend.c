@@ -208,7 +208,6 @@ static moeint4_status xpu_context_create(void *user_data, const moeint4_context_
     ctx->gemv_walk = env_int("MOEINT4_XPU_GEMV_WALK", 0);
     ctx->gemv_lanes = env_int("MOEINT4_XPU_GEMV_LANES", 0);
     ctx->gemv_rows = env_int("MOEINT4_XPU_GEMV_ROWS", MI4_XPU_DEFAULT_GEMV_ROWS);
-    ctx->gemv_splits = env_int("MOEINT4_XPU_GEMV_SPLITS", 0);
     create_dnnl(ctx);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;

@@ -59,7 +59,7 @@ typedef struct mi4_xpu_chunk_buffers {
     int32_t *slot_expert; /* [S] */
     int32_t *sorted;      /* [S] */
     float *act;           /* [S, N] */
-    float *slot_out;      /* [S, K], or [topk, splits, K] (one-token chunks) */
+    float *slot_out;      /* [S, K] */
 } mi4_xpu_chunk_buffers;
 
 typedef struct mi4_xpu_context {
@@ -73,7 +73,6 @@ typedef struct mi4_xpu_context {
     int gemv_walk;          /* >0: the walking GEMVs, this many work-groups per compute unit */
     int gemv_lanes;         /* >0: the lanes GEMVs where rows fit them, likewise */
     int gemv_rows;          /* >0: the rows GEMVs where rows fit and neither of the above is set */
-    int gemv_splits;        /* >0: parts of a w2 row in the rows GEMV (0: mi4_xpu_rows_splits) */
     mi4_xpu_scratch scratch;
     pthread_mutex_t lock; /* kernel objects carry arguments: one forward at a time */
 } mi4_xpu_context;

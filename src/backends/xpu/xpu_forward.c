@@ -177,14 +177,6 @@ int mi4_xpu_rows_team(int forced)
     return forced == 4 || forced == 8 || forced == 16 || forced == 32 ? forced : 8;
 }
 
-int mi4_xpu_rows_splits(int in, int forced)
-{
-    int splits = forced > 0 ? forced : (in + MI4_XPU_ROWS_XBLOCK - 1) / MI4_XPU_ROWS_XBLOCK;
-    splits = splits < MI4_XPU_ROWS_MAX_SPLITS ? splits : MI4_XPU_ROWS_MAX_SPLITS;
-    splits = splits < in / 32 ? splits : in / 32;
-    return splits > 1 ? splits : 1;
-}
-
 size_t mi4_xpu_gemv_rows_width(int columns, int team, int halves, size_t tiles, int groups_per_unit,
                                int compute_units)
 {
@@ -401,14 +393,10 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
         team13 = rows_team;
         width13 = mi4_xpu_gemv_rows_width(N, rows_team, 2, max_tiles, rows_gemv, units);
     }
-    /* w2's partial rows: [slot][split][K] (the combine adds them) */
-    int splits = 1;
     if (rows_gemv > 0 && mi4_xpu_rows_fit(N, gs2)) {
         k2 = MI4_XPU_W2_GEMV_ROWS;
         team2 = rows_team;
-        splits = mi4_xpu_rows_splits(N, s->ctx->gemv_splits);
-        width2 =
-            mi4_xpu_gemv_rows_width(K, rows_team, 1, max_tiles * (size_t)splits, rows_gemv, units);
+        width2 = mi4_xpu_gemv_rows_width(K, rows_team, 1, max_tiles, rows_gemv, units);
     }
 
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
@@ -449,26 +437,22 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                               MI4_XPU_INT(N),
                               MI4_XPU_INT(gs2),
                               MI4_XPU_INT(team2),
-                              MI4_XPU_PTR(s->buf.slot_out),
-                              MI4_XPU_INT(splits) /* the rows GEMV only */ };
+                              MI4_XPU_PTR(s->buf.slot_out) };
     int gated = !s->async;
     mi4_xpu_arg combine_args[] = { MI4_XPU_PTR(s->buf.slot_expert),
                                    MI4_XPU_PTR(s->buf.slot_out),
                                    MI4_XPU_INT(num_tokens),
                                    MI4_XPU_INT(topk),
                                    MI4_XPU_INT(K),
-                                   MI4_XPU_INT(splits),
                                    MI4_XPU_INT(dtype),
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
     st = launch(s, k13, width13, max_tiles, 20, w13_args);
     if (!st)
-        st = k2 == MI4_XPU_W2_GEMV_ROWS
-                 ? launch(s, k2, width2, max_tiles * (size_t)splits, 15, w2_args)
-                 : launch(s, k2, width2, max_tiles, 14, w2_args);
+        st = launch(s, k2, width2, max_tiles, 14, w2_args);
     if (!st)
-        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 10, combine_args);
+        st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;
 }
 

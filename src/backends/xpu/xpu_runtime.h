@@ -61,15 +61,6 @@ int mi4_xpu_rows_team(int forced);
  * column is a gate and an up row), as mi4_xpu_gemv_walk_width. */
 size_t mi4_xpu_gemv_rows_width(int columns, int team, int halves, size_t tiles, int groups_per_unit,
                                int compute_units);
-/* Activations the rows GEMVs stage at a time (kernels/gemv_rows.cl:
- * MI4_ROWS_XBLOCK), and the most parts the w2 rows GEMV splits a row into. */
-#define MI4_XPU_ROWS_XBLOCK 4096
-#define MI4_XPU_ROWS_MAX_SPLITS 8
-/* The parts the w2 rows GEMV splits rows of `in` codes into: enough that
- * each part's activations are staged once (`forced` > 0 instead:
- * MOEINT4_XPU_GEMV_SPLITS), at most MI4_XPU_ROWS_MAX_SPLITS and the row's
- * pieces. */
-int mi4_xpu_rows_splits(int in, int forced);
 
 /* A kernel argument: a device pointer (is_pointer) or a scalar by value. */
 typedef struct mi4_xpu_arg {

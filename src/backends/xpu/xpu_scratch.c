@@ -26,10 +26,7 @@ size_t mi4_xpu_chunk_scratch(const mi4_xpu_weights *w, int64_t tokens, int topk,
     buf->slot_expert = take(base, &at, slots * sizeof(int32_t));
     buf->sorted = take(base, &at, slots * sizeof(int32_t));
     buf->act = take(base, &at, slots * (size_t)w->intermediate * sizeof(float));
-    /* a one-token chunk's w2 rows GEMV may split rows (mi4_xpu_rows_splits) */
-    size_t out_rows = (size_t)topk * MI4_XPU_ROWS_MAX_SPLITS;
-    out_rows = slots > out_rows ? slots : out_rows;
-    buf->slot_out = take(base, &at, out_rows * (size_t)w->hidden * sizeof(float));
+    buf->slot_out = take(base, &at, slots * (size_t)w->hidden * sizeof(float));
     return at;
 }
 

@@ -473,12 +473,10 @@ void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
 MI4_ENTRY(mi4_w2_gemm, mi4_w2, MI4_TILE_ROWS, MI4_W2_PARAMS, MI4_W2_ARGS)
 MI4_ENTRY(mi4_w2_gemv, mi4_w2, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
 
-/* out[m][k] = sum over the token's local slots, in slot order, of each
- * slot's `splits` partial rows (slot_out [slot][split][K]: the rows GEMV
- * splits long w2 rows), in split order (deterministic); a token with no
- * local slot gets 0. Rounded once to dtype. */
+/* out[m][k] = sum over the token's local slots, in slot order (deterministic);
+ * a token with no local slot gets 0. Rounded once to dtype. */
 __kernel void mi4_combine(__global const int *slot_expert, __global const float *slot_out,
-                          int num_tokens, int topk, int K, int splits, int dtype,
+                          int num_tokens, int topk, int K, int dtype,
                           __global const int *errors, int gated, __global uchar *output)
 {
     int k = (int)get_global_id(0);
@@ -489,8 +487,7 @@ __kernel void mi4_combine(__global const int *slot_expert, __global const float 
     for (int j = 0; j < topk; ++j) {
         int slot = m * topk + j;
         if (slot_expert[slot] >= 0)
-            for (int s = 0; s < splits; ++s)
-                sum += slot_out[((long)slot * splits + s) * K + k];
+            sum += slot_out[(long)slot * K + k];
     }
     mi4_store(output, dtype, (long)m * K + k, sum);
 }

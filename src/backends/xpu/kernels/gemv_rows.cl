@@ -15,22 +15,15 @@
  * buffers, so that a chunk's sums never overwrite the previous chunk's
  * before they are read. The token's activations are staged in local
  * memory once per work-group (per block of MI4_ROWS_XBLOCK values and
- * chunk when the part of the row it walks is longer), pre-scaled for codes
- * decoded in place
+ * chunk when the row is longer), pre-scaled for codes decoded in place
  * (mi4_staged_scale), each piece's 32 values followed by 4 of padding so
  * that the 8 pieces a team of 8 reads at once lie in distinct banks.
  * What the arithmetic costs decided the rest (H200): one AND a code
  * (MI4_CODE_MASKED) and f16 scales through the hardware conversion
  * (mi4_rows_scale) took Mixtral's w13 from 69 to 56 us, 50% of the copy
  * bandwidth; the loads alone take 38 us.
- * w2 splits its rows: `splits` work-groups walk the same rows, each over
- * its own part of the input, and write partial sums that mi4_combine adds
- * in split order. Mixtral's 8192 w2 rows of 14336 codes made only 256
- * work-groups (two an SM on the H200), each staging its activations in four
- * blocks a chunk; in four parts they are 1024 work-groups that stage once.
- * Sums: a work-item's pieces in order, then the team's sums in lane order,
- * then the splits in order: deterministic (test_gemv_rows checks against
- * the double reference). */
+ * Sums: a work-item's pieces in order, then the team's sums in lane order:
+ * deterministic (test_gemv_rows checks against the double reference). */
 
 /* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces a
  * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum);
@@ -177,22 +170,20 @@ float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global c
 }
 
 /* The work-group's chunks of one expert's rows against the token's
- * activations (x + x_at elements of dtype), over pieces [p_first, p_first +
- * p_count) of each row: chunk c covers columns [c * per_chunk, +per_chunk);
- * groups walk chunks group, group + groups, ... Each column's totals times
- * `scale` go to out[out_at + column]: w13 (halves 2) the activation of gate
- * and up, w2 the sum. A column past the end reads the last row and writes
- * nothing. */
+ * activations (x + x_at elements of dtype): chunk c covers columns
+ * [c * per_chunk, +per_chunk); groups walk chunks group, group + groups, ...
+ * Each column's totals times `scale` go to out[out_at + column]: w13
+ * (halves 2) the activation of gate and up, w2 the sum. A column past the
+ * end reads the last row and writes nothing. */
 void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *sums,
-                   __global const uchar *x, int dtype, long x_at, int p_first, int p_count,
-                   int team, float scale, int act_kind, float limit, float alpha, float beta,
-                   __global float *out, long out_at)
+                   __global const uchar *x, int dtype, long x_at, int team, float scale,
+                   int act_kind, float limit, float alpha, float beta, __global float *out,
+                   long out_at)
 {
     int lid = (int)get_local_id(0), q = lid % team, slot = lid / team;
-    int per_chunk = MI4_GROUP / team / w->halves, in = 32 * p_count;
+    int per_chunk = MI4_GROUP / team / w->halves, in = 32 * w->pieces;
     int once = in <= MI4_ROWS_XBLOCK;
     int chunk = (int)get_group_id(0), step = (int)get_num_groups(0);
-    x_at += 32 * p_first;
     if (once && chunk * per_chunk < w->cols) {
         mi4_rows_stage(xs, x, dtype, x_at, in);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -204,14 +195,14 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
         __global const ushort *rs = w->scales + row * w->groups;
         float acc = 0.0f;
         if (once)
-            acc = mi4_rows_sum(w, r, rs, xs, p_first, p_count, q, team);
+            acc = mi4_rows_sum(w, r, rs, xs, 0, w->pieces, q, team);
         else
             for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
                 int count = min(MI4_ROWS_XBLOCK, in - kb);
                 barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
                 mi4_rows_stage(xs, x, dtype, x_at + kb, count);
                 barrier(CLK_LOCAL_MEM_FENCE);
-                acc += mi4_rows_sum(w, r, rs, xs, p_first + kb / 32, count / 32, q, team);
+                acc += mi4_rows_sum(w, r, rs, xs, kb / 32, count / 32, q, team);
             }
         __local float *red = sums + buf * MI4_GROUP;
         red[lid] = acc;
@@ -247,26 +238,21 @@ mi4_w13_gemv_rows(MI4_W13_PARAMS)
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
     mi4_expert_rows w =
         mi4_expert_rows_at(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
-    mi4_rows_walk(&w, xs, sums, hidden, dtype, (long)(slot / topk) * K, 0, w.pieces, team, scale,
-                  act_kind, limit, alpha, beta, act_out, (long)slot * N);
+    mi4_rows_walk(&w, xs, sums, hidden, dtype, (long)(slot / topk) * K, team, scale, act_kind,
+                  limit, alpha, beta, act_out, (long)slot * N);
 }
 
-/* Grid dimension 1: tile t's split s at t * splits + s; slot_out holds
- * [slot][split][K] (mi4_combine adds the splits). An empty split (more
- * splits than pieces) writes zeros. */
 __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
-mi4_w2_gemv_rows(MI4_W2_PARAMS, int splits)
+mi4_w2_gemv_rows(MI4_W2_PARAMS)
 {
     MI4_ROWS_LOCALS;
-    int expert, row0, split = (int)get_group_id(1) % splits;
-    if (!mi4_find_tile(route, num_local, (int)get_group_id(1) / splits, 1, &expert, &row0))
+    int expert, row0;
+    if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
         return; /* the whole work-group */
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
     mi4_expert_rows w =
         mi4_expert_rows_at(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
-    int per = (w.pieces + splits - 1) / splits, p_first = min(split * per, w.pieces);
-    mi4_rows_walk(&w, xs, sums, (__global const uchar *)act, MI4_DT_F32, (long)slot * N, p_first,
-                  min(per, w.pieces - p_first), team, scale, 0, 0.0f, 0.0f, 0.0f, slot_out,
-                  ((long)slot * splits + split) * K);
+    mi4_rows_walk(&w, xs, sums, (__global const uchar *)act, MI4_DT_F32, (long)slot * N, team,
+                  scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K);
 }
