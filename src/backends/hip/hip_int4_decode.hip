@@ -489,7 +489,8 @@ decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_i
 }
 
 /* Tuning and test knobs: MOEINT4_HIP_DECODE_RING=6|8 asks for a deeper
- * ring where it fits, MOEINT4_HIP_DECODE_BLOCKS=n the blocks per slot
+ * ring where it fits (MOEINT4_HIP_DECODE_RING2: gemm2's alone, where set),
+ * MOEINT4_HIP_DECODE_BLOCKS=n the blocks per slot
  * (gemm13) or token (gemm2), so that 1 makes every block walk all output
  * blocks. 0: unset or not a positive number (the choice by occupancy).
  * MOEINT4_HIP_DECODE_X=staged keeps gemm2's token rows staged in shared
@@ -548,7 +549,8 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
     *served = a->weights->int4_mma && decode_fits(gated, p, q, x_ring);
     if (!*served)
         return hipSuccess;
-    const int ring = decode_knob("MOEINT4_HIP_DECODE_RING");
+    const int ring2 = gated ? 0 : decode_knob("MOEINT4_HIP_DECODE_RING2");
+    const int ring = ring2 > 0 ? ring2 : decode_knob("MOEINT4_HIP_DECODE_RING");
     decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q, x_ring)
                         : ring == 6 ? decode_choice_of<6>(gated, p, q, x_ring)
                                     : decode_choice{};
