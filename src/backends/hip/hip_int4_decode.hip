@@ -26,7 +26,10 @@
  * block's warps split its input (gemm13: 4 warps per 8 outputs, two
  * output blocks an item; gemm2: the token's slots, 8 / top-k warps each)
  * and their partial sums meet in shared memory in warp order
- * (deterministic). The grid is what the SMs hold; each block walks
+ * (deterministic). On sm_90+ one token leaves gemm2 few items (Mixtral
+ * 256, Qwen3 128 output blocks), so a cluster of 2-4 blocks splits each
+ * item's input and block 0 adds the others' sums, read from their shared
+ * memory, in part order. The grid is what the SMs hold; each block walks
  * several items of its slot or token with the ring running on across
  * them, so gemm13's token row is staged once. */
 #include <stdlib.h>

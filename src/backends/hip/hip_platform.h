@@ -58,27 +58,6 @@ inline hipError_t mi4_launch(void (*kernel)(Params...), dim3 grid, dim3 block, s
                                         static_cast<Params>(args)...);
 }
 
-/* mi4_launch_early: as mi4_launch, but on NVIDIA (sm_90+) the kernel may
- * start while the previous kernel on the stream is still running (Hopper's
- * programmatic dependent launch): its blocks take the SMs the previous
- * kernel's blocks free, as soon as those blocks have all called
- * mi4_grid_allow_next. Such a kernel must call mi4_grid_wait_previous before
- * it reads or writes anything the previous kernel writes; what it does
- * before (loading weights, reading the caller's inputs) overlaps the
- * previous kernel's tail. Elsewhere, and on the legacy default stream (0),
- * an ordinary launch. */
-template <typename... Params, typename... Args>
-inline hipError_t mi4_launch_early_clusters(void (*kernel)(Params...), unsigned cluster, dim3 grid,
-                                            dim3 block, size_t shared_bytes, hipStream_t stream,
-                                            Args... args);
-
-template <typename... Params, typename... Args>
-inline hipError_t mi4_launch_early(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                   size_t shared_bytes, hipStream_t stream, Args... args)
-{
-    return mi4_launch_early_clusters(kernel, 1u, grid, block, shared_bytes, stream, args...);
-}
-
 /* mi4_launch_early in clusters of `cluster` consecutive blocks (NVIDIA sm_90+,
  * where mi4_device_has_clusters; grid.x a multiple of it): a cluster's blocks
  * run at the same time and read each other's shared memory
@@ -116,6 +95,22 @@ inline hipError_t mi4_launch_early_clusters(void (*kernel)(Params...), unsigned 
     (void)cluster; /* never above 1 here: mi4_device_has_clusters */
     return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
 #endif
+}
+
+/* mi4_launch_early: as mi4_launch, but on NVIDIA (sm_90+) the kernel may
+ * start while the previous kernel on the stream is still running (Hopper's
+ * programmatic dependent launch): its blocks take the SMs the previous
+ * kernel's blocks free, as soon as those blocks have all called
+ * mi4_grid_allow_next. Such a kernel must call mi4_grid_wait_previous before
+ * it reads or writes anything the previous kernel writes; what it does
+ * before (loading weights, reading the caller's inputs) overlaps the
+ * previous kernel's tail. Elsewhere, and on the legacy default stream (0),
+ * an ordinary launch. */
+template <typename... Params, typename... Args>
+inline hipError_t mi4_launch_early(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                   size_t shared_bytes, hipStream_t stream, Args... args)
+{
+    return mi4_launch_early_clusters(kernel, 1u, grid, block, shared_bytes, stream, args...);
 }
 
 /* Whether the current device runs thread-block clusters (NVIDIA sm_90+). */
