@@ -538,8 +538,8 @@ int decode_knob(const char *name)
  * gives gemm2 few output blocks (Mixtral 256, Qwen3 128: 8-15 warps an SM on
  * the H200, bench/results/hip-2026-12-03-rings.md), so parts give the SMs
  * more warps. Chosen by the fewest items per block and part
- * (ceil(units / per_owner) / parts, up to 4 parts, ties to fewer), the
- * blocks then evened out over the items. forced_blocks / forced_parts > 0
+ * (ceil(units / per_owner) / parts, up to 4 parts, ties to fewer); one
+ * part: as many blocks as the SMs hold. forced_blocks / forced_parts > 0
  * (MOEINT4_HIP_DECODE_BLOCKS, _PARTS) win; max_parts 1: no parts. */
 struct decode_grid {
     int64_t per_owner;
@@ -560,7 +560,7 @@ decode_grid decode_grid_of(int64_t owners, int64_t units, int64_t resident, int 
         /* items / parts below the best's: items * best.parts < best_items * parts */
         if (best_items == 0 || items * best.parts < best_items * parts) {
             best.parts = parts;
-            best.per_owner = forced_blocks > 0 ? per_owner : (units + items - 1) / items;
+            best.per_owner = per_owner;
             best_items = items;
         }
     }
