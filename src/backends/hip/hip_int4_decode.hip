@@ -26,10 +26,7 @@
  * block's warps split its input (gemm13: 4 warps per 8 outputs, two
  * output blocks an item; gemm2: the token's slots, 8 / top-k warps each)
  * and their partial sums meet in shared memory in warp order
- * (deterministic). On sm_90+ one token leaves gemm2 few items (Mixtral
- * 256, Qwen3 128 output blocks), so a cluster of 2-4 blocks splits each
- * item's input and block 0 adds the others' sums, read from their shared
- * memory, in part order. The grid is what the SMs hold; each block walks
+ * (deterministic). The grid is what the SMs hold; each block walks
  * several items of its slot or token with the ring running on across
  * them, so gemm13's token row is staged once. */
 #include <stdlib.h>
@@ -66,11 +63,7 @@ size_t decode_shared_bytes(bool gated, const mi4_gemm::gemm_params &p,
                            const mi4_hip_int4_matrix &q, int stages, bool x_ring = false)
 {
     const size_t rows = gated ? 1 : (size_t)p.topk;
-    /* gemm2: the router weights, the slot table and the two buffers of the
-     * block's sums its cluster reads (parts > 1) */
-    const size_t tables = gated ? 0
-                                : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int) +
-                                      2 * 16 * sizeof(float);
+    const size_t tables = gated ? 0 : rows * sizeof(float) + (size_t)p.num_slots * sizeof(int);
     return (size_t)DECODE_WARPS * stages * slot_uint4(x_ring) * 16 +
            (x_ring ? 0 : rows * (size_t)q.inner_padded * 2) + 2 * DECODE_WARPS * 16 * sizeof(float) + tables;
 }
@@ -312,9 +305,8 @@ struct gemm13_plan {
  * one). */
 template <int STAGES>
 __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
-    int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks, int parts)
+    int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
-    (void)parts; /* 1: gemm13's output blocks are not split (gemm2's signature) */
     extern __shared__ uint4 decode_shared[];
     mi4_grid_allow_next(); /* gemm2's blocks may start loading weights as these end */
     const int slot = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
@@ -352,11 +344,10 @@ struct gemm2_plan {
     const gemm_params *p;
     const uint4 *xs;
     float *partial; /* [2][DECODE_WARPS][16] */
-    float *sums;    /* [2][16]: the block's sums of an item, read by its cluster */
     const mi4_hip_int4_matrix *q;
     const int *slot_expert;
     const float *weights; /* the token's factors, staged: router weight or 1 */
-    int token, rank, blocks, runs, first_slot, groups, part, parts;
+    int token, rank, blocks, runs, first_slot, groups;
     split_run run;
 
     /* run r: the warp's r-th slot of the token (j past top-k: none) */
@@ -380,52 +371,37 @@ struct gemm2_plan {
         const int j = slot_of(r);
         return (j < p->topk ? j : 0) * (q->inner_padded / 8);
     }
-    /* With parts > 1 the cluster's blocks (parts of the input) each sum
-     * their warps, and block 0 adds the other blocks' sums in part order. */
     MI4_DEVICE void done(int k, float lo, float hi) const
     {
         const float *buf = publish_partials(partial, k, lo, hi);
         const int tid = (int)threadIdx.x, out0 = (rank + k * blocks) * 16;
-        float sum = 0.0f;
-        if (tid < 16)
+        if (tid < 16 && out0 + tid < p->out_cols) {
+            float sum = 0.0f;
             for (int w = 0; w < DECODE_WARPS; w++)
                 sum += buf[w * 16 + tid];
-        if (parts > 1) {
-            float *mine = sums + (k & 1) * 16; /* free again two items on: a cluster barrier between */
-            if (tid < 16)
-                mine[tid] = sum;
-            mi4_cluster_sync();
-            if (part == 0 && tid < 16)
-                for (int r = 1; r < parts; r++)
-                    sum += mi4_cluster_read(mine + tid, (unsigned)r);
-        }
-        if (part == 0 && tid < 16 && out0 + tid < p->out_cols)
             mi4_combine_store(p->combine, (size_t)token * p->out_cols + out0 + tid, sum);
+        }
     }
 };
 
-/* gemm2 + combine: blocks (token, rank, part): the token's output blocks
- * rank, rank + blocks, ..., over part `part` of `parts` of the input (parts
- * > 1: clusters of the parts, launched as such). Block 0 reports the
- * smallest bad slot; a synchronous
+/* gemm2 + combine: blocks (token, rank): the token's output blocks rank,
+ * rank + blocks, ... Block 0 reports the smallest bad slot; a synchronous
  * forward then writes no output, an asynchronous one leaves the bad slots
  * out. X_RING: the token rows ride in the ring with the codes (no staged
  * rows: less shared memory, deeper rings); the first slots' rows are read
  * after the wait for gemm13, their codes before it. */
 template <int STAGES, bool X_RING>
-__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3) /* 80 registers, no spills (nvcc 13) */
-    int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks, int parts)
+__global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_RING: no spills */
+    int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     extern __shared__ uint4 decode_shared[];
     constexpr int SLOT = slot_uint4(X_RING);
-    const int cell = (int)blockIdx.x / parts, part = (int)blockIdx.x % parts;
-    const int token = cell / blocks, rank = cell % blocks;
+    const int token = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     const int warp = (int)threadIdx.x / MI4_WARP;
     uint4 *xs = decode_shared + DECODE_WARPS * STAGES * SLOT;
     float *partial = (float *)(xs + (size_t)p.topk * row_uint4);
-    float *sums = partial + 2 * DECODE_WARPS * 16;
-    float *weights = sums + 2 * 16;
+    float *weights = partial + 2 * DECODE_WARPS * 16;
     int *slot_expert = (int *)(weights + p.topk);
     const int first_bad = map_slots(p, slot_expert); /* synchronizes the block */
     if (first_bad != INT_MAX) {
@@ -444,9 +420,6 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3) /* 80 registers, no
     plan.q = &q;
     plan.xs = xs;
     plan.partial = partial;
-    plan.sums = sums;
-    plan.part = part;
-    plan.parts = parts;
     plan.slot_expert = slot_expert;
     plan.weights = weights;
     plan.token = token;
@@ -454,7 +427,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3) /* 80 registers, no
     plan.blocks = blocks;
     plan.groups = DECODE_WARPS / splits;
     plan.first_slot = warp / splits;
-    plan.run = split_chunks(q, part * splits + warp % splits, splits * parts);
+    plan.run = split_chunks(q, warp % splits, splits);
     plan.runs = (p.topk + plan.groups - 1) / plan.groups;
     stream_items<STAGES, X_RING>(q, plan, items, decode_shared + warp * STAGES * SLOT, [&]() {
         mi4_grid_wait_previous(); /* the act rows are gemm13's (launched early) */
@@ -470,28 +443,24 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3) /* 80 registers, no
                              : 1.0f;
         __syncthreads();
     });
-    if (parts > 1)
-        mi4_cluster_sync(); /* block 0 has read every block's sums before any exits */
 }
 
 #else /* no mma.sync: int4_mma is never set (mi4_hip_int4_mma_serves), these never launch */
 
 template <int STAGES>
-__global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks, int parts)
+__global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
     (void)q;
     (void)blocks;
-    (void)parts;
 }
 
 template <int STAGES, bool X_RING>
-__global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks, int parts)
+__global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
     (void)q;
     (void)blocks;
-    (void)parts;
 }
 
 #endif
@@ -499,7 +468,7 @@ __global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int bloc
 /* A ring depth's kernel, its shared bytes and how many of its blocks an SM
  * holds (0: it does not fit). */
 struct decode_choice {
-    void (*kernel)(gemm_params, mi4_hip_int4_matrix, int, int);
+    void (*kernel)(gemm_params, mi4_hip_int4_matrix, int);
     size_t shared;
     int per_sm;
 };
@@ -531,40 +500,6 @@ int decode_knob(const char *name)
     const char *v = getenv(name);
     const int n = v != nullptr ? atoi(v) : 0;
     return n > 0 ? n : 0;
-}
-
-/* Blocks per owner (slot or token) and parts of each output block's input
- * (gemm2 on devices with clusters: a cluster's blocks split it). One token
- * gives gemm2 few output blocks (Mixtral 256, Qwen3 128: 8-15 warps an SM on
- * the H200, bench/results/hip-2026-12-03-rings.md), so parts give the SMs
- * more warps. Chosen by the fewest items per block and part
- * (ceil(units / per_owner) / parts, up to 4 parts, ties to fewer); one
- * part: as many blocks as the SMs hold. forced_blocks / forced_parts > 0
- * (MOEINT4_HIP_DECODE_BLOCKS, _PARTS) win; max_parts 1: no parts. */
-struct decode_grid {
-    int64_t per_owner;
-    int parts;
-};
-
-decode_grid decode_grid_of(int64_t owners, int64_t units, int64_t resident, int forced_blocks,
-                           int max_parts)
-{
-    decode_grid best = {1, 1};
-    int64_t best_items = 0;
-    const int most = max_parts == 0 ? 4 : max_parts > 4 ? 4 : max_parts;
-    const int least = max_parts > 0 ? most : 1; /* forced: that many */
-    for (int parts = least; parts <= most; parts++) {
-        int64_t per_owner = forced_blocks > 0 ? forced_blocks : resident / (owners * parts);
-        per_owner = per_owner < 1 ? 1 : per_owner > units ? units : per_owner;
-        const int64_t items = (units + per_owner - 1) / per_owner;
-        /* items / parts below the best's: items * best.parts < best_items * parts */
-        if (best_items == 0 || items * best.parts < best_items * parts) {
-            best.parts = parts;
-            best.per_owner = per_owner;
-            best_items = items;
-        }
-    }
-    return best;
 }
 
 } // namespace
@@ -629,16 +564,14 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
     if (owners == 0 || units == 0)
         return hipSuccess;
     const int64_t resident = (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
-    const decode_grid split =
-        decode_grid_of(owners, units, resident, decode_knob("MOEINT4_HIP_DECODE_BLOCKS"),
-                       gated || !mi4_device_has_clusters() ? 1
-                                                           : decode_knob("MOEINT4_HIP_DECODE_PARTS"));
+    const int forced_blocks = decode_knob("MOEINT4_HIP_DECODE_BLOCKS");
+    const int64_t share = forced_blocks > 0          ? forced_blocks
+                          : resident / owners > 1 ? resident / owners
+                                                  : 1;
+    const int64_t per_owner = share < units ? share : units;
     /* gemm2 starts streaming its weights while gemm13's last blocks run */
-    const dim3 grid((unsigned)(owners * split.per_owner * split.parts)),
-        block(DECODE_WARPS * MI4_WARP);
-    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q,
-                              (int)split.per_owner, 1)
-                 : mi4_launch_early_clusters(use.kernel, (unsigned)split.parts, grid, block,
-                                             use.shared, a->stream, p, q, (int)split.per_owner,
-                                             split.parts);
+    const dim3 grid((unsigned)(owners * per_owner)), block(DECODE_WARPS * MI4_WARP);
+    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, (int)per_owner)
+                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q,
+                                    (int)per_owner);
 }

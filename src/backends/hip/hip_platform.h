@@ -58,45 +58,6 @@ inline hipError_t mi4_launch(void (*kernel)(Params...), dim3 grid, dim3 block, s
                                         static_cast<Params>(args)...);
 }
 
-/* mi4_launch_early in clusters of `cluster` consecutive blocks (NVIDIA sm_90+,
- * where mi4_device_has_clusters; grid.x a multiple of it): a cluster's blocks
- * run at the same time and read each other's shared memory
- * (mi4_cluster_read, mi4_cluster_sync). cluster 1: mi4_launch_early. */
-template <typename... Params, typename... Args>
-inline hipError_t mi4_launch_early_clusters(void (*kernel)(Params...), unsigned cluster, dim3 grid,
-                                            dim3 block, size_t shared_bytes, hipStream_t stream,
-                                            Args... args)
-{
-#if defined(MI4_PLATFORM_NVIDIA)
-    static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count");
-    cudaLaunchAttribute attributes[2];
-    unsigned count = 0;
-    if (stream != nullptr) { /* the legacy default stream takes no early launch */
-        attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attributes[count++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (cluster > 1) {
-        attributes[count].id = cudaLaunchAttributeClusterDimension;
-        attributes[count].val.clusterDim.x = cluster;
-        attributes[count].val.clusterDim.y = 1;
-        attributes[count++].val.clusterDim.z = 1;
-    }
-    if (count == 0)
-        return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared_bytes;
-    config.stream = stream;
-    config.attrs = attributes;
-    config.numAttrs = count;
-    return mi4_launch_config<Params...>(config, kernel, static_cast<Params>(args)...);
-#else
-    (void)cluster; /* never above 1 here: mi4_device_has_clusters */
-    return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
-#endif
-}
-
 /* mi4_launch_early: as mi4_launch, but on NVIDIA (sm_90+) the kernel may
  * start while the previous kernel on the stream is still running (Hopper's
  * programmatic dependent launch): its blocks take the SMs the previous
@@ -110,49 +71,23 @@ template <typename... Params, typename... Args>
 inline hipError_t mi4_launch_early(void (*kernel)(Params...), dim3 grid, dim3 block,
                                    size_t shared_bytes, hipStream_t stream, Args... args)
 {
-    return mi4_launch_early_clusters(kernel, 1u, grid, block, shared_bytes, stream, args...);
-}
-
-/* Whether the current device runs thread-block clusters (NVIDIA sm_90+). */
-inline bool mi4_device_has_clusters()
-{
 #if defined(MI4_PLATFORM_NVIDIA)
-    int device = 0, major = 0;
-    return cudaGetDevice(&device) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
-               cudaSuccess &&
-           major >= 9;
+    static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count");
+    if (stream == nullptr)
+        return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return mi4_launch_config<Params...>(config, kernel, static_cast<Params>(args)...);
 #else
-    return false;
-#endif
-}
-
-/* In a kernel launched in clusters: every thread of every block of the
- * cluster arrives before any goes on; shared-memory writes before it are
- * seen by the cluster's reads after it. */
-MI4_DEVICE void mi4_cluster_sync()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::
-                     : "memory");
-#endif
-}
-
-/* The float at `local` (this block's shared memory) in block `rank` of the
- * cluster. */
-MI4_DEVICE float mi4_cluster_read(const float *local, unsigned rank)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const uint32_t at = (uint32_t)__cvta_generic_to_shared(local);
-    uint32_t remote;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(at), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-    return v;
-#else
-    (void)rank;
-    return *local;
+    return mi4_launch(kernel, grid, block, shared_bytes, stream, args...);
 #endif
 }
 
