@@ -10,10 +10,10 @@
 // row, as gemm2's 4 warps a slot do). Prints the median of 20 kernel times
 // (CUDA events, L2 flushed before each) and GB/s.
 //   nvcc -O3 -arch=sm_90a -o /tmp/stream_pattern bench/hip/stream_pattern.cu && /tmp/stream_pattern
-#include <algorithm>
-#include <cstdio>
 #include <cstdint>
-#include <vector>
+#include <cstdio>
+
+#include "stream_timing.cuh"
 
 enum Pattern { ROWS16X64, ROWS8X128, TILED1K };
 
@@ -78,48 +78,27 @@ __global__ void __launch_bounds__(256, 2)
 }
 
 template <Pattern P, int STAGES>
-float time_one(const uint8_t *codes, int rows, int row_bytes, uint8_t *flush, size_t flush_bytes,
-               unsigned *sink, int sms)
+float time_one(const uint8_t *codes, int rows, int row_bytes, const stream_bench &bench)
 {
     auto k = stream<P, STAGES>;
     const int shared = 8 * STAGES * 1024;
     cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 256, shared);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    std::vector<float> t;
-    for (int i = 0; i < 21; i++) {
-        cudaMemsetAsync(flush, i, flush_bytes);
-        cudaEventRecord(a);
-        k<<<sms * per_sm, 256, shared>>>(codes, rows, row_bytes, 4, sink);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        if (i > 0)
-            t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return bench.median_us(
+        [&] { k<<<bench.sms * per_sm, 256, shared>>>(codes, rows, row_bytes, 4, bench.sink); });
 }
 
 int main()
 {
-    int sms = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    const size_t flush_bytes = 256u << 20;
-    uint8_t *flush, *codes;
-    unsigned *sink;
-    cudaMalloc(&flush, flush_bytes);
-    cudaMalloc(&sink, 4);
+    const stream_bench bench;
+    uint8_t *codes;
     struct Shape {
         const char *name;
         int rows, row_bytes;
-    } shapes[] = {{"mixtral w2 x2 (8192 x 7168 B)", 8192, 7168},
-                  {"mixtral w13 x2 (57344 x 2048 B)", 57344, 2048},
-                  {"qwen3 w13 x8 (12288 x 1024 B)", 12288, 1024}};
+    } shapes[] = { { "mixtral w2 x2 (8192 x 7168 B)", 8192, 7168 },
+                   { "mixtral w13 x2 (57344 x 2048 B)", 57344, 2048 },
+                   { "qwen3 w13 x8 (12288 x 1024 B)", 12288, 1024 } };
     cudaMalloc(&codes, (size_t)57344 * 2048);
     cudaMemset(codes, 1, (size_t)57344 * 2048);
     for (const Shape &s : shapes) {
@@ -127,11 +106,11 @@ int main()
         printf("%s, %.1f MB\n", s.name, mb);
 #define RUN(P, ST)                                                                                 \
     {                                                                                              \
-        float us = time_one<P, ST>(codes, s.rows, s.row_bytes, flush, flush_bytes, sink, sms);    \
-        printf("  %-10s ring %d: %8.2f us %7.0f GB/s\n", #P, ST, us, mb * 1e3 / us);              \
+        float us = time_one<P, ST>(codes, s.rows, s.row_bytes, bench);                             \
+        printf("  %-10s ring %d: %8.2f us %7.0f GB/s\n", #P, ST, us, mb * 1e3 / us);               \
     }
-        RUN(ROWS16X64, 4) RUN(ROWS8X128, 4) RUN(TILED1K, 4)
-        RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
+        RUN(ROWS16X64, 4)
+        RUN(ROWS8X128, 4) RUN(TILED1K, 4) RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
     }
     cudaError_t e = cudaDeviceSynchronize();
     printf("status: %s\n", cudaGetErrorString(e));

@@ -131,27 +131,34 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
     acc[3] = fmaf(d[3], scale_hi, acc[3]);
 }
 
-/* Blocks (tile, rank): the tile's items rank, rank + per_tile, ...; item
- * u covers output blocks u * OBS .. u * OBS + OBS - 1, OBS = 8 / splits. */
+/* Blocks (tile, rank): the grid's blocks shared out evenly over the tiles
+ * the routing made (p.status[2], known only on the device; shared by its
+ * host bound max_tiles instead, Mixtral M = 8 ran in 1.8 waves with a
+ * ninth of the blocks empty: 14% slower), each tile's items rank, rank +
+ * per_tile, ...; item u covers output blocks u * OBS .. u * OBS + OBS - 1,
+ * OBS = 8 / splits. */
 template <bool GATED, bool X_RING>
 __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
-    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int per_tile, int splits)
+    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
     extern __shared__ uint4 routed_shared[];
     constexpr int SLOT = routed_slot_uint4(X_RING), STAGES = ROUTED_STAGES;
     __shared__ int tile_slot[ROUTED_TOKENS];
     __shared__ float tile_factor[ROUTED_TOKENS];
     if (GATED)
-        mi4_grid_allow_next(); /* gemm2's blocks may start loading weights as these end */
+        mi4_grid_allow_next();     /* gemm2's blocks may start loading weights as these end */
+    const int tiles = p.status[2]; /* the routing (finished before gemm13 began) */
+    const int obs = ROUTED_WARPS / splits;
+    const int outs = GATED ? 8 : 16;
+    const int units = ((p.out_cols + outs - 1) / outs + obs - 1) / obs; /* items a tile */
+    const int per_tile = tiles > 0 ? max(1, min((int)gridDim.x / tiles, units)) : 1;
     const int tile = (int)blockIdx.x / per_tile, rank = (int)blockIdx.x % per_tile;
-    if (tile >= p.status[2]) /* the routing (finished before gemm13 began) */
+    if (tile >= tiles)
         return;
     const int expert = p.tile_expert[tile];
     const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    const int obs = ROUTED_WARPS / splits, warp_ob = warp % obs;
-    const int outs = GATED ? 8 : 16;
-    const int out_blocks = (p.out_cols + outs - 1) / outs;
-    const int items = items_of((out_blocks + obs - 1) / obs, rank, per_tile);
+    const int warp_ob = warp % obs;
+    const int items = items_of(units, rank, per_tile);
     if (items == 0)
         return;
     const split_run run = split_chunks(q, warp / obs, splits);
@@ -294,11 +301,10 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
 #else /* no mma.sync: mi4_hip_int4_mma_serves is 0, these never launch */
 
 template <bool GATED, bool X_RING>
-__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int per_tile, int splits)
+__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
     (void)p;
     (void)q;
-    (void)per_tile;
     (void)splits;
 }
 
@@ -352,7 +358,7 @@ hipError_t mi4_hip_int4_routed_init(void)
 namespace
 {
 
-typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int, int);
+typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int);
 
 /* The kernel for one GEMM over q, its shared bytes and how many of its
  * blocks an SM of the current device holds (0: it does not fit). */
@@ -394,9 +400,9 @@ int mi4_hip_int4_routed_fits(int hidden, int intermediate)
 #endif
 }
 
-/* The grid: blocks (tile, rank) over the routing's max_tiles (blocks past
- * the tiles it made end at once), about twice the blocks the SMs hold in
- * all, at least one a tile, at most one an item. */
+/* The grid: the blocks the SMs hold, one wave (at least one a tile of the
+ * routing's bound max_tiles); each block finds its tile and rank from the
+ * tiles the routing made (int4_routed_decode). */
 hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bool *served)
 {
     gemm_params p = make_params(a, gated);
@@ -409,19 +415,14 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     if (use.per_sm < 1)
         return hipSuccess; /* does not fit this device: the 8-row GEMV serves */
     *served = true;
-    const int splits = routed_splits(q), obs = ROUTED_WARPS / splits;
-    const int outs = gated ? 8 : 16;
-    const int64_t units = ((p.out_cols + outs - 1) / outs + obs - 1) / obs;
+    const int splits = routed_splits(q);
     const int64_t tiles = a->routing->max_tiles;
-    if (tiles == 0 || units == 0)
+    if (tiles == 0 || p.out_cols == 0)
         return hipSuccess;
     const int64_t resident =
         (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
-    int64_t per_tile = (2 * resident + tiles - 1) / tiles;
-    per_tile = per_tile < 1 ? 1 : per_tile > units ? units : per_tile;
-    const dim3 grid((unsigned)(tiles * per_tile)), block(ROUTED_WARPS * MI4_WARP);
-    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, (int)per_tile,
-                              splits)
-                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q,
-                                    (int)per_tile, splits);
+    const dim3 grid((unsigned)(resident > tiles ? resident : tiles)),
+        block(ROUTED_WARPS * MI4_WARP);
+    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, splits)
+                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits);
 }
