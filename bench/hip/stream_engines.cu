@@ -11,10 +11,12 @@
 //            stream a step into a ring of STAGES slots, completed on an
 //            mbarrier a slot (sm_90)
 //   ldg:     16-byte register loads, U chunks a stream in flight a lane
-// 8 warps a block, as many blocks as an SM holds. Then the ceiling: the same
-// byte counts (and larger) read contiguously by the whole grid (16-byte
-// loads, U in flight a thread), and an empty kernel (what the timer adds). Prints the median of 20
-// kernel times (CUDA events, L2 flushed before each) and GB/s.
+// 8 warps a block, as many blocks as an SM holds (printed as n/SM; a
+// label's "bound" is the kernel's __launch_bounds__ minimum, not a cap).
+// Then the ceiling: the same byte counts (and larger) read contiguously by
+// the whole grid (16-byte loads, U in flight a thread), and an empty kernel
+// (what the timer adds). Prints the median of 20 kernel times (CUDA events,
+// L2 flushed before each) and GB/s.
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/stream_engines bench/hip/stream_engines.cu
 #include <cstdint>
 #include <cstdio>
@@ -143,7 +145,7 @@ __global__ void __launch_bounds__(256, 1)
             for (int c = 0; c < B; c++)
                 if (c < n)
                     acc ^= fold(slot[c * 32 + lane]) + fold(slot[(B + c) * 32 + lane]);
-            __syncwarp(); // every lane has read slot at - 1's successor before it is refilled
+            __syncwarp(); // the slot refilled next was read a step ago: every lane is past it
             issue(i + STAGES - 1);
         }
         step += steps;
@@ -244,16 +246,16 @@ int main()
             time_kernel(KERNEL, SHARED, codes, units, group_chunks, s.splits, bench, &per_sm);     \
         printf("  %-24s %d/SM: %8.2f us %7.0f GB/s\n", NAME, per_sm, us, mb * 1e3 / us);           \
     }
-        RUN("cpasync ring 4, 2/SM", (stream_cpasync<4, 2>), 8 * 4 * 1024)
-        RUN("cpasync ring 4, 3/SM", (stream_cpasync<4, 3>), 8 * 4 * 1024)
+        RUN("cpasync ring 4, bound 2", (stream_cpasync<4, 2>), 8 * 4 * 1024)
+        RUN("cpasync ring 4, bound 3", (stream_cpasync<4, 3>), 8 * 4 * 1024)
         RUN("bulk ring 4 x 1 chunk", (stream_bulk<4, 1>), 8 * 4 * 2 * 1 * CHUNK)
         RUN("bulk ring 4 x 2 chunks", (stream_bulk<4, 2>), 8 * 4 * 2 * 2 * CHUNK)
         RUN("bulk ring 3 x 4 chunks", (stream_bulk<3, 4>), 8 * 3 * 2 * 4 * CHUNK)
         RUN("bulk ring 6 x 2 chunks", (stream_bulk<6, 2>), 8 * 6 * 2 * 2 * CHUNK)
-        RUN("ldg 2 in flight, 3/SM", (stream_ldg<2, 3>), 0)
-        RUN("ldg 4 in flight, 3/SM", (stream_ldg<4, 3>), 0)
-        RUN("ldg 4 in flight, 4/SM", (stream_ldg<4, 4>), 0)
-        RUN("ldg 8 in flight, 2/SM", (stream_ldg<8, 2>), 0)
+        RUN("ldg 2 in flight, bound 3", (stream_ldg<2, 3>), 0)
+        RUN("ldg 4 in flight, bound 3", (stream_ldg<4, 3>), 0)
+        RUN("ldg 4 in flight, bound 4", (stream_ldg<4, 4>), 0)
+        RUN("ldg 8 in flight, bound 2", (stream_ldg<8, 2>), 0)
     }
     printf("ceiling: contiguous reads by the whole grid\n");
     const size_t big = (size_t)2048 << 20;
