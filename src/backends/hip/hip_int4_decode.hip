@@ -82,16 +82,6 @@ constexpr int CHUNK = 128; /* inputs of one chunk */
 constexpr int X_AT = CHUNK_BYTES / 16, X_LANES = X_CHUNK_BYTES / 16;
 constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 
-/* A scale's bits as f32 (hardware conversion of f16: exact). */
-MI4_DEVICE float decode_scale(const mi4_hip_int4_matrix &q, uint32_t bits)
-{
-    if (q.scales_bf16)
-        return mi4_dev_bits_to_f32(bits << 16);
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"((unsigned short)bits));
-    return f;
-}
-
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
  * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
  * pair order, or in input order with PAIR_ORDER_X: reordered here). */
@@ -207,8 +197,8 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                     chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s],
                                       X_RING ? slot + X_AT + 4 * t : x + c * (CHUNK / 8),
                                       dot_lo, dot_hi);
-                    lo = fmaf(dot_lo, decode_scale(q, scales[s][0]) * factor, lo);
-                    hi = fmaf(dot_hi, decode_scale(q, scales[s][1]) * factor, hi);
+                    lo = fmaf(dot_lo, int4_scale_of(q, (uint16_t)scales[s][0]) * factor, lo);
+                    hi = fmaf(dot_hi, int4_scale_of(q, (uint16_t)scales[s][1]) * factor, hi);
                 }
                 asm volatile("" ::: "memory"); /* slot s - 1 was read in the step before */
                 issue((s + STAGES - 1) % STAGES);

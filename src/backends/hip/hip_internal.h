@@ -235,8 +235,8 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
 #define MI4_INT4_MMA_MAX_ROWS_PER_EXPERT 32
 /* Rows per expert up to which the routed decode GEMVs (MI4_TILE_D8) take
- * routed batches on sm_90a (hip_tiles.hip). */
-#define MI4_ROUTED_MAX_ROWS_PER_EXPERT 2
+ * routed batches on sm_90a (hip_tiles.hip): Mixtral M = 16, Qwen3 M = 64. */
+#define MI4_ROUTED_MAX_ROWS_PER_EXPERT 4
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */

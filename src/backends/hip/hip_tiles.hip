@@ -37,8 +37,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * best at 2 and 4 rows per expert, q32 at 16 and 32, q128 at 128; from
      * 256 up the expansion to BF16 and the BF16 wgmma tile below are faster
      * (Qwen3 M = 4096: 2.11 vs 2.25 ms; Mixtral: 9.9 vs 13.1 ms). */
-    /* the routed decode GEMVs (d8) where experts see about two rows:
-     * measured on the H200 (bench/results/hip-2026-12-02-routed.md) */
+    /* the routed decode GEMVs (d8) where experts see up to 4 rows:
+     * measured on the H200 (bench/results/hip-2026-12-02-routed.md; at 3
+     * and 4 rows 8-11% faster than q8, at 6 and 8 rows 7-39% slower:
+     * bench/results/hip-2026-12-03-scales.md, call 2) */
     if (int4_gemm && w->int4_routed && rows_per_expert <= MI4_ROUTED_MAX_ROWS_PER_EXPERT)
         return MI4_TILE_D8;
     if (int4_gemm && rows_per_expert < 256)
