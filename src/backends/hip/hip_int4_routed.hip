@@ -145,9 +145,12 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     constexpr int SLOT = routed_slot_uint4(X_RING), STAGES = ROUTED_STAGES;
     __shared__ int tile_slot[ROUTED_TOKENS];
     __shared__ float tile_factor[ROUTED_TOKENS];
-    if (GATED)
-        mi4_grid_allow_next();     /* gemm2's blocks may start loading weights as these end */
-    const int tiles = p.status[2]; /* the routing (finished before gemm13 began) */
+    if (GATED) {
+        mi4_grid_wait_previous(); /* the routing (gemm13 is launched early after it) */
+        mi4_grid_allow_next();    /* gemm2's blocks may start loading weights as these end */
+    }
+    const int tiles = p.status[2]; /* gemm2: the routing ended before gemm13's blocks passed
+                                      the wait above, so before gemm2 could start */
     const int obs = ROUTED_WARPS / splits;
     const int outs = GATED ? 8 : 16;
     const int units = ((p.out_cols + outs - 1) / outs + obs - 1) / obs; /* items a tile */
@@ -423,6 +426,7 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
         (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
     const dim3 grid((unsigned)(resident > tiles ? resident : tiles)),
         block(ROUTED_WARPS * MI4_WARP);
-    return gated ? mi4_launch(use.kernel, grid, block, use.shared, a->stream, p, q, splits)
-                 : mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits);
+    /* both early: gemm13's blocks wait on the SMs for the routing's end,
+     * gemm2's load weights while gemm13 ends */
+    return mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits);
 }

@@ -184,6 +184,23 @@ MI4_DEVICE uint4 mi4_load_stream(const uint4 *p)
 #endif
 }
 
+/* Inclusive prefix sum of v over the lanes of a warp (lane i: lanes 0..i). */
+MI4_DEVICE int mi4_warp_inclusive_scan(int v)
+{
+    const int lane = (int)(threadIdx.x % MI4_WARP);
+#pragma unroll
+    for (int offset = 1; offset < MI4_WARP; offset *= 2) {
+#if defined(MI4_PLATFORM_NVIDIA)
+        const int up = __shfl_up_sync(0xffffffffu, v, offset);
+#else
+        const int up = __shfl_up(v, offset);
+#endif
+        if (lane >= offset)
+            v += up;
+    }
+    return v;
+}
+
 /* Sum over the lanes of a warp, in a fixed butterfly order (deterministic). */
 MI4_DEVICE float mi4_warp_sum(float v)
 {

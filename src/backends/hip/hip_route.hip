@@ -60,23 +60,44 @@ __device__ __forceinline__ void load_locals(const mi4_slot_check &c, int64_t bas
     }
 }
 
+/* The loaded slots base + i * THREADS + tid (load_locals) per local expert
+ * into the shared `histogram`, the smallest bad one into `first_bad`. */
+template <int THREADS>
+__device__ __forceinline__ void count_loaded(const int (&local)[SLOT_UNROLL], int64_t base,
+                                             int *histogram, int *first_bad)
+{
+#pragma unroll
+    for (int i = 0; i < SLOT_UNROLL; i++) {
+        if (local[i] >= 0)
+            atomicAdd(&histogram[local[i]], 1);
+        else if (local[i] == MI4_SLOT_BAD)
+            atomicMin(first_bad, (int)(base + (int64_t)i * THREADS + (int)threadIdx.x));
+    }
+}
+
+/* The good ones of the loaded slots into sorted_slot at the shared
+ * per-expert cursors. */
+template <int THREADS>
+__device__ __forceinline__ void place_loaded(const int (&local)[SLOT_UNROLL], int64_t base,
+                                             int *cursor, int *sorted_slot)
+{
+#pragma unroll
+    for (int i = 0; i < SLOT_UNROLL; i++)
+        if (local[i] >= 0)
+            sorted_slot[atomicAdd(&cursor[local[i]], 1)] =
+                (int)(base + (int64_t)i * THREADS + (int)threadIdx.x);
+}
+
 /* Slots [begin, end) per local expert into the shared `histogram`, the
  * smallest bad slot into the shared `first_bad` (a block of THREADS). */
 template <int THREADS>
 __device__ __forceinline__ void count_slots(const mi4_slot_check &c, int64_t begin, int64_t end,
                                             int *histogram, int *first_bad)
 {
-    const int tid = (int)threadIdx.x;
     for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
         int local[SLOT_UNROLL];
         load_locals<THREADS>(c, base, end, local);
-#pragma unroll
-        for (int i = 0; i < SLOT_UNROLL; i++) {
-            if (local[i] >= 0)
-                atomicAdd(&histogram[local[i]], 1);
-            else if (local[i] == MI4_SLOT_BAD)
-                atomicMin(first_bad, (int)(base + (int64_t)i * THREADS + tid));
-        }
+        count_loaded<THREADS>(local, base, histogram, first_bad);
     }
 }
 
@@ -86,39 +107,42 @@ template <int THREADS>
 __device__ __forceinline__ void place_slots(const mi4_slot_check &c, int64_t begin, int64_t end,
                                             int *cursor, int *sorted_slot)
 {
-    const int tid = (int)threadIdx.x;
     for (int64_t base = begin; base < end; base += (int64_t)THREADS * SLOT_UNROLL) {
         int local[SLOT_UNROLL];
         load_locals<THREADS>(c, base, end, local);
-#pragma unroll
-        for (int i = 0; i < SLOT_UNROLL; i++)
-            if (local[i] >= 0)
-                sorted_slot[atomicAdd(&cursor[local[i]], 1)] =
-                    (int)(base + (int64_t)i * THREADS + tid);
+        place_loaded<THREADS>(local, base, cursor, sorted_slot);
     }
 }
 
+constexpr int ROUTE_WARPS = ROUTE_THREADS / MI4_WARP;
+static_assert(ROUTE_WARPS <= MI4_WARP, "one warp scans the warps' totals");
+
 /* Exclusive prefix sum of values[0..n) in shared memory; returns the total.
- * Each thread sums a contiguous run, the run totals are scanned, then the
- * runs are rewritten. `partial` has ROUTE_THREADS entries. */
+ * Each thread sums a contiguous run; the run totals are scanned within each
+ * warp by shuffles, then the warps' totals by warp 0 (two barriers; a scan
+ * over the block's threads in shared memory took 20); then the runs are
+ * rewritten. `partial` has ROUTE_WARPS entries. */
 __device__ int block_exclusive_scan(int *values, int n, int *partial)
 {
-    int tid = (int)threadIdx.x;
-    int per_thread = (n + ROUTE_THREADS - 1) / ROUTE_THREADS;
-    int begin = tid * per_thread, end = min(begin + per_thread, n);
+    const int tid = (int)threadIdx.x, lane = tid % MI4_WARP, warp = tid / MI4_WARP;
+    const int per_thread = (n + ROUTE_THREADS - 1) / ROUTE_THREADS;
+    const int begin = tid * per_thread, end = min(begin + per_thread, n);
     int sum = 0;
     for (int i = begin; i < end; i++)
         sum += values[i];
-    partial[tid] = sum;
+    const int inclusive = mi4_warp_inclusive_scan(sum);
+    if (lane == MI4_WARP - 1)
+        partial[warp] = inclusive;
     __syncthreads();
-    for (int offset = 1; offset < ROUTE_THREADS; offset *= 2) {
-        int add = tid >= offset ? partial[tid - offset] : 0;
-        __syncthreads();
-        partial[tid] += add;
-        __syncthreads();
+    if (warp == 0) {
+        /* every lane reads before the scan's shuffles, writes after them */
+        const int warp_total = mi4_warp_inclusive_scan(lane < ROUTE_WARPS ? partial[lane] : 0);
+        if (lane < ROUTE_WARPS)
+            partial[lane] = warp_total; /* inclusive over warps 0..lane */
     }
-    int running = partial[tid] - sum; /* exclusive start of this run */
-    int total = partial[ROUTE_THREADS - 1];
+    __syncthreads();
+    int running = (warp > 0 ? partial[warp - 1] : 0) + inclusive - sum; /* this run's start */
+    const int total = partial[ROUTE_WARPS - 1];
     for (int i = begin; i < end; i++) {
         int v = values[i];
         values[i] = running;
@@ -135,16 +159,25 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
     extern __shared__ int shared[];
     int *counts = shared;                /* [num_local] then offsets */
     int *cursor = shared + num_local;    /* [num_local] */
-    __shared__ int partial[ROUTE_THREADS];
+    __shared__ int partial[ROUTE_WARPS];
     __shared__ int first_bad;
+    mi4_grid_allow_next(); /* a GEMM launched early waits for this kernel's end */
     int tid = (int)threadIdx.x;
     if (tid == 0)
         first_bad = INT_MAX;
     for (int e = tid; e < num_local; e += ROUTE_THREADS)
         counts[e] = 0;
+    /* up to SLOT_UNROLL slots a thread: loaded once, kept for the placing */
+    const bool one_load = num_slots <= (int64_t)ROUTE_THREADS * SLOT_UNROLL;
+    int local[SLOT_UNROLL];
+    if (one_load)
+        load_locals<ROUTE_THREADS>(check, 0, num_slots, local);
     __syncthreads();
 
-    count_slots<ROUTE_THREADS>(check, 0, num_slots, counts, &first_bad);
+    if (one_load)
+        count_loaded<ROUTE_THREADS>(local, 0, counts, &first_bad);
+    else
+        count_slots<ROUTE_THREADS>(check, 0, num_slots, counts, &first_bad);
     __syncthreads();
     const int bad = first_bad != INT_MAX;
     if (bad && tid == 0)
@@ -172,7 +205,10 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         sorted_slot[i] = -1;
     __syncthreads();
 
-    place_slots<ROUTE_THREADS>(check, 0, num_slots, cursor, sorted_slot);
+    if (one_load)
+        place_loaded<ROUTE_THREADS>(local, 0, cursor, sorted_slot);
+    else
+        place_slots<ROUTE_THREADS>(check, 0, num_slots, cursor, sorted_slot);
     if (tid == 0) {
         status[0] = bad;
         status[1] = bad ? first_bad : -1;
@@ -244,7 +280,7 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
     extern __shared__ int shared[];
     int *offset = shared;            /* [num_local]: padded counts, then segment starts */
     int *count = shared + num_local; /* [num_local] */
-    __shared__ int partial[ROUTE_THREADS];
+    __shared__ int partial[ROUTE_WARPS];
     __shared__ int first_bad;
     const int tid = (int)threadIdx.x;
     if (tid == 0)
