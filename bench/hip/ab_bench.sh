@@ -73,6 +73,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
 done
+python3 bench/hip/ab_table.py "$OUT" "${names[@]}" | tee "$OUT/ab-table.md"
 for name in "${names[@]}"; do
   echo "== per kernel: $name"
   # shellcheck disable=SC2086,SC2046 # PROFILE_POINTS, ENV_name: one argument a word
