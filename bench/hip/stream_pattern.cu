@@ -109,8 +109,10 @@ int main()
         float us = time_one<P, ST>(codes, s.rows, s.row_bytes, bench);                             \
         printf("  %-10s ring %d: %8.2f us %7.0f GB/s\n", #P, ST, us, mb * 1e3 / us);               \
     }
-        RUN(ROWS16X64, 4)
-        RUN(ROWS8X128, 4) RUN(TILED1K, 4) RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
+        // clang-format off
+        RUN(ROWS16X64, 4) RUN(ROWS8X128, 4) RUN(TILED1K, 4)
+        RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
+        // clang-format on
     }
     cudaError_t e = cudaDeviceSynchronize();
     printf("status: %s\n", cudaGetErrorString(e));

@@ -16,8 +16,8 @@ namespace mi4_gemm {
 
 /* A group scale's bits as f32, exactly. On NVIDIA an f16 scale is one
  * hardware conversion: the bit-level one (mi4_dev_f16_to_f32) cost about 20
- * instructions and two branches a scale, two scales a 1 KB chunk in the
- * decode loops (SASS of int4_routed_decode, 2026-12-03). Scales are finite
+ * instructions and a branch a scale, two scales a 1 KB chunk in the decode
+ * loops (SASS of int4_routed_decode, 2026-12-03). Scales are finite
  * (validated at prepare), so both give the same value. */
 MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
 {
