@@ -37,6 +37,9 @@ MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int s
     return { first, min(chunks, first + per), per };
 }
 
+/* Where input j (0..7) of an 8-input piece sits in pair order. */
+MI4_HOST_DEVICE constexpr int pair_position(int j) { return j < 4 ? 2 * j : 2 * j - 7; }
+
 /* 8 bf16 inputs in pair order: (x0, x4), (x1, x5), (x2, x6), (x3, x7). */
 MI4_DEVICE uint4 pair_order(const uint4 &v)
 {
@@ -46,9 +49,11 @@ MI4_DEVICE uint4 pair_order(const uint4 &v)
 
 /* Stages `rows` token rows (row(r): bf16 [inner]) into shared memory,
  * inner_padded inputs each (zeros past inner), in pair order: 8 inputs
- * (piece u of row r) at xs[at(r, u)]; every thread takes part. */
+ * (piece u of row r) at xs[at(r, u)]; every thread takes part. `paired`:
+ * the rows are in pair order already (pair_position). */
 template <typename RowOf, typename At>
-MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, RowOf row, At at)
+MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, RowOf row, At at,
+                           bool paired = false)
 {
     const int per_row = q.inner_padded / 8;
     for (int i = (int)threadIdx.x; i < rows * per_row; i += (int)blockDim.x) {
@@ -66,7 +71,7 @@ MI4_DEVICE void stage_rows(uint4 *xs, int rows, const mi4_hip_int4_matrix &q, Ro
             v = make_uint4(e[0] | (uint32_t)e[1] << 16, e[2] | (uint32_t)e[3] << 16,
                            e[4] | (uint32_t)e[5] << 16, e[6] | (uint32_t)e[7] << 16);
         }
-        xs[at(r, i % per_row)] = pair_order(v);
+        xs[at(r, i % per_row)] = paired ? v : pair_order(v);
     }
 }
 

@@ -21,8 +21,10 @@
  * outputs for gemm2); the block's warps are OBS x splits, a warp taking one
  * output block and one run of the input's chunks; their partial sums meet
  * in shared memory in warp order (deterministic). gemm13 writes the
- * activated intermediate of each tile row, gemm2 the f32 rows y of each
- * slot with the router weight; the combine sums them (hip_combine.h).
+ * activated intermediate of each tile row, in pair order within each
+ * 8-input piece where the intermediate is whole pieces (act_paired: gemm2
+ * then takes it as the MMA's operand as it is), gemm2 the f32 rows y of
+ * each slot with the router weight; the combine sums them (hip_combine.h).
  * gemm2 is launched early (programmatic dependent launch, sm_90+) and
  * waits for gemm13 only before it reads act. The group scale multiplies
  * each chunk's f32 product: weights exact, as in the other int4 GEMVs. */
@@ -58,6 +60,13 @@ size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
            (x_ring ? 0 : (size_t)ROUTED_TOKENS * q.inner_padded * 2) +
            2 * (size_t)ROUTED_WARPS * PARTIAL_FLOATS * sizeof(float);
 }
+
+/* Whether the activated rows (act) gemm13 writes for gemm2 are in pair
+ * order within each 8-input piece (pair_position), so that gemm2 takes
+ * them as the MMA's B operand without permuting them a chunk: wherever
+ * the intermediate size is whole pieces (gemm2's token rows in the ring
+ * need that anyway). gemm13's out_cols and gemm2's inner are that size. */
+MI4_HOST_DEVICE constexpr bool act_paired(int intermediate) { return intermediate % 8 == 0; }
 
 #if defined(MI4_MMA_NVIDIA)
 
@@ -106,9 +115,10 @@ MI4_DEVICE void copy_token_chunk(uint4 *x_part, const uint16_t *const (&x_src)[4
 }
 
 /* acc += (rows g, g + 8) x (token rows 2t, 2t + 1) over one chunk: codes
- * lo, hi; x: row g's 16 pieces of the chunk (swizzled; pair order when
- * staged, input order in the ring). */
-template <bool X_RING>
+ * lo, hi; x: row g's 16 pieces of the chunk (swizzled), in pair order
+ * (staged rows; gemm2's act rows, which gemm13 wrote paired) or, REORDER,
+ * in input order (gemm13's token rows in the ring: the caller's rows). */
+template <bool REORDER>
 MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t bias_lo,
                           uint32_t bias_hi, const uint4 *x, float scale_lo, float scale_hi,
                           float (&acc)[4])
@@ -118,7 +128,7 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         const uint4 raw = x[token_piece_at(g, 4 * t + w)];
-        const uint4 xv = X_RING ? pair_order(raw) : raw;
+        const uint4 xv = REORDER ? pair_order(raw) : raw;
         uint32_t pl[4], ph[4];
         dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
         dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
@@ -227,7 +237,8 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             },
             [row_uint4](int n, int u) {
                 return n * row_uint4 + (u & ~15) + token_piece_at(n, u & 15);
-            });
+            },
+            !GATED && act_paired(q.inner));
     if (X_RING)
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++) {
@@ -250,7 +261,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                 if (landed >> s & 1u) {
                     const uint4 *slot = ring + s * SLOT;
                     const int chunk = run.first + c;
-                    chunk_mma<X_RING>(
+                    chunk_mma<X_RING && GATED>(
                         slot[lane], slot[MI4_WARP + lane], int4_bias_pair((int)zeros[s][0]),
                         int4_bias_pair((int)zeros[s][1]),
                         X_RING ? slot + CODE_UINT4 + 16 * g : xs + g * row_uint4 + chunk * 16,
@@ -287,7 +298,9 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                                 up += from[(8 + r) * ROUTED_TOKENS + n];
                         }
                         if (GATED)
-                            p.act[((size_t)tile * ROUTED_TOKENS + n) * p.out_cols + out] =
+                            p.act[((size_t)tile * ROUTED_TOKENS + n) * p.out_cols +
+                                  (act_paired(p.out_cols) ? (out & ~7) + pair_position(out & 7)
+                                                          : out)] =
                                 mi4_dev_f32_to_bf16(
                                     activate(p.activation, sum, up, p.limit, p.alpha, p.beta));
                         else
