@@ -31,7 +31,7 @@ __device__ void group_scale_zero(const dequant_params &p, int64_t e, int group, 
 {
     size_t group_at = ((size_t)e * p.groups + (size_t)group);
     uint16_t scale_bits = p.scales[group_at * p.out + o];
-    *scale = p.scales_bf16 ? mi4_dev_bf16_to_f32(scale_bits) : mi4_dev_f16_to_f32(scale_bits);
+    *scale = mi4_dev_scale_to_f32(scale_bits, p.scales_bf16);
     *zero = 8;
     if (p.packing.has_zeros) {
         int32_t zword = p.qzeros[group_at * (p.out / 8) + o / 8];

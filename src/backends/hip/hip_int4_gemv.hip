@@ -103,7 +103,7 @@ MI4_DEVICE void int4_dots(const mi4_hip_int4_matrix &q, const int4_row (&w)[NR],
                                                                    mi4_int4_input_offset(k)))
                                  : make_uint4(0u, 0u, 0u, 0u);
                 const uint16_t s = valid ? w[r].scales[g] : (uint16_t)0;
-                scale[u][r] = q.scales_bf16 ? mi4_dev_bf16_to_f32(s) : mi4_dev_f16_to_f32(s);
+                scale[u][r] = mi4_dev_scale_to_f32(s, q.scales_bf16);
                 bias[u][r] = MAGIC + (float)(valid && w[r].zeros ? (int)w[r].zeros[g] : 8);
             }
 #pragma unroll

@@ -14,22 +14,10 @@
 
 namespace mi4_gemm {
 
-/* A group scale's bits as f32, exactly. On NVIDIA an f16 scale is one
- * hardware conversion: the bit-level one (mi4_dev_f16_to_f32) cost about 20
- * instructions and a branch a scale, two scales a 1 KB chunk in the decode
- * loops (SASS of int4_routed_decode, 2026-12-03). Scales are finite
- * (validated at prepare), so both give the same value. */
+/* A group scale's bits as f32 (two a 1 KB chunk in the decode loops). */
 MI4_DEVICE float int4_scale_of(const mi4_hip_int4_matrix &q, uint16_t bits)
 {
-    if (q.scales_bf16)
-        return mi4_dev_bf16_to_f32(bits);
-#if defined(__CUDA_ARCH__)
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(bits));
-    return f;
-#else
-    return mi4_dev_f16_to_f32(bits);
-#endif
+    return mi4_dev_scale_to_f32(bits, q.scales_bf16);
 }
 
 /* Two f32 as bf16x2 (lo in the low half), each rounded to nearest even:

@@ -1,7 +1,8 @@
 /* What differs between the two platforms the HIP sources build for, outside
  * the matrix cores (hip_matrix_core.h): the runtime header, the warp width, the
  * asynchronous global->shared copy, and the 16-bit float conversions (done
- * with integer bit operations so both compilers give the same bits). */
+ * with integer bit operations so both compilers give the same bits; group
+ * scales, exact either way, by the hardware on NVIDIA). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_PLATFORM_H
 #define MOEINT4_BACKENDS_HIP_HIP_PLATFORM_H
 
@@ -150,6 +151,24 @@ MI4_HOST_DEVICE float mi4_dev_f16_to_f32(uint16_t h)
         return sign ? -magnitude : magnitude;
     }
     return mi4_dev_bits_to_f32(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/* A group scale's bits (bf16, or f16) as f32, exactly. On NVIDIA an f16
+ * scale takes one hardware conversion: the bit-level one above cost about
+ * 20 instructions and a branch a scale (SASS of int4_routed_decode,
+ * 2026-12-03). Scales are finite (validated at prepare), so both give the
+ * same value. */
+MI4_DEVICE float mi4_dev_scale_to_f32(uint16_t bits, int bf16)
+{
+    if (bf16)
+        return mi4_dev_bf16_to_f32(bits);
+#if defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(bits));
+    return f;
+#else
+    return mi4_dev_f16_to_f32(bits);
+#endif
 }
 
 /* Nearest even, overflow to Inf, NaN kept. */
