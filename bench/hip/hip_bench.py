@@ -31,6 +31,7 @@ import os
 import statistics
 import sys
 import time
+import zlib
 
 import torch
 import torch.nn.functional as F
@@ -260,6 +261,10 @@ def prepare(lib, p, ck, mode, log, name):
 def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep, graph,
                  baselines, modes):
     E, topk, K, N = p["E"], p["topk"], p["K"], p["N"]
+    # every random draw is seeded from the preset (and M) alone, so that a
+    # point's weights and routings do not depend on which presets and sizes
+    # ran before it in the process (runs over other size lists compare)
+    gen.manual_seed(zlib.crc32(name.encode()))
     ck = random_checkpoint(p, gen)
     prepared = [prepare(lib, p, ck, mode, log, name) for mode in modes]
     del ck
@@ -274,6 +279,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
     stream = torch.cuda.current_stream()
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda") if graph else None
     for M in tokens:
+        gen.manual_seed(zlib.crc32(f"{name}:{M}".encode()))
         sets = routings(M, E, topk, 8 if M <= 512 else 4, gen)
         x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda", generator=gen)
         out = torch.empty(M, K, dtype=torch.bfloat16, device="cuda")
