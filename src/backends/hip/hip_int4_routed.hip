@@ -61,14 +61,14 @@ size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
            2 * (size_t)ROUTED_WARPS * PARTIAL_FLOATS * sizeof(float);
 }
 
+#if defined(MI4_MMA_NVIDIA)
+
 /* Whether the activated rows (act) gemm13 writes for gemm2 are in pair
  * order within each 8-input piece (pair_position), so that gemm2 takes
  * them as the MMA's B operand without permuting them a chunk: wherever
  * the intermediate size is whole pieces (gemm2's token rows in the ring
  * need that anyway). gemm13's out_cols and gemm2's inner are that size. */
-MI4_HOST_DEVICE constexpr bool act_paired(int intermediate) { return intermediate % 8 == 0; }
-
-#if defined(MI4_MMA_NVIDIA)
+MI4_DEVICE constexpr bool act_paired(int intermediate) { return intermediate % 8 == 0; }
 
 /* Where piece kp (0..15: inputs 8kp .. 8kp + 7 of a chunk) of token row n
  * sits among its chunk's 16 pieces: lane (g, t) reads piece 4t + w of row
