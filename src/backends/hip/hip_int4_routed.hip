@@ -428,10 +428,10 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     if (!a->weights->int4_mma || a->routing->tile_rows != ROUTED_TOKENS)
         return hipSuccess;
     const routed_choice use = routed_choice_of(gated, q);
-    /* both GEMMs or neither: only this gemm2 reads act in the pair order
-     * this gemm13 writes (act_paired) */
-    const routed_choice other = routed_choice_of(!gated, gated ? a->weights->q2 : a->weights->q13);
-    if (use.per_sm < 1 || other.per_sm < 1)
+    /* both GEMMs or neither (int4_routed: both fit, checked at prepare):
+     * only this gemm2 reads act in the pair order this gemm13 writes
+     * (act_paired), also where MOEINT4_HIP_TILE forces d8 */
+    if (!a->weights->int4_routed || use.per_sm < 1)
         return hipSuccess; /* does not fit this device: the 8-row GEMV serves */
     *served = true;
     const int splits = routed_splits(q);
