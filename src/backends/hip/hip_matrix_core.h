@@ -153,6 +153,36 @@ MI4_DEVICE void mi4_wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.align
 MI4_DEVICE void mi4_wgmma_wait_one() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 /* Shared memory written by ordinary (cp.async) stores, read next by wgmma. */
 MI4_DEVICE void mi4_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* Warp specialization: shared-memory barriers that count arrivals (one
+ * 64-bit word each; a wait names the parity of the phase it waits for, and
+ * parity 1 passes before the first phase completes) and moving registers
+ * between warpgroups (setmaxnreg). */
+MI4_DEVICE void mi4_mbar_init(uint64_t *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(count)
+                 : "memory");
+}
+/* Makes initialized barriers visible to the other threads (then a
+ * __syncthreads). */
+MI4_DEVICE void mi4_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+MI4_DEVICE void mi4_mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(bar))
+                 : "memory");
+}
+MI4_DEVICE void mi4_mbar_wait(uint64_t *bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nretry:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra retry;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+template <int REGS> MI4_DEVICE void mi4_regs_raise() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
+template <int REGS> MI4_DEVICE void mi4_regs_lower() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
 /* Keeps the compiler from moving accumulator reads across the async MMA. */
 template <int N> MI4_DEVICE void mi4_fence_registers(float (&d)[N])
 {
