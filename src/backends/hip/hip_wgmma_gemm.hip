@@ -1,64 +1,19 @@
 /* Prefill GEMMs on Hopper (sm_90a): warpgroup MMA (wgmma) from 128-byte
- * swizzled shared tiles. Other builds keep only stubs; the dispatcher then
- * uses the mma.sync tile of the same rows. With int4 weights (INT4) the
+ * swizzled shared tiles (hip_wgmma_tile.h), 8 warps that all copy, issue
+ * and meet at a barrier each k tile; BF16 GEMMs that the warp-specialized
+ * kernel serves go there (hip_wgmma_ws.hip). Other builds keep only stubs;
+ * the dispatcher then uses the mma.sync tile of the same rows. With int4 weights (INT4) the
  * weight tiles arrive as codes and are dequantized into the same BF16
  * shared tiles, with the bits the BF16 mode holds (int4_word_to_bf16), so
  * no BF16 copy of the experts is made. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "backends/hip/hip_int4_mma_ops.h"
+#include "backends/hip/hip_wgmma_tile.h"
 
 namespace {
 
 using namespace mi4_gemm;
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-/* BM x BN tiles, two warpgroups issuing wgmma from 128B-swizzled shared
- * tiles (BK = 64, 4 stages of cp.async). BM = 128: each warpgroup owns 64
- * rows and all BN columns; BM = 64 (fewer rows per expert, less padding):
- * each owns BN / 2 columns of the 64 rows. */
-constexpr int WG_BK = 64, WG_STAGES = 4, WG_THREADS = 256;
-static_assert((WG_STAGES & (WG_STAGES - 1)) == 0, "stage = step & (WG_STAGES - 1)");
-
-template <int BM, int BN, bool INT4 = false> struct wgmma_shape {
-    static constexpr int wg_cols = BM == 128 ? BN : BN / 2; /* columns per warpgroup */
-    static constexpr int acc = wg_cols / 2;                  /* f32 per thread */
-    /* INT4: a ring of codes (BN rows x 32 bytes a k tile) next to the tiles */
-    static constexpr int code_stage = INT4 ? BN * WG_BK / 2 : 0; /* bytes */
-    static constexpr int smem =
-        WG_STAGES * ((BM + BN) * WG_BK * 2 + code_stage) + 1024; /* + align */
-    static constexpr int a_rows = BM * 8 / WG_THREADS, b_rows = BN * 8 / WG_THREADS;
-    /* INT4: a thread copies and dequantizes half a row's k tile (32 codes)
-     * of rows tid / 2 + 128 i */
-    static constexpr int code_rows = BN * 2 / WG_THREADS;
-};
-
-/* Copies k tile `k_tile` of COUNT rows into a 128B-swizzled stage: thread
- * tid copies 16-byte chunk tid % 8 of rows tid / 8 + 32 i, so it keeps
- * those rows' pointers in registers. */
-template <int COUNT>
-__device__ __forceinline__ void load_swizzled(uint16_t *dst, const uint16_t *const (&rows)[COUNT],
-                                              int k_tile, int inner, const uint16_t *fallback)
-{
-    const int tid = (int)threadIdx.x, c = tid % 8;
-    const int k = k_tile * WG_BK + c * 8;
-#pragma unroll
-    for (int i = 0; i < COUNT; i++) {
-        int r = tid / 8 + i * (WG_THREADS / 8);
-        bool valid = rows[i] != nullptr && k < inner;
-        mi4_copy16(dst + r * 64 + ((c ^ (r & 7)) * 8), valid ? rows[i] + k : fallback, valid);
-    }
-}
-
-template <int N> MI4_DEVICE void wgmma_step(float (&acc)[N], uint64_t desc_a, uint64_t desc_b)
-{
-    if constexpr (N == 128)
-        mi4_wgmma_m64n256k16(acc, desc_a, desc_b);
-    else
-        mi4_wgmma_m64n128k16(acc, desc_a, desc_b);
-}
-
 /* INT4: the codes of k tile `k_tile` of this thread's rows (row numbers
  * `rows`, -1: none) into `stage`, half a row's 32 bytes a copy. */
 template <int BN>
@@ -128,62 +83,6 @@ MI4_DEVICE void dequant_codes(uint16_t *dst, const uint8_t *codes, const code_pa
     }
 }
 
-/* The epilogue of the tile of my_tiles index `my_tile`: threads 0..255
- * (two warpgroups) hold its accumulators. gemm13 activates gate and up
- * into p.act; gemm2 scales by the router weight into the slot's row of p.y. */
-template <int BM, int BN, bool GATED, int ACC>
-MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_t my_tile,
-                           int row_tiles, int out_tiles)
-{
-    constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
-    const int tid = (int)threadIdx.x, warpgroup = tid / 128, lane = tid % 32;
-    const int wg_col = BM == 128 ? 0 : warpgroup * WGC;
-    const int row0 = (BM == 128 ? warpgroup * 64 : 0) + ((tid % 128) / 32) * 16 + lane / 4;
-    const int col0 = 2 * (lane % 4);
-    int tile, out_tile;
-    tile_coords(blockIdx.x + my_tile * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
-    int slots[2];
-#pragma unroll
-    for (int half = 0; half < 2; half++)
-        slots[half] = p.sorted_slot[(size_t)tile * BM + row0 + half * 8];
-    if (GATED) {
-        /* this warpgroup's columns: WGC / 2 gate rows, then their up rows */
-#pragma unroll
-        for (int j = 0; j < WGC / 16; j++)
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                int r = row0 + half * 8;
-                int n = out_tile * (BN / 2) + wg_col / 2 + 8 * j + col0;
-                if (slots[half] < 0 || n >= p.out_cols)
-                    continue;
-                const float *gate = acc + 4 * j + 2 * half;
-                const float *up = acc + 4 * (j + WGC / 16) + 2 * half;
-                uint32_t v0 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[0], up[0], p.limit, p.alpha, p.beta));
-                uint32_t v1 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[1], up[1], p.limit, p.alpha, p.beta));
-                *(uint32_t *)(p.act + ((size_t)tile * BM + r) * (size_t)p.out_cols + n) =
-                    v0 | (v1 << 16);
-            }
-    } else {
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int slot = slots[half];
-            if (slot < 0)
-                continue;
-            float w = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
-            float *y = p.y + (size_t)slot * (size_t)p.out_cols;
-#pragma unroll
-            for (int j = 0; j < WGC / 8; j++) {
-                int c = out_tile * BN + wg_col + 8 * j + col0;
-                const float *v = acc + 4 * j + 2 * half;
-                if (c < p.out_cols)
-                    *(float2 *)(y + c) = make_float2(v[0] * w, v[1] * w);
-            }
-        }
-    }
-}
-
 /* Persistent: each block walks tiles blockIdx.x, + gridDim.x, ... (panel
  * order, tile_coords) as one flattened sequence of k tiles, so the next
  * tile's loads are in flight while this one's epilogue runs; the grid is one
@@ -204,8 +103,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
     uint16_t *smem_b = smem_a + WG_STAGES * BM * WG_BK;
     uint8_t *smem_codes = (uint8_t *)(smem_b + WG_STAGES * BN * WG_BK); /* INT4 */
 
-    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
-                                : (p.out_cols + BN - 1) / BN;
+    const int out_tiles = wgmma_out_tiles(p.out_cols, BN, GATED);
     const int row_tiles = p.status[2];
     const int64_t tiles = (int64_t)row_tiles * out_tiles;
     if ((int64_t)blockIdx.x >= tiles)
@@ -256,9 +154,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
                                                          tid / 8 + i * (WG_THREADS / 8));
                 loader_tile = j;
             }
-            load_swizzled(smem_a + stage * BM * WG_BK, a_ptr, k_tile, p.inner, p.a);
+            load_swizzled<WG_THREADS / 8>(smem_a + stage * BM * WG_BK, a_ptr, tid, k_tile,
+                                          p.inner, p.a);
             if (!INT4)
-                load_swizzled(smem_b + stage * BN * WG_BK, b_ptr, k_tile, p.inner, p.b);
+                load_swizzled<WG_THREADS / 8>(smem_b + stage * BN * WG_BK, b_ptr, tid, k_tile,
+                                              p.inner, p.b);
         }
     };
     auto issue_codes = [&](int64_t j, int k_tile, int stage) { /* INT4 */
@@ -375,179 +275,6 @@ __global__ void __launch_bounds__(WG_THREADS, 1) wgmma_gemm(gemm_params p, mi4_h
 #endif
 }
 
-/* Warp-specialized (BF16 weights): a producer warpgroup (threads 256..383)
- * copies both operands into the stages and the two consumer warpgroups
- * only wait for a stage, issue its wgmmas and release it, so no block-wide
- * barrier sits in the k loop (ncu on the kernel above: dispatch stalls and
- * fixed-latency waits were half its time, 2026-12-03). A stage is `full`
- * once each producer warp's copies of it have landed and been fenced for
- * the async proxy (WS_LAG steps after it issued them) and `empty` once every
- * consumer warp's wgmmas on it have completed: one arrival a warp. */
-constexpr int WS_PRODUCERS = 128, WS_THREADS = WG_THREADS + WS_PRODUCERS;
-/* setmaxnreg: the consumers' raise waits for what the producer gives back,
- * so 128 x 104 + 256 x 200 must not exceed the launch's 384 x 168 (at 56
- * and 88 ptxas spilled the producers' row pointers). Tried on the H200,
- * 2026-12-04: the row numbers re-read from shared memory each k tile at
- * 120 + 192 (no spills) made the GEMMs 11-29% slower. */
-constexpr int WS_PRODUCER_REGS = 104, WS_CONSUMER_REGS = 200;
-/* a stage is signalled once the copies of the step after it are issued
- * (two steps after: 2-6% slower on the H200, 2026-12-04) */
-constexpr int WS_LAG = 1;
-
-template <int BM, int BN> constexpr int ws_smem()
-{
-    return WG_STAGES * (BM + BN) * WG_BK * 2 + 2 * WG_STAGES * 8 + 1024; /* + align */
-}
-
-/* A producer thread's part of one k tile of COUNT x 16 rows: chunk ptid % 8
- * of rows ptid / 8 + 16 i (a warp copies 4 whole 128-byte rows a copy;
- * NULL rows: zeros). */
-template <int COUNT>
-MI4_DEVICE void copy_rows(uint16_t *dst, const uint16_t *const (&rows)[COUNT], int k_tile,
-                          int inner, const uint16_t *fallback)
-{
-    const int ptid = (int)threadIdx.x - WG_THREADS, c = ptid % 8;
-    const int k = k_tile * WG_BK + c * 8;
-#pragma unroll
-    for (int i = 0; i < COUNT; i++) {
-        const int r = ptid / 8 + 16 * i;
-        const bool valid = rows[i] != nullptr && k < inner;
-        mi4_copy16(dst + r * 64 + ((c ^ (r & 7)) * 8), valid ? rows[i] + k : fallback, valid);
-    }
-}
-
-#if defined(MI4_HAVE_WGMMA)
-template <int BM, int BN, bool GATED>
-MI4_DEVICE void produce_stages(const gemm_params &p, uint16_t *smem_a, uint16_t *smem_b,
-                               uint64_t *full, uint64_t *empty, int row_tiles, int out_tiles,
-                               int64_t my_tiles, int k_tiles)
-{
-    static_assert(WS_LAG < WG_STAGES, "a stage is released before its next fill is waited for");
-    constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
-    const int ptid = (int)threadIdx.x - WG_THREADS, lane = ptid % 32;
-    const uint16_t *a_rows[BM / 16], *b_rows[BN / 16];
-    auto signal = [&](int64_t s) { /* this warp's copies of step s landed */
-        mi4_fence_proxy_async();
-        __syncwarp();
-        if (lane == 0)
-            mi4_mbar_arrive(&full[s & (WG_STAGES - 1)]);
-    };
-    int64_t step = 0;
-    for (int64_t j = 0; j < my_tiles; j++) {
-        int tile, out_tile, slot;
-        tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
-        const int expert = p.tile_expert[tile];
-#pragma unroll
-        for (int i = 0; i < BM / 16; i++)
-            a_rows[i] = a_row<BM, GATED>(p, tile, ptid / 8 + 16 * i, &slot);
-#pragma unroll
-        for (int i = 0; i < BN / 16; i++)
-            b_rows[i] = b_row<BN, WGC, GATED>(p, expert, out_tile, ptid / 8 + 16 * i);
-        for (int k = 0; k < k_tiles; k++, step++) {
-            const int stage = (int)(step & (WG_STAGES - 1));
-            mi4_mbar_wait(&empty[stage], (unsigned)((step / WG_STAGES) & 1) ^ 1u);
-            copy_rows(smem_a + stage * BM * WG_BK, a_rows, k, p.inner, p.a);
-            copy_rows(smem_b + stage * BN * WG_BK, b_rows, k, p.inner, p.b);
-            mi4_copy_commit();
-            if (step >= WS_LAG) {
-                mi4_copy_wait<WS_LAG>();
-                signal(step - WS_LAG);
-            }
-        }
-    }
-    mi4_copy_wait<0>();
-    for (int64_t s = step > WS_LAG ? step - WS_LAG : 0; s < step; s++)
-        signal(s);
-}
-#endif
-
-/* Persistent, one block an SM, tiles in the order of wgmma_gemm; the
- * consumers' epilogue of one tile runs while the producer fills the next
- * tile's stages. */
-template <int BM, int BN, bool GATED>
-__global__ void __launch_bounds__(WS_THREADS, 1) wgmma_gemm_ws(gemm_params p)
-{
-#if defined(MI4_HAVE_WGMMA)
-    typedef wgmma_shape<BM, BN> shape;
-    constexpr int WGC = shape::wg_cols;
-    extern __shared__ uint4 wg_smem_raw[];
-    uint16_t *smem_a = (uint16_t *)(((uintptr_t)wg_smem_raw + 1023) & ~(uintptr_t)1023);
-    uint16_t *smem_b = smem_a + WG_STAGES * BM * WG_BK;
-    uint64_t *full = (uint64_t *)(smem_b + WG_STAGES * BN * WG_BK), *empty = full + WG_STAGES;
-
-    const int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2)
-                                : (p.out_cols + BN - 1) / BN;
-    const int row_tiles = p.status[2];
-    const int64_t tiles = (int64_t)row_tiles * out_tiles;
-    if ((int64_t)blockIdx.x >= tiles)
-        return;
-    const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
-    const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < WG_STAGES; s++) {
-            mi4_mbar_init(&full[s], WS_PRODUCERS / 32);
-            mi4_mbar_init(&empty[s], WG_THREADS / 32);
-        }
-        mi4_mbar_init_fence();
-    }
-    __syncthreads();
-    if ((int)threadIdx.x >= WG_THREADS) {
-        mi4_regs_lower<WS_PRODUCER_REGS>();
-        produce_stages<BM, BN, GATED>(p, smem_a, smem_b, full, empty, row_tiles, out_tiles,
-                                      my_tiles, k_tiles);
-        return;
-    }
-    mi4_regs_raise<WS_CONSUMER_REGS>();
-    const int warpgroup = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;
-    const int wg_row = BM == 128 ? warpgroup * 64 : 0, wg_col = BM == 128 ? 0 : warpgroup * WGC;
-    float acc[shape::acc];
-#pragma unroll
-    for (int i = 0; i < shape::acc; i++)
-        acc[i] = 0.0f;
-    int64_t step = 0;
-    for (int64_t my_tile = 0; my_tile < my_tiles; my_tile++) {
-        for (int k_tile = 0; k_tile < k_tiles; k_tile++, step++) {
-            const int stage = (int)(step & (WG_STAGES - 1));
-            mi4_mbar_wait(&full[stage], (unsigned)((step / WG_STAGES) & 1));
-            uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
-            uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
-            mi4_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < WG_BK / 16; kk++)
-                wgmma_step(acc, desc_a + 2 * kk, desc_b + 2 * kk);
-            mi4_wgmma_commit();
-            mi4_wgmma_wait_one();
-            if (k_tile > 0 && lane == 0) /* the last step's wgmmas have read its stage */
-                mi4_mbar_arrive(&empty[(step - 1) & (WG_STAGES - 1)]);
-        }
-        mi4_wgmma_wait_all();
-        if (lane == 0)
-            mi4_mbar_arrive(&empty[(step - 1) & (WG_STAGES - 1)]);
-        mi4_fence_registers(acc);
-        store_tile<BM, BN, GATED>(p, acc, my_tile, row_tiles, out_tiles);
-#pragma unroll
-        for (int i = 0; i < shape::acc; i++)
-            acc[i] = 0.0f;
-    }
-#else
-    (void)p;
-    __trap(); /* launched only when MOEINT4_HIP_WGMMA is defined */
-#endif
-}
-#endif
-
-#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-/* Which BF16 GEMMs take the warp-specialized kernel: gemm2 (the default;
- * on the H200 it was 7-12% faster there, and 15% slower for gemm13,
- * 2026-12-04), both (MOEINT4_HIP_WGMMA_PIPE=ws) or neither ("sync": the
- * kernel whose warps all copy and meet at a barrier each k tile). */
-bool warp_specialized(bool gated)
-{
-    const char *knob = getenv("MOEINT4_HIP_WGMMA_PIPE");
-    if (knob != nullptr && strcmp(knob, "sync") == 0)
-        return false;
-    return !gated || (knob != nullptr && strcmp(knob, "ws") == 0);
-}
 #endif
 
 template <int BM, int BN, bool GATED, bool INT4>
@@ -558,25 +285,18 @@ hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
     if (init) {
         hipError_t e = hipFuncSetAttribute((const void *)wgmma_gemm<BM, BN, GATED, INT4>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e == hipSuccess && !INT4)
-            e = hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED>,
-                                    hipFuncAttributeMaxDynamicSharedMemorySize, ws_smem<BM, BN>());
-        return e;
+        return e == hipSuccess && !INT4 ? mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, true) : e;
     }
+    if (!INT4 && mi4_hip_wgmma_ws_serves(GATED))
+        return mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, false);
     gemm_params p = make_params(a, GATED);
     const mi4_hip_int4_matrix q = INT4 ? (GATED ? a->weights->q13 : a->weights->q2)
                                        : mi4_hip_int4_matrix{};
-    int out_tiles = GATED ? (p.out_cols + BN / 2 - 1) / (BN / 2) : (p.out_cols + BN - 1) / BN;
-    size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
-    size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
+    const unsigned blocks = wgmma_grid(a, wgmma_out_tiles(p.out_cols, BN, GATED));
     if (blocks == 0)
         return hipSuccess;
-    blocks = blocks < sms ? blocks : sms; /* persistent: one block per SM */
-    if (!INT4 && warp_specialized(GATED))
-        return mi4_launch(wgmma_gemm_ws<BM, BN, GATED>, dim3((unsigned)blocks), dim3(WS_THREADS),
-                          ws_smem<BM, BN>(), a->stream, p);
-    return mi4_launch(wgmma_gemm<BM, BN, GATED, INT4>, dim3((unsigned)blocks), dim3(WG_THREADS),
-                      smem, a->stream, p, q);
+    return mi4_launch(wgmma_gemm<BM, BN, GATED, INT4>, dim3(blocks), dim3(WG_THREADS), smem,
+                      a->stream, p, q);
 #else
     (void)a;
     (void)init;
