@@ -2,10 +2,10 @@
  * swizzled shared tiles (hip_wgmma_tile.h), 8 warps that all copy, issue
  * and meet at a barrier each k tile; BF16 GEMMs that the warp-specialized
  * kernel serves go there (hip_wgmma_ws.hip). Other builds keep only stubs;
- * the dispatcher then uses the mma.sync tile of the same rows. With int4 weights (INT4) the
- * weight tiles arrive as codes and are dequantized into the same BF16
- * shared tiles, with the bits the BF16 mode holds (int4_word_to_bf16), so
- * no BF16 copy of the experts is made. */
+ * the dispatcher then uses the mma.sync tile of the same rows. With int4
+ * weights (INT4) the weight tiles arrive as codes and are dequantized into
+ * the same BF16 shared tiles, with the bits the BF16 mode holds
+ * (int4_word_to_bf16), so no BF16 copy of the experts is made. */
 #include "backends/hip/hip_int4_mma_ops.h"
 #include "backends/hip/hip_wgmma_tile.h"
 
