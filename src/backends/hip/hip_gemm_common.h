@@ -208,12 +208,11 @@ hipError_t mi4_hip_launch_wgmma(int bm, int bn, bool gated, const mi4_hip_gemm_a
                                 bool init);
 hipError_t mi4_hip_launch_wgmma_dequant(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
                                         bool init);
-/* hip_wgmma_ws.hip: the warp-specialized BF16 kernel of the same tiles
- * (launch, or with init set up); _serves: whether it takes gemm13 (gated)
- * or gemm2 (MOEINT4_HIP_WGMMA_PIPE, read at each launch). */
+/* hip_wgmma_ws.hip: the warp-specialized BF16 kernel of the same tiles:
+ * launches it where it serves this GEMM (*launched; MOEINT4_HIP_WGMMA_PIPE
+ * and _TMA, read at each launch), or with init sets it up. */
 hipError_t mi4_hip_launch_wgmma_ws(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
-                                   bool init);
-int mi4_hip_wgmma_ws_serves(bool gated);
+                                   bool init, bool *launched);
 /* hip_grouped_gemm.hip: tile `config` (one that reads BF16:
  * mi4_hip_int4_tile_reads_bf16) over int4 weights with int4_tile_dequant,
  * dequantized into its shared weight tiles. */

@@ -285,10 +285,16 @@ hipError_t launch_wgmma(const mi4_hip_gemm_args *a, bool init)
     if (init) {
         hipError_t e = hipFuncSetAttribute((const void *)wgmma_gemm<BM, BN, GATED, INT4>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize, smem);
-        return e == hipSuccess && !INT4 ? mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, true) : e;
+        bool unused;
+        return e == hipSuccess && !INT4 ? mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, true, &unused)
+                                        : e;
     }
-    if (!INT4 && mi4_hip_wgmma_ws_serves(GATED))
-        return mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, false);
+    if (!INT4) {
+        bool launched;
+        const hipError_t e = mi4_hip_launch_wgmma_ws(BM, BN, GATED, a, false, &launched);
+        if (e != hipSuccess || launched)
+            return e;
+    }
     gemm_params p = make_params(a, GATED);
     const mi4_hip_int4_matrix q = INT4 ? (GATED ? a->weights->q13 : a->weights->q2)
                                        : mi4_hip_int4_matrix{};

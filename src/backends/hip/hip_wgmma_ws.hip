@@ -7,6 +7,10 @@
 
 #include "backends/hip/hip_wgmma_tile.h"
 
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+#include <cuda.h> /* CUtensorMap (TMA descriptors) */
+#endif
+
 namespace {
 
 using namespace mi4_gemm;
@@ -36,15 +40,37 @@ template <int BM, int BN> constexpr int ws_smem()
 }
 
 #if defined(MI4_HAVE_WGMMA)
-template <int BM, int BN, bool GATED>
-MI4_DEVICE void produce_stages(const gemm_params &p, uint16_t *smem_a, uint16_t *smem_b,
-                               uint64_t *full, uint64_t *empty, int row_tiles, int out_tiles,
-                               int64_t my_tiles, int k_tiles)
+/* TMA (the default; MOEINT4_HIP_WGMMA_TMA=0 turns it off): the weight rows of a k tile as
+ * 2D boxes of 64 inputs by `rows`, written 128B-swizzled (the layout the
+ * wgmma descriptors read) and counted on `bar` by bytes. */
+MI4_DEVICE void mbar_expect_bytes(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+MI4_DEVICE void tma_load_box(void *dst, const CUtensorMap *map, int x, int y, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"((uint64_t)map), "r"(x), "r"(y),
+                 "r"((unsigned)__cvta_generic_to_shared(bar))
+                 : "memory");
+}
+#endif
+
+#if defined(MI4_HAVE_WGMMA)
+template <int BM, int BN, bool GATED, bool TMA>
+MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, uint16_t *smem_a,
+                               uint16_t *smem_b, uint64_t *full, uint64_t *empty, int row_tiles,
+                               int out_tiles, int64_t my_tiles, int k_tiles)
 {
     static_assert(WS_LAG < WG_STAGES, "a stage is released before its next fill is waited for");
     constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
     const int ptid = (int)threadIdx.x - WG_THREADS, lane = ptid % 32;
-    const uint16_t *a_rows[BM / 16], *b_rows[BN / 16];
+    const uint16_t *a_rows[BM / 16], *b_rows[TMA ? 1 : BN / 16];
+    int b_first = 0; /* TMA: the tile's first weight row (of all experts' rows) */
     auto signal = [&](int64_t s) { /* this warp's copies of step s landed */
         mi4_fence_proxy_async();
         __syncwarp();
@@ -59,16 +85,36 @@ MI4_DEVICE void produce_stages(const gemm_params &p, uint16_t *smem_a, uint16_t 
 #pragma unroll
         for (int i = 0; i < BM / 16; i++)
             a_rows[i] = a_row<BM, GATED>(p, tile, ptid / 8 + 16 * i, &slot);
+        if (TMA)
+            b_first = expert * p.b_rows + out_tile * (GATED ? BN / 2 : BN);
+        else
 #pragma unroll
-        for (int i = 0; i < BN / 16; i++)
-            b_rows[i] = b_row<BN, WGC, GATED>(p, expert, out_tile, ptid / 8 + 16 * i);
+            for (int i = 0; i < BN / 16; i++)
+                b_rows[i] = b_row<BN, WGC, GATED>(p, expert, out_tile, ptid / 8 + 16 * i);
         for (int k = 0; k < k_tiles; k++, step++) {
             const int stage = (int)(step & (WG_STAGES - 1));
             mi4_mbar_wait(&empty[stage], (unsigned)((step / WG_STAGES) & 1) ^ 1u);
             /* a warp copies 4 whole rows a copy: with half sectors of 16
              * rows the kernel was 20-40% slower (2026-12-04) */
             load_swizzled<16>(smem_a + stage * BM * WG_BK, a_rows, ptid, k, p.inner, p.a);
-            load_swizzled<16>(smem_b + stage * BN * WG_BK, b_rows, ptid, k, p.inner, p.b);
+            if (!TMA) {
+                load_swizzled<16>(smem_b + stage * BN * WG_BK, b_rows, ptid, k, p.inner, p.b);
+            } else if (ptid == 0) {
+                /* gemm13: per WGC columns, WGC / 2 gate rows then their up
+                 * rows (b_row_number's order); rows past the outputs read
+                 * whatever follows (or zeros past the tensor): only
+                 * dropped columns see them */
+                mbar_expect_bytes(&full[stage], BN * WG_BK * 2);
+                uint16_t *dst = smem_b + stage * BN * WG_BK;
+                if (GATED)
+#pragma unroll
+                    for (int box = 0; box < 2 * BN / WGC; box++)
+                        tma_load_box(dst + box * (WGC / 2) * WG_BK, map_b, k * WG_BK,
+                                     b_first + (box % 2) * p.out_cols + (box / 2) * (WGC / 2),
+                                     &full[stage]);
+                else
+                    tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
+            }
             mi4_copy_commit();
             if (step >= WS_LAG) {
                 mi4_copy_wait<WS_LAG>();
@@ -85,8 +131,9 @@ MI4_DEVICE void produce_stages(const gemm_params &p, uint16_t *smem_a, uint16_t 
 /* Persistent, one block an SM, tiles in the order of wgmma_gemm; the
  * consumers' epilogue of one tile runs while the producer fills the next
  * tile's stages. */
-template <int BM, int BN, bool GATED>
-__global__ void __launch_bounds__(WS_THREADS, 1) wgmma_gemm_ws(gemm_params p)
+template <int BM, int BN, bool GATED, bool TMA>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    wgmma_gemm_ws(gemm_params p, const __grid_constant__ CUtensorMap map_b)
 {
 #if defined(MI4_HAVE_WGMMA)
     typedef wgmma_shape<BM, BN> shape;
@@ -105,7 +152,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1) wgmma_gemm_ws(gemm_params p)
     const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) {
-            mi4_mbar_init(&full[s], WS_PRODUCERS / 32);
+            mi4_mbar_init(&full[s], WS_PRODUCERS / 32 + (TMA ? 1 : 0));
             mi4_mbar_init(&empty[s], WG_THREADS / 32);
         }
         mi4_mbar_init_fence();
@@ -113,8 +160,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) wgmma_gemm_ws(gemm_params p)
     __syncthreads();
     if ((int)threadIdx.x >= WG_THREADS) {
         mi4_regs_lower<WS_PRODUCER_REGS>();
-        produce_stages<BM, BN, GATED>(p, smem_a, smem_b, full, empty, row_tiles, out_tiles,
-                                      my_tiles, k_tiles);
+        produce_stages<BM, BN, GATED, TMA>(p, &map_b, smem_a, smem_b, full, empty, row_tiles,
+                                           out_tiles, my_tiles, k_tiles);
         return;
     }
     mi4_regs_raise<WS_CONSUMER_REGS>();
@@ -151,51 +198,118 @@ __global__ void __launch_bounds__(WS_THREADS, 1) wgmma_gemm_ws(gemm_params p)
     }
 #else
     (void)p;
+    (void)map_b;
     __trap(); /* launched only when MOEINT4_HIP_WGMMA is defined */
 #endif
+}
+
+/* Which BF16 GEMMs take this kernel (MOEINT4_HIP_WGMMA_PIPE, read at each
+ * launch). Default: both when the weight rows go by TMA, else gemm2 only.
+ * On the H200 (2026-12-04, M = 4096) the TMA kernel was 8-14% faster than
+ * the old kernel on both GEMMs; with cp.async weight rows it was 7-12%
+ * faster on gemm2 and 16-18% slower on gemm13, whose producer then spills.
+ * "ws": both GEMMs whatever the weight loads; "gemm2": gemm2 only; "sync":
+ * neither (the kernel whose warps all copy and meet at a barrier). */
+bool ws_serves(bool gated, bool tma)
+{
+    const char *knob = getenv("MOEINT4_HIP_WGMMA_PIPE");
+    if (knob != nullptr && strcmp(knob, "sync") == 0)
+        return false;
+    if (knob != nullptr && strcmp(knob, "ws") == 0)
+        return true;
+    if (knob != nullptr && strcmp(knob, "gemm2") == 0)
+        return !gated;
+    return !gated || tma;
+}
+
+/* The weight rows by TMA unless MOEINT4_HIP_WGMMA_TMA=0 (then by cp.async,
+ * as the token rows always are: TMA cannot gather rows). */
+bool ws_tma_wanted(void)
+{
+    const char *knob = getenv("MOEINT4_HIP_WGMMA_TMA");
+    return knob == nullptr || strcmp(knob, "0") != 0;
+}
+
+/* The weight rows as a TMA descriptor (boxes of 64 inputs by the rows the
+ * producer asks for at once); false where TMA cannot take them (rows not a
+ * multiple of 16 bytes) or the driver has no encoder. */
+template <int BM, int BN, bool GATED>
+bool weight_map(const gemm_params &p, int experts, CUtensorMap *map)
+{
+    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                  const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                  const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (p.inner % 8 != 0 || (uintptr_t)p.b % 16 != 0 ||
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr)
+        return false;
+    constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
+    const cuuint64_t dims[2] = { (cuuint64_t)p.inner, (cuuint64_t)experts * (cuuint64_t)p.b_rows };
+    const cuuint64_t strides[1] = { (cuuint64_t)p.inner * 2 };
+    const cuuint32_t box[2] = { WG_BK, GATED ? WGC / 2 : BN }, steps[2] = { 1, 1 };
+    return ((encode_fn)fn)(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p.b, dims, strides,
+                           box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 #endif
 
 template <int BM, int BN, bool GATED>
-hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init)
+hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init, bool *launched)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-    if (init)
-        return hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED>,
-                                   hipFuncAttributeMaxDynamicSharedMemorySize, ws_smem<BM, BN>());
+    if (init) {
+        hipError_t e = hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED, false>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize,
+                                           ws_smem<BM, BN>());
+        return e == hipSuccess
+                   ? hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED, true>,
+                                         hipFuncAttributeMaxDynamicSharedMemorySize,
+                                         ws_smem<BM, BN>())
+                   : e;
+    }
     const gemm_params p = make_params(a, GATED);
     const unsigned blocks = wgmma_grid(a, wgmma_out_tiles(p.out_cols, BN, GATED));
     if (blocks == 0)
         return hipSuccess;
-    return mi4_launch(wgmma_gemm_ws<BM, BN, GATED>, dim3(blocks), dim3(WS_THREADS),
-                      ws_smem<BM, BN>(), a->stream, p);
+    if (!ws_serves(GATED, true))
+        return hipSuccess; /* not even with TMA: skip the descriptor */
+    CUtensorMap map;
+    memset(&map, 0, sizeof map);
+    const bool tma =
+        ws_tma_wanted() && weight_map<BM, BN, GATED>(p, a->weights->num_local_experts, &map);
+    if (!ws_serves(GATED, tma))
+        return hipSuccess;
+    *launched = true;
+    if (tma)
+        return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, true>, dim3(blocks), dim3(WS_THREADS),
+                          ws_smem<BM, BN>(), a->stream, p, map);
+    return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, false>, dim3(blocks), dim3(WS_THREADS),
+                      ws_smem<BM, BN>(), a->stream, p, map);
 #else
     (void)a;
     (void)init;
+    (void)launched;
     return hipSuccess; /* never called: mi4_hip_wgmma_built() is 0 */
 #endif
 }
 
 } // namespace
 
-/* Which BF16 GEMMs take the warp-specialized kernel: gemm2 (the default;
- * on the H200 it was 7-12% faster there, and 16-18% slower for gemm13,
- * 2026-12-04), both (MOEINT4_HIP_WGMMA_PIPE=ws) or neither ("sync": the
- * kernel whose warps all copy and meet at a barrier each k tile). */
-int mi4_hip_wgmma_ws_serves(bool gated)
-{
-    const char *knob = getenv("MOEINT4_HIP_WGMMA_PIPE");
-    if (knob != nullptr && strcmp(knob, "sync") == 0)
-        return 0;
-    return !gated || (knob != nullptr && strcmp(knob, "ws") == 0);
-}
-
 hipError_t mi4_hip_launch_wgmma_ws(int bm, int bn, bool gated, const mi4_hip_gemm_args *a,
-                                   bool init)
+                                   bool init, bool *launched)
 {
+    *launched = false;
     if (bm == 64)
-        return gated ? launch_ws<64, 256, true>(a, init) : launch_ws<64, 256, false>(a, init);
+        return gated ? launch_ws<64, 256, true>(a, init, launched)
+                     : launch_ws<64, 256, false>(a, init, launched);
     if (bn == 128)
-        return gated ? launch_ws<128, 128, true>(a, init) : launch_ws<128, 128, false>(a, init);
-    return gated ? launch_ws<128, 256, true>(a, init) : launch_ws<128, 256, false>(a, init);
+        return gated ? launch_ws<128, 128, true>(a, init, launched)
+                     : launch_ws<128, 128, false>(a, init, launched);
+    return gated ? launch_ws<128, 256, true>(a, init, launched)
+                 : launch_ws<128, 256, false>(a, init, launched);
 }
