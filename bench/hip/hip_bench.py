@@ -322,7 +322,7 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
                 ours(i)
                 t_host.append((time.perf_counter() - t0) * 1e3)
             if sweep:
-                sweep_tiles = (("16", "q8", "q16", "q32", "q64", "q128", "w256")
+                sweep_tiles = (("16", "q8", "q16", "q32", "q64", "q128", "q256", "w256")
                                if mode == "int4" else
                                ("direct", "8v", "16", "64", "128", "w64", "w128", "w256"))
                 for tile in sweep_tiles:

@@ -38,7 +38,7 @@ static void test_variants_and_tiles(void **state)
     const char *variants[] = { "mma", "fma" };
     const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
                             "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128",
-                            "d8" };
+                            "d8",   "q256" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -143,30 +143,32 @@ static void test_int4_routed_decode(void **state)
     moeint4_context_destroy(ctx);
 }
 
-/* The int4 grouped GEMM's tiles (q8 .. q128: int4 weights with group 128
- * or per-channel, K and N multiples of 128; elsewhere the forced name
- * falls back to the default tile) on every batch shape: one row per
- * expert, partial tiles, several tiles per expert; zero points, an expert
- * map, the router weight on either side, F32 input (converted). That the
- * forced tile is the one taken shows in the workspace bound: where these
- * int4 weights' default tile at 4096 tokens expands them to BF16 (sm_90a),
- * a forced q tile's bound holds no expansion. */
+/* The int4 grouped GEMM's tiles (q8 .. q128 and the warp-specialized q256:
+ * int4 weights with group 128 or per-channel, K and N multiples of 128;
+ * elsewhere the forced name falls back to the default tile) on every batch
+ * shape: one row per expert, partial tiles, several tiles per expert (and
+ * for the wide tiles, 150 and 300 rows an expert: q256's tiles of 64, 128,
+ * 192 and 256 valid rows); zero points, an expert map, the router weight on
+ * either side, F32 input (converted). That the forced tile is the one
+ * taken shows in the workspace bound: a forced expansion tile's (w256, on
+ * sm_90a) holds the weights' BF16 copy, a forced q tile's does not. */
 static void test_int4_grouped_gemm_tiles(void **state)
 {
     (void)state;
-    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128" };
+    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128", "q256" };
     const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_GPTQ_SYM };
     const int groups[] = { 128, -1 };
-    const int64_t sizes[] = { 3, 40, 203 };
+    const int64_t sizes[] = { 3, 40, 203, 600, 1200 };
     moeint4_context *ctx = hip_test_context("mma");
     uint64_t seed = 500;
     for (int f = 0; f < 2; f++) {
         tk_layer layer;
         moeint4_weights *w =
             hip_test_prepare(ctx, &layer, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
-        size_t default_bytes = 0;
+        size_t expand_bytes = 0;
+        setenv("MOEINT4_HIP_TILE", "w256", 1);
         assert_int_equal(
-            moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &default_bytes),
+            moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &expand_bytes),
             MOEINT4_SUCCESS);
         for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
@@ -175,11 +177,12 @@ static void test_int4_grouped_gemm_tiles(void **state)
                 moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &forced_bytes),
                 MOEINT4_SUCCESS);
             if (wgmma_built() && !hip_test_weights_env_is("bf16"))
-                assert_true(forced_bytes < default_bytes);
-            for (int i = 0; i < 3; i++) {
+                assert_true(forced_bytes < expand_bytes);
+            const int wide = strcmp(tiles[t], "q128") == 0 || strcmp(tiles[t], "q256") == 0;
+            for (int i = 0; i < (wide ? 5 : 3); i++) {
                 hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
                                                sizes[i], 3, seed++);
-                c.on_input = i == 2;
+                c.on_input = i == 2 || i == 4;
                 print_message("format %d, tile %s, M = %lld\n", (int)formats[f], tiles[t],
                               (long long)sizes[i]);
                 double e = hip_test_error(ctx, w, &layer, &c);
@@ -230,12 +233,14 @@ static void test_int4_tile_dequant(void **state)
                              layers[l].intermediate, layers[l].group, layers[l].map, 70 + l);
         unsetenv("MOEINT4_HIP_INT4_PREFILL");
         size_t bytes_expanded = 0, bytes_dequant = 0;
+        setenv("MOEINT4_HIP_TILE", "w256", 1); /* a tile that reads BF16 (the default may not) */
         assert_int_equal(moeint4_forward_workspace_size(expanded, 512, 4, MOEINT4_DTYPE_BF16,
                                                         &bytes_expanded),
                          MOEINT4_SUCCESS);
         assert_int_equal(moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16,
                                                         &bytes_dequant),
                          MOEINT4_SUCCESS);
+        unsetenv("MOEINT4_HIP_TILE");
         print_message("layer %d (%s): workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
                       layers[l].gemm, bytes_expanded, bytes_dequant);
         if (int4)

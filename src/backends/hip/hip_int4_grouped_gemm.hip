@@ -28,16 +28,11 @@
  * fragments (registers an MMA in flight reads must not change; ptxas
  * would serialize every MMA otherwise); the other warpgroup's MMAs keep
  * the matrix cores busy meanwhile. */
-#include "backends/hip/hip_gemm_common.h"
-#include "backends/hip/hip_int4_mma_ops.h"
+#include "backends/hip/hip_int4_wgmma_ops.h"
 
 namespace {
 
 using namespace mi4_gemm;
-
-constexpr int Q_CHUNK = 128;  /* inputs per stage */
-constexpr int Q_ROWS = 128;   /* weight rows per block */
-constexpr int Q_CODE_BYTES = Q_ROWS * Q_CHUNK / 2; /* codes per stage */
 
 template <int N> struct q_shape {
     static constexpr int stages = N >= 128 ? 4 : N >= 64 ? 5 : 6;
@@ -54,16 +49,6 @@ template <int N> size_t q_smem_bytes(const mi4_hip_int4_matrix &q)
     return (size_t)q_shape<N>::pipeline_bytes + (size_t)Q_ROWS * q.groups * (q.zeros ? 3 : 2);
 }
 
-/* Position k (0..127) of the MMA's k order within a chunk -> the input it
- * holds: step s = 2w + h, lane t's pairs (2t, 2t+1) and (2t+8, 2t+9) are
- * inputs 32t + 8w + (2h, 2h+4) and (2h+1, 2h+5) (hip_int4_mma.hip). */
-MI4_HOST_DEVICE int q_input_of(int k)
-{
-    const int s = k / 16, kk = k % 16, w = s / 2, h = s % 2;
-    const int half = kk / 8, within = kk % 8, t = within / 2;
-    return 32 * t + 8 * w + 2 * h + half + 4 * (within & 1);
-}
-
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
 constexpr int Q_THREADS = 256;
 /* scale loads a thread has in flight (fewer in narrow tiles: their
@@ -72,128 +57,6 @@ template <int N> constexpr int q_loads = N >= 64 ? 8 : 4;
 /* Dynamic shared memory a block may take: the device's 227 KiB less the
  * static token-row tables. */
 constexpr size_t Q_SMEM_LIMIT = 225 * 1024;
-
-#if defined(MI4_HAVE_WGMMA)
-
-/* wgmma m64nNk16, A (bf16, the mma.sync m16n8k16 A fragment per warp) from
- * registers, B from a K-major 128B-swizzled descriptor; scale_d = 0 starts
- * a fresh accumulator. */
-MI4_DEVICE void wgmma_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
-                 "{"
-                 "%0, %1, %2, %3"
-                 "}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-MI4_DEVICE void wgmma_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7"
-                 "}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-MI4_DEVICE void wgmma_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-                 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-MI4_DEVICE void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-MI4_DEVICE void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-MI4_DEVICE uint32_t q_pack_bf16x2(float lo, float hi)
-{
-    uint32_t d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
-}
-
-/* bf16x2 of (q - zero) for the nibbles at `shift` and shift + 16 of a word
- * of 8 codes (bias: -(128 + zero) twice); with ROUNDED, times the scale,
- * rounded once. */
-template <bool ROUNDED>
-MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float scale)
-{
-    const uint32_t v = int4_pair_minus_zero(word, shift, bias);
-    if (!ROUNDED)
-        return v;
-    return q_pack_bf16x2(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
-}
-
-/* Keeps A fragments alive (unchanged) until the MMAs reading them are done. */
-MI4_DEVICE void q_keep(uint32_t (&r)[8][4])
-{
-#pragma unroll
-    for (int s = 0; s < 8; s++)
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            asm volatile("" : "+r"(r[s][i])::"memory");
-}
-
-#endif
-
-/* Weight row (of the expert's `rows`) behind block row r, or -1: gemm13
- * warps hold 8 gate rows then their 8 up rows, for the 8 outputs whose
- * permuted positions are side by side; gemm2 rows are outputs in order. */
-template <bool GATED>
-MI4_DEVICE int q_weight_row(const gemm_params &p, int out_tile, int r)
-{
-    if (GATED) {
-        const int warp = r / 16, j = r % 16;
-        const int at = out_tile * (Q_ROWS / 2) + warp * 8 + (j % 8);
-        const int out = at / Q_CHUNK * Q_CHUNK + q_input_of(at % Q_CHUNK);
-        return j < 8 ? out : p.out_cols + out;
-    }
-    const int out = out_tile * Q_ROWS + r;
-    return out < p.out_cols ? out : -1;
-}
 
 template <int N, bool GATED>
 __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
@@ -210,7 +73,7 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
     __shared__ const uint16_t *token_row[N];
     __shared__ int token_slot[N];
 
-    const int out_tiles = GATED ? p.out_cols / (Q_ROWS / 2) : (p.out_cols + Q_ROWS - 1) / Q_ROWS;
+    const int out_tiles = q_out_tiles(p.out_cols, GATED);
     int tile, out_tile;
     tile_coords(blockIdx.x, p.max_tiles, out_tiles, &tile, &out_tile);
     if (tile >= p.status[2])
@@ -316,15 +179,8 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
         const uint32_t bias_lo = int4_bias_pair(zero_lo), bias_hi = int4_bias_pair(zero_hi);
 #pragma unroll
-        for (int w = 0; w < 4; w++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint32_t(&f)[4] = a[2 * w + h];
-                f[0] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h, bias_lo, scale[0]);
-                f[1] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h, bias_hi, scale[1]);
-                f[2] = q_dequant<!EXACT>(int4_word_of(lo, w), 8 * h + 4, bias_lo, scale[0]);
-                f[3] = q_dequant<!EXACT>(int4_word_of(hi, w), 8 * h + 4, bias_hi, scale[1]);
-            }
+        for (int s = 0; s < 8; s++)
+            q_fragment<!EXACT>(a[s], lo, hi, s, bias_lo, bias_hi, scale[0], scale[1]);
     };
     /* The chunk waited for has landed for every thread (and every thread
      * is past the MMAs of the chunks before the one in flight). */
@@ -459,8 +315,7 @@ template <int N, bool GATED> hipError_t launch_q(const mi4_hip_gemm_args *a, boo
     gemm_params p = make_params(a, GATED);
     p.b = nullptr; /* the weights are q */
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
-    const int out_tiles =
-        GATED ? p.out_cols / (Q_ROWS / 2) : (p.out_cols + Q_ROWS - 1) / Q_ROWS;
+    const int out_tiles = q_out_tiles(p.out_cols, GATED);
     const size_t blocks = (size_t)a->routing->max_tiles * (size_t)out_tiles;
     if (blocks == 0)
         return hipSuccess;
@@ -480,7 +335,8 @@ template <bool GATED> hipError_t launch_rows(int rows, const mi4_hip_gemm_args *
     case 16: return launch_q<16, GATED>(a, init);
     case 32: return launch_q<32, GATED>(a, init);
     case 64: return launch_q<64, GATED>(a, init);
-    default: return launch_q<128, GATED>(a, init);
+    case 128: return launch_q<128, GATED>(a, init);
+    default: return mi4_hip_launch_int4_ws(GATED, a, init);
     }
 }
 

@@ -48,6 +48,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
                                        : MI4_TILE_Q128;
+    /* from 256 rows an expert: the persistent warp-specialized int4 GEMM
+     * (256-row tiles), no expansion */
+    if (int4_gemm)
+        return MI4_TILE_Q256;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
      * the FMA one of 8 rows) while experts see few rows; past that the
      * weights are expanded to BF16 for the matrix-core tiles below
