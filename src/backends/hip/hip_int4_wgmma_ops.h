@@ -60,17 +60,25 @@ MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float sca
     return bf16x2_rn(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
 }
 
-/* The A fragment of k step s (0..7) of a chunk from a lane's 16 bytes of
- * codes of rows g (lo) and g + 8 (hi): step s = 2w + h. */
+/* The A fragment of k step s = 2w + h (0..7) of a chunk from word w of a
+ * lane's 16 bytes of codes of rows g (lo) and g + 8 (hi). */
+template <bool ROUNDED>
+MI4_DEVICE void q_fragment_of_words(uint32_t (&f)[4], uint32_t lo, uint32_t hi, int h,
+                                    uint32_t bias_lo, uint32_t bias_hi, float scale_lo,
+                                    float scale_hi)
+{
+    f[0] = q_dequant<ROUNDED>(lo, 8 * h, bias_lo, scale_lo);
+    f[1] = q_dequant<ROUNDED>(hi, 8 * h, bias_hi, scale_hi);
+    f[2] = q_dequant<ROUNDED>(lo, 8 * h + 4, bias_lo, scale_lo);
+    f[3] = q_dequant<ROUNDED>(hi, 8 * h + 4, bias_hi, scale_hi);
+}
+
 template <bool ROUNDED>
 MI4_DEVICE void q_fragment(uint32_t (&f)[4], const uint4 &lo, const uint4 &hi, int s,
                            uint32_t bias_lo, uint32_t bias_hi, float scale_lo, float scale_hi)
 {
-    const int w = s / 2, h = s % 2;
-    f[0] = q_dequant<ROUNDED>(int4_word_of(lo, w), 8 * h, bias_lo, scale_lo);
-    f[1] = q_dequant<ROUNDED>(int4_word_of(hi, w), 8 * h, bias_hi, scale_hi);
-    f[2] = q_dequant<ROUNDED>(int4_word_of(lo, w), 8 * h + 4, bias_lo, scale_lo);
-    f[3] = q_dequant<ROUNDED>(int4_word_of(hi, w), 8 * h + 4, bias_hi, scale_hi);
+    q_fragment_of_words<ROUNDED>(f, int4_word_of(lo, s / 2), int4_word_of(hi, s / 2), s % 2,
+                                 bias_lo, bias_hi, scale_lo, scale_hi);
 }
 
 /* wgmma m64nNk16 (N = 2 * the accumulators a thread holds), A (bf16, the

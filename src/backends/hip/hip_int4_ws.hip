@@ -24,28 +24,52 @@ using namespace mi4_gemm;
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
 constexpr int QW_TOKENS = 256; /* token rows of a routed tile */
-constexpr int QW_STAGES = 3;   /* 72 KB each */
+constexpr int QW_K = 64;       /* inputs a stage: half a 128-input chunk */
+#ifndef MI4_QW_STAGES
+#define MI4_QW_STAGES 6
+#endif
+#ifndef MI4_QW_LAG
+#define MI4_QW_LAG 3
+#endif
+constexpr int QW_STAGES = MI4_QW_STAGES; /* 36 KB each */
+/* a stage is signalled once the copies of the QW_LAG steps after it are
+ * issued: QW_LAG + 1 stages of copies in flight a producer thread */
+constexpr int QW_LAG = MI4_QW_LAG;
+static_assert(QW_LAG < QW_STAGES, "a stage is released before its next fill is waited for");
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 /* setmaxnreg: 128 x 72 + 256 x 216 fits the launch's 384 x 168 (the
  * consumers' raise waits for what the producer gives back) */
 constexpr int QW_PRODUCER_REGS = 72, QW_CONSUMER_REGS = 216;
-/* a stage is signalled once the copies of the step after it are issued */
-constexpr int QW_LAG = 1;
-constexpr int QW_TOKEN_BYTES = QW_TOKENS * Q_CHUNK * 2;
-constexpr int QW_STAGE_BYTES = QW_TOKEN_BYTES + Q_CODE_BYTES;
-/* stages, then two slot tables, their valid rows and the barriers */
+constexpr int QW_TOKEN_BYTES = QW_TOKENS * QW_K * 2;
+constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
+constexpr int QW_STAGE_BYTES = QW_TOKEN_BYTES + QW_CODE_BYTES;
+/* stages, then two tile tables (slot, input row, router weight a token row),
+ * their valid rows and the barriers */
 constexpr int QW_TABLES_AT = QW_STAGES * QW_STAGE_BYTES;
-constexpr int QW_ROWS_AT = QW_TABLES_AT + 2 * QW_TOKENS * 4;
+constexpr int QW_TABLE_BYTES = QW_TOKENS * 12;
+constexpr int QW_ROWS_AT = QW_TABLES_AT + 2 * QW_TABLE_BYTES;
 constexpr int QW_BARS_AT = QW_ROWS_AT + 16;
 constexpr int QW_SMEM = QW_BARS_AT + (2 * QW_STAGES + 4) * 8 + 1024; /* + alignment */
 static_assert(QW_SMEM <= 227 * 1024, "a block's shared memory");
 
+/* A tile's token rows as the producer's warp 0 reads them once. */
+struct qw_table {
+    int *slot;     /* -1 past the valid rows */
+    int *row;      /* row of p.a the token row's inputs are */
+    float *weight; /* router weight on the output (gemm2), else 1 */
+};
+
 struct qw_shared {
     char *stages;
-    int *slots;       /* [2][QW_TOKENS] */
-    int *rows;        /* [2]: valid token rows */
-    uint64_t *full, *empty;           /* [QW_STAGES] */
+    char *tables;                       /* [2] */
+    int *rows;                          /* [2]: valid token rows */
+    uint64_t *full, *empty;             /* [QW_STAGES] */
     uint64_t *table_full, *table_empty; /* [2] */
+    MI4_DEVICE qw_table table(int buf) const
+    {
+        int *at = (int *)(tables + buf * QW_TABLE_BYTES);
+        return { at, at + QW_TOKENS, (float *)(at + 2 * QW_TOKENS) };
+    }
 };
 
 #if defined(MI4_HAVE_WGMMA)
@@ -58,18 +82,51 @@ MI4_DEVICE int warp_sum_int(int v)
     return v;
 }
 
+/* 8 bytes global -> shared (cp.async.ca: .cg takes 16 only); zeros when !valid. */
+MI4_DEVICE void qw_copy8(void *smem_dst, const void *global_src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(smem_dst)),
+                 "l"(global_src), "r"(valid ? 8 : 0));
+}
+
+/* Warp 0 of the producer: tile `tile`'s table into buffer buf (once the
+ * consumers are done with its previous tile). */
+template <bool GATED>
+MI4_DEVICE void qw_fill_table(const gemm_params &p, const qw_shared &sh, int tile, int buf,
+                              unsigned empty_parity)
+{
+    const int lane = (int)threadIdx.x % 32;
+    mi4_mbar_wait(&sh.table_empty[buf], empty_parity);
+    const qw_table tb = sh.table(buf);
+    int valid = 0;
+#pragma unroll
+    for (int i = 0; i < QW_TOKENS / 32; i++) {
+        const int r = lane + 32 * i;
+        const int slot = p.sorted_slot[(size_t)tile * QW_TOKENS + r];
+        tb.slot[r] = slot;
+        tb.row[r] = GATED ? (p.a_by_slot ? slot : slot / p.topk) : tile * QW_TOKENS + r;
+        tb.weight[r] = !GATED && p.weight_on_output && slot >= 0 ? p.topk_weights[slot] : 1.0f;
+        valid += slot >= 0;
+    }
+    valid = warp_sum_int(valid);
+    if (lane == 0) {
+        sh.rows[buf] = valid; /* padding only ends a tile */
+        mi4_mbar_arrive(&sh.table_full[buf]);
+    }
+}
+
 template <bool GATED>
 MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                            const qw_shared &sh, int row_tiles, int out_tiles, int64_t my_tiles,
-                           int chunks)
+                           int steps)
 {
     const int ptid = (int)threadIdx.x - QW_CONSUMERS, lane = ptid % 32;
-    /* token copies: 16-byte piece `piece` of rows first_row + 8 i (a warp
-     * copies two whole 256-byte rows a copy; rows 8 apart share the swizzle) */
-    const int piece = ptid % 16, first_row = ptid / 16;
-    const int token_at =
-        piece / 8 * QW_TOKENS * 64 + first_row * 64 + (((piece % 8) ^ (first_row & 7)) * 8);
-    /* code copies: 16 bytes `code_piece` of block rows code_row + 32 i */
+    /* token copies: 16-byte piece `piece` of rows first_row + 16 i (a warp
+     * copies four whole 128-byte rows a copy; rows 8 apart share the swizzle) */
+    const int piece = ptid % 8, first_row = ptid / 8;
+    const int token_at = first_row * 64 + ((piece ^ (first_row & 7)) * 8);
+    /* code copies: 8 bytes `code_piece` of block rows code_row + 32 i */
     const int code_piece = ptid % 4, code_row = ptid / 4;
     auto signal = [&](int64_t s) { /* this warp's copies of step s landed */
         mi4_fence_proxy_async();
@@ -82,24 +139,11 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
         const int buf = (int)(j & 1);
-        int *slots = sh.slots + buf * QW_TOKENS;
-        if (ptid < 32) { /* warp 0 fills the table once the consumers are done with it */
-            mi4_mbar_wait(&sh.table_empty[buf], (unsigned)((j >> 1) & 1) ^ 1u);
-            int valid = 0;
-#pragma unroll
-            for (int i = 0; i < QW_TOKENS / 32; i++) {
-                const int slot = p.sorted_slot[(size_t)tile * QW_TOKENS + lane + 32 * i];
-                slots[lane + 32 * i] = slot;
-                valid += slot >= 0;
-            }
-            valid = warp_sum_int(valid);
-            if (lane == 0) {
-                sh.rows[buf] = valid;
-                mi4_mbar_arrive(&sh.table_full[buf]);
-            }
-        }
+        if (ptid < 32)
+            qw_fill_table<GATED>(p, sh, tile, buf, (unsigned)((j >> 1) & 1) ^ 1u);
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
-        const int valid = sh.rows[buf]; /* padding only ends a tile */
+        const int valid = sh.rows[buf];
+        const int *rows = sh.table(buf).row;
         const int expert = p.tile_expert[tile];
         const uint8_t *code_src[4];
 #pragma unroll
@@ -111,29 +155,27 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                                            (size_t)expert * q.rows + wr) +
                                        16 * code_piece;
         }
-        for (int c = 0; c < chunks; c++, step++) {
+        for (int k = 0; k < steps; k++, step++) {
             const int stage = (int)(step % QW_STAGES);
             mi4_mbar_wait(&sh.empty[stage], (unsigned)((step / QW_STAGES) & 1) ^ 1u);
             char *base = sh.stages + stage * QW_STAGE_BYTES;
             uint16_t *tokens = (uint16_t *)base;
             /* rows past `valid` are not copied: only dropped columns read them */
 #pragma unroll 4
-            for (int i = 0; i < QW_TOKENS / 8; i++) {
-                const int r = first_row + 8 * i;
+            for (int i = 0; i < QW_TOKENS / 16; i++) {
+                const int r = first_row + 16 * i;
                 if (r >= valid)
                     break;
-                const int slot = slots[r];
-                const size_t row = GATED ? (size_t)(p.a_by_slot ? slot : slot / p.topk)
-                                         : (size_t)tile * QW_TOKENS + r;
-                mi4_copy16(tokens + token_at + i * 8 * 64,
-                           p.a + row * (size_t)p.inner + c * Q_CHUNK + piece * 8, true);
+                mi4_copy16(tokens + token_at + i * 16 * 64,
+                           p.a + (size_t)rows[r] * (size_t)p.inner + k * QW_K + piece * 8, true);
             }
+            /* half k % 2 of chunk k / 2: bytes 8 (k % 2) .. + 7 of each 16 */
             uint8_t *codes = (uint8_t *)(base + QW_TOKEN_BYTES);
+            const size_t code_at = (size_t)(k / 2) * MI4_INT4_CHUNK_BYTES + 8 * (k % 2);
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                mi4_copy16(codes + (code_row + 32 * i) * 64 + 16 * code_piece,
-                           code_src[i] ? code_src[i] + (size_t)c * MI4_INT4_CHUNK_BYTES : q.codes,
-                           code_src[i] != nullptr);
+                qw_copy8(codes + (code_row + 32 * i) * 32 + 8 * code_piece,
+                         code_src[i] ? code_src[i] + code_at : q.codes, code_src[i] != nullptr);
             mi4_copy_commit();
             if (step >= QW_LAG) {
                 mi4_copy_wait<QW_LAG>();
@@ -153,21 +195,15 @@ struct qw_rows {
     bool valid_lo, valid_hi;
 };
 
-/* The chunk's codes, scales and zero points of this thread's two rows. */
-struct qw_chunk {
-    uint4 lo, hi;
-    float scale_lo, scale_hi;
-    uint32_t bias_lo, bias_hi;
-};
-
 struct qw_scale_bits {
     uint16_t lo, hi;
     uint8_t zero_lo, zero_hi;
 };
 
-MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int c)
+/* Scales and zero points of the chunk that stage step k of a tile reads. */
+MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int k)
 {
-    const int group = c * Q_CHUNK / q.group_size;
+    const int group = k / 2 * Q_CHUNK / q.group_size;
     qw_scale_bits b;
     b.lo = r.valid_lo ? q.scales[r.at_lo + group] : 0;
     b.hi = r.valid_hi ? q.scales[r.at_hi + group] : 0;
@@ -176,75 +212,80 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
     return b;
 }
 
-/* One tile's k loop over `chunks` stages from `step`, N = WIDTH token rows:
- * k step s's wgmma is issued, then (once step s - 1's has completed) step
- * s + 1's A fragment is dequantized, so a warpgroup keeps one wgmma in
- * flight while it dequantizes and the other warpgroup's fill the gaps. */
+/* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows.
+ * A stage is 4 wgmma k steps, issued together from one set of A fragments;
+ * while they run, the next stage's fragments are dequantized into the
+ * other set, once the stage before's wgmmas have completed (their set is
+ * then free, and so is their stage). */
 template <int WIDTH>
 MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matrix &q,
-                            const qw_shared &sh, const qw_rows &rows, int chunks, int64_t step)
+                            const qw_shared &sh, const qw_rows &rows, qw_scale_bits bits,
+                            int steps, int64_t step)
 {
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int row_lo = warp * 16 + lane / 4, t = lane % 4;
-    qw_chunk ch;
-    qw_scale_bits bits = qw_load_scales(q, rows, 0);
-    auto take = [&](int c, int64_t at_step) { /* chunk c's stage has landed */
-        const int stage = (int)(at_step % QW_STAGES);
-        mi4_mbar_wait(&sh.full[stage], (unsigned)((at_step / QW_STAGES) & 1));
-        const uint8_t *codes = (const uint8_t *)(sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES);
-        ch.lo = *(const uint4 *)(codes + row_lo * 64 + 16 * t);
-        ch.hi = *(const uint4 *)(codes + (row_lo + 8) * 64 + 16 * t);
-        ch.scale_lo = int4_scale_of(q, bits.lo);
-        ch.scale_hi = int4_scale_of(q, bits.hi);
-        ch.bias_lo = int4_bias_pair(bits.zero_lo);
-        ch.bias_hi = int4_bias_pair(bits.zero_hi);
-        if (c + 1 < chunks)
-            bits = qw_load_scales(q, rows, c + 1); /* used a chunk later */
-    };
-    uint32_t frag[2][4];
-    take(0, step);
-    q_fragment<true>(frag[0], ch.lo, ch.hi, 0, ch.bias_lo, ch.bias_hi, ch.scale_lo, ch.scale_hi);
-    for (int c = 0; c < chunks; c++, step++) {
-        const int stage = (int)(step % QW_STAGES);
-        const uint16_t *tokens = (const uint16_t *)(sh.stages + stage * QW_STAGE_BYTES);
-        const uint64_t desc0 = mi4_wgmma_desc(tokens),
-                       desc1 = mi4_wgmma_desc(tokens + QW_TOKENS * 64);
-#pragma unroll
-        for (int s = 0; s < 8; s++) {
-            mi4_wgmma_fence();
-            wgmma_rs(d, frag[s % 2], (s < 4 ? desc0 : desc1) + 2 * (s % 4), c > 0 || s > 0);
-            mi4_wgmma_commit();
-            if (s == 7) {
-                if (c + 1 == chunks)
-                    break;
-                take(c + 1, step + 1);
-            }
-            mi4_wgmma_wait_one(); /* step s - 1's wgmma is done: its fragment is free */
-            q_keep(frag);
-            if (s == 0 && c > 0 && lane == 0) /* and with it chunk c - 1's stage */
-                mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
-            q_fragment<true>(frag[(s + 1) % 2], ch.lo, ch.hi, (s + 1) % 8, ch.bias_lo,
-                             ch.bias_hi, ch.scale_lo, ch.scale_hi);
+    uint32_t frag[2][4][4];
+    float scale_lo = 0.0f, scale_hi = 0.0f;
+    uint32_t bias_lo = 0, bias_hi = 0;
+    /* stage step k (of this tile, at ring step at) landed: its A fragments into f */
+    auto dequant = [&](int k, int64_t at, uint32_t(&f)[4][4]) {
+        const int stage = (int)(at % QW_STAGES);
+        mi4_mbar_wait(&sh.full[stage], (unsigned)((at / QW_STAGES) & 1));
+        const uint8_t *codes =
+            (const uint8_t *)(sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES);
+        const uint2 lo = *(const uint2 *)(codes + row_lo * 32 + 8 * t);
+        const uint2 hi = *(const uint2 *)(codes + (row_lo + 8) * 32 + 8 * t);
+        if (k % 2 == 0) { /* a new chunk: its group's scales */
+            scale_lo = int4_scale_of(q, bits.lo);
+            scale_hi = int4_scale_of(q, bits.hi);
+            bias_lo = int4_bias_pair(bits.zero_lo);
+            bias_hi = int4_bias_pair(bits.zero_hi);
+            if (k + 2 < steps)
+                bits = qw_load_scales(q, rows, k + 2); /* used a chunk later */
         }
-    }
-    mi4_wgmma_wait_all();
-    q_keep(frag);
-    if (lane == 0)
-        mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+            q_fragment_of_words<true>(f[s], s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y, s % 2,
+                                      bias_lo, bias_hi, scale_lo, scale_hi);
+    };
+    /* stage step k (ring step at) from `now`, the next stage dequantized
+     * into `next` while its wgmmas run; false after the last. Waiting for
+     * all of them (not all but the last group) keeps ptxas from serializing
+     * the wgmmas: with wait_group 1 it could not tell `next` was free. */
+    auto run = [&](int k, int64_t at, uint32_t(&now)[4][4], uint32_t(&next)[4][4]) {
+        const uint64_t desc = mi4_wgmma_desc(sh.stages + (at % QW_STAGES) * QW_STAGE_BYTES);
+        mi4_wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+            wgmma_rs(d, now[s], desc + 2 * s, k > 0 || s > 0);
+        mi4_wgmma_commit();
+        const bool more = k + 1 < steps;
+        if (more)
+            dequant(k + 1, at + 1, next);
+        mi4_wgmma_wait_all();
+        q_keep(now);
+        if (lane == 0) /* the stage is free */
+            mi4_mbar_arrive(&sh.empty[at % QW_STAGES]);
+        return more;
+    };
+    dequant(0, step, frag[0]);
+    for (int k = 0;; k += 2) /* the two sets of fragments by name, never by index */
+        if (!run(k, step + k, frag[0], frag[1]) || !run(k + 1, step + k + 1, frag[1], frag[0]))
+            break;
     mi4_fence_registers(acc);
 }
 
 template <bool GATED>
 MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
                            const qw_shared &sh, int row_tiles, int out_tiles, int64_t my_tiles,
-                           int chunks)
+                           int steps)
 {
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4, row_lo = warp * 16 + g;
     float acc[QW_TOKENS / 2];
     int64_t step = 0;
-    for (int64_t j = 0; j < my_tiles; j++, step += chunks) {
+    for (int64_t j = 0; j < my_tiles; j++, step += steps) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
         const int buf = (int)(j & 1);
@@ -256,19 +297,20 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
         rows.valid_hi = wr_hi >= 0;
         rows.at_lo = ((size_t)expert * q.rows + (wr_lo < 0 ? 0 : wr_lo)) * q.groups;
         rows.at_hi = ((size_t)expert * q.rows + (wr_hi < 0 ? 0 : wr_hi)) * q.groups;
+        const qw_scale_bits bits = qw_load_scales(q, rows, 0); /* in flight over the waits */
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
         const int valid = sh.rows[buf];
         if (valid <= 64)
-            qw_mainloop<64>(acc, q, sh, rows, chunks, step);
+            qw_mainloop<64>(acc, q, sh, rows, bits, steps, step);
         else if (valid <= 128)
-            qw_mainloop<128>(acc, q, sh, rows, chunks, step);
+            qw_mainloop<128>(acc, q, sh, rows, bits, steps, step);
         else if (valid <= 192)
-            qw_mainloop<192>(acc, q, sh, rows, chunks, step);
+            qw_mainloop<192>(acc, q, sh, rows, bits, steps, step);
         else
-            qw_mainloop<256>(acc, q, sh, rows, chunks, step);
+            qw_mainloop<256>(acc, q, sh, rows, bits, steps, step);
 
         /* acc[4 jj + i]: weight row lo (i < 2) or hi, token 8 jj + 2 t + (i & 1) */
-        const int *slots = sh.slots + buf * QW_TOKENS;
+        const qw_table tb = sh.table(buf);
 #pragma unroll
         for (int jj = 0; jj < QW_TOKENS / 8; jj++) {
             if (8 * jj >= valid)
@@ -286,9 +328,8 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                                      acc[4 * jj + 2 + i], p.limit, p.alpha,
                                                      p.beta));
                 } else {
-                    const int slot = slots[n];
-                    const float scale = p.weight_on_output ? p.topk_weights[slot] : 1.0f;
-                    float *y = p.y + (size_t)slot * (size_t)p.out_cols;
+                    const float scale = tb.weight[n];
+                    float *y = p.y + (size_t)tb.slot[n] * (size_t)p.out_cols;
                     const int out_lo = out_tile * Q_ROWS + row_lo, out_hi = out_lo + 8;
                     if (out_lo < p.out_cols)
                         y[out_lo] = acc[4 * jj + i] * scale;
@@ -314,7 +355,7 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     char *base = (char *)(((uintptr_t)qw_smem_raw + 1023) & ~(uintptr_t)1023);
     qw_shared sh;
     sh.stages = base;
-    sh.slots = (int *)(base + QW_TABLES_AT);
+    sh.tables = base + QW_TABLES_AT;
     sh.rows = (int *)(base + QW_ROWS_AT);
     sh.full = (uint64_t *)(base + QW_BARS_AT);
     sh.empty = sh.full + QW_STAGES;
@@ -327,7 +368,7 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     if ((int64_t)blockIdx.x >= tiles)
         return;
     const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
-    const int chunks = q.inner_padded / Q_CHUNK;
+    const int steps = q.inner_padded / QW_K;
     if (threadIdx.x == 0) {
         for (int s = 0; s < QW_STAGES; s++) {
             mi4_mbar_init(&sh.full[s], QW_PRODUCERS / 32);
@@ -342,11 +383,11 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     __syncthreads();
     if ((int)threadIdx.x >= QW_CONSUMERS) {
         mi4_regs_lower<QW_PRODUCER_REGS>();
-        qw_produce<GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, chunks);
+        qw_produce<GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
         return;
     }
     mi4_regs_raise<QW_CONSUMER_REGS>();
-    qw_consume<GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, chunks);
+    qw_consume<GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
 #else
     (void)p;
     (void)q;
