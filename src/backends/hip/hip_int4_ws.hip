@@ -31,11 +31,16 @@ constexpr int QW_K = 64;       /* inputs a stage: half a 128-input chunk */
 #ifndef MI4_QW_LAG
 #define MI4_QW_LAG 3
 #endif
+#ifndef MI4_QW_PROBE
+#define MI4_QW_PROBE 0
+#endif
 constexpr int QW_STAGES = MI4_QW_STAGES; /* 36 KB each */
 /* a stage is signalled once the copies of the QW_LAG steps after it are
  * issued: QW_LAG + 1 stages of copies in flight a producer thread */
 constexpr int QW_LAG = MI4_QW_LAG;
-static_assert(QW_LAG < QW_STAGES, "a stage is released before its next fill is waited for");
+/* the consumers release a stage once the next has landed, which the producer
+ * signals QW_LAG steps later: more would wait for a stage not yet released */
+static_assert(QW_LAG + 2 <= QW_STAGES, "the producer must not wait for its own signal");
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 /* setmaxnreg: 128 x 72 + 256 x 216 fits the launch's 384 x 168 (the
  * consumers' raise waits for what the producer gives back) */
@@ -213,10 +218,11 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
 }
 
 /* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows.
- * A stage is 4 wgmma k steps, issued together from one set of A fragments;
- * while they run, the next stage's fragments are dequantized into the
- * other set, once the stage before's wgmmas have completed (their set is
- * then free, and so is their stage). */
+ * One wgmma k step at a time: step s's wgmma is issued, then, once step
+ * s - 1's has completed, step s + 1's A fragment is dequantized into the
+ * set s - 1 read. The chain of wgmmas on the accumulators never drains
+ * inside a tile: with 4 wgmmas a stage and a wait for all of them before the
+ * next (2026-12-04, call 2) a stage took 3.4x the matrix cores' time. */
 template <int WIDTH>
 MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matrix &q,
                             const qw_shared &sh, const qw_rows &rows, qw_scale_bits bits,
@@ -225,18 +231,20 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int row_lo = warp * 16 + lane / 4, t = lane % 4;
-    uint32_t frag[2][4][4];
+    uint32_t frag[2][4];
+    uint2 lo, hi;
     float scale_lo = 0.0f, scale_hi = 0.0f;
     uint32_t bias_lo = 0, bias_hi = 0;
-    /* stage step k (of this tile, at ring step at) landed: its A fragments into f */
-    auto dequant = [&](int k, int64_t at, uint32_t(&f)[4][4]) {
+    /* stage step k (of this tile, at ring step at) has landed: its codes
+     * (and, a new chunk, its scales) */
+    auto take = [&](int k, int64_t at) {
         const int stage = (int)(at % QW_STAGES);
         mi4_mbar_wait(&sh.full[stage], (unsigned)((at / QW_STAGES) & 1));
         const uint8_t *codes =
             (const uint8_t *)(sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES);
-        const uint2 lo = *(const uint2 *)(codes + row_lo * 32 + 8 * t);
-        const uint2 hi = *(const uint2 *)(codes + (row_lo + 8) * 32 + 8 * t);
-        if (k % 2 == 0) { /* a new chunk: its group's scales */
+        lo = *(const uint2 *)(codes + row_lo * 32 + 8 * t);
+        hi = *(const uint2 *)(codes + (row_lo + 8) * 32 + 8 * t);
+        if (k % 2 == 0) {
             scale_lo = int4_scale_of(q, bits.lo);
             scale_hi = int4_scale_of(q, bits.hi);
             bias_lo = int4_bias_pair(bits.zero_lo);
@@ -244,35 +252,48 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
             if (k + 2 < steps)
                 bits = qw_load_scales(q, rows, k + 2); /* used a chunk later */
         }
-#pragma unroll
-        for (int s = 0; s < 4; s++)
-            q_fragment_of_words<true>(f[s], s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y, s % 2,
-                                      bias_lo, bias_hi, scale_lo, scale_hi);
     };
-    /* stage step k (ring step at) from `now`, the next stage dequantized
-     * into `next` while its wgmmas run; false after the last. Waiting for
-     * all of them (not all but the last group) keeps ptxas from serializing
-     * the wgmmas: with wait_group 1 it could not tell `next` was free. */
-    auto run = [&](int k, int64_t at, uint32_t(&now)[4][4], uint32_t(&next)[4][4]) {
-        const uint64_t desc = mi4_wgmma_desc(sh.stages + (at % QW_STAGES) * QW_STAGE_BYTES);
-        mi4_wgmma_fence();
-#pragma unroll
-        for (int s = 0; s < 4; s++)
-            wgmma_rs(d, now[s], desc + 2 * s, k > 0 || s > 0);
-        mi4_wgmma_commit();
-        const bool more = k + 1 < steps;
-        if (more)
-            dequant(k + 1, at + 1, next);
-        mi4_wgmma_wait_all();
-        q_keep(now);
-        if (lane == 0) /* the stage is free */
-            mi4_mbar_arrive(&sh.empty[at % QW_STAGES]);
-        return more;
+    /* step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
+    auto fragment = [&](uint32_t(&f)[4], int s) {
+#if MI4_QW_PROBE == 1 /* timing probe only: no dequantization (wrong results) */
+        f[0] = s < 2 ? lo.x : lo.y;
+        f[1] = s < 2 ? hi.x : hi.y;
+        f[2] = f[0] ^ bias_lo;
+        f[3] = f[1] ^ bias_hi;
+#else
+        q_fragment_of_words<true>(f, s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y, s % 2, bias_lo,
+                                  bias_hi, scale_lo, scale_hi);
+#endif
     };
-    dequant(0, step, frag[0]);
-    for (int k = 0;; k += 2) /* the two sets of fragments by name, never by index */
-        if (!run(k, step + k, frag[0], frag[1]) || !run(k + 1, step + k + 1, frag[1], frag[0]))
-            break;
+    take(0, step);
+    fragment(frag[0], 0);
+    for (int k = 0; k < steps; k++, step++) {
+        const uint64_t desc = mi4_wgmma_desc(sh.stages + (step % QW_STAGES) * QW_STAGE_BYTES);
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            mi4_wgmma_fence();
+            wgmma_rs(d, frag[s % 2], desc + 2 * s, k > 0 || s > 0);
+            mi4_wgmma_commit();
+            if (s == 3) {
+                if (k + 1 == steps)
+                    break;
+                take(k + 1, step + 1);
+            }
+            mi4_wgmma_wait_one(); /* step s - 1's wgmma is done: its set is free */
+            q_keep(frag);
+            if (s == 0 && k > 0 && lane == 0) /* and so is stage k - 1 */
+                mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
+            fragment(frag[(s + 1) % 2], (s + 1) % 4);
+        }
+    }
+    step--; /* the last stage's ring step */
+    mi4_wgmma_wait_all();
+    q_keep(frag);
+    if (lane == 0) {
+        if (steps > 1)
+            mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
+        mi4_mbar_arrive(&sh.empty[step % QW_STAGES]);
+    }
     mi4_fence_registers(acc);
 }
 
