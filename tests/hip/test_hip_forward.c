@@ -148,8 +148,10 @@ static void test_int4_routed_decode(void **state)
  * elsewhere the forced name falls back to the default tile) on every batch
  * shape: one row per expert, partial tiles, several tiles per expert (and
  * for the wide tiles, 150 and 300 rows an expert: q256's tiles of 64, 128,
- * 192 and 256 valid rows); zero points, an expert map, the router weight on
- * either side, F32 input (converted). That the forced tile is the one
+ * 192 and 256 valid rows, and on a grid capped at 2 persistent blocks, so
+ * that each block runs many tiles through its stage ring and both tile
+ * tables); zero points, an expert map, the router weight on either side,
+ * F32 input (converted). That the forced tile is the one
  * taken shows in the workspace bound: a forced expansion tile's (w256, on
  * sm_90a) holds the weights' BF16 copy, a forced q tile's does not. */
 static void test_int4_grouped_gemm_tiles(void **state)
@@ -179,15 +181,21 @@ static void test_int4_grouped_gemm_tiles(void **state)
             if (wgmma_built() && !hip_test_weights_env_is("bf16"))
                 assert_true(forced_bytes < expand_bytes);
             const int wide = strcmp(tiles[t], "q128") == 0 || strcmp(tiles[t], "q256") == 0;
-            for (int i = 0; i < (wide ? 5 : 3); i++) {
+            const int q256 = strcmp(tiles[t], "q256") == 0;
+            /* q256 also on a grid of 2 persistent blocks: many tiles a block */
+            for (int run = 0; run < (q256 ? 10 : wide ? 5 : 3); run++) {
+                const int i = run % 5;
+                if (run == 5)
+                    setenv("MOEINT4_HIP_Q256_BLOCKS", "2", 1);
                 hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
                                                sizes[i], 3, seed++);
                 c.on_input = i == 2 || i == 4;
-                print_message("format %d, tile %s, M = %lld\n", (int)formats[f], tiles[t],
-                              (long long)sizes[i]);
+                print_message("format %d, tile %s, M = %lld%s\n", (int)formats[f], tiles[t],
+                              (long long)sizes[i], run >= 5 ? ", 2 blocks" : "");
                 double e = hip_test_error(ctx, w, &layer, &c);
                 assert_true(e <= HIP_TOLERANCE);
             }
+            unsetenv("MOEINT4_HIP_Q256_BLOCKS");
         }
         unsetenv("MOEINT4_HIP_TILE");
         moeint4_weights_release(w);

@@ -16,6 +16,8 @@
  * table and valid rows to the consumers through a two-entry ring.
  * Numerics: the q tiles' rounded mode (weights rounded once to BF16, the
  * BF16 mode's bits; one f32 accumulator). */
+#include <stdlib.h>
+
 #include "backends/hip/hip_int4_wgmma_ops.h"
 
 namespace {
@@ -286,14 +288,11 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
             fragment(frag[(s + 1) % 2], (s + 1) % 4);
         }
     }
-    step--; /* the last stage's ring step */
+    step--; /* the last stage's ring step; the ones before it are released */
     mi4_wgmma_wait_all();
     q_keep(frag);
-    if (lane == 0) {
-        if (steps > 1)
-            mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
+    if (lane == 0)
         mi4_mbar_arrive(&sh.empty[step % QW_STAGES]);
-    }
     mi4_fence_registers(acc);
 }
 
@@ -429,7 +428,12 @@ template <bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
     const size_t tiles = (size_t)a->routing->max_tiles * (size_t)q_out_tiles(p.out_cols, GATED);
     const size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
-    const size_t blocks = tiles < sms ? tiles : sms; /* persistent: one block an SM */
+    size_t blocks = tiles < sms ? tiles : sms; /* persistent: one block an SM */
+    /* MOEINT4_HIP_Q256_BLOCKS=N caps the grid (tests: many tiles a block
+     * on small layers, through every ring phase and both tile tables) */
+    const char *cap = getenv("MOEINT4_HIP_Q256_BLOCKS");
+    if (cap != nullptr && atoi(cap) > 0 && (size_t)atoi(cap) < blocks)
+        blocks = (size_t)atoi(cap);
     if (blocks == 0)
         return hipSuccess;
     return mi4_launch(int4_ws_gemm<GATED>, dim3((unsigned)blocks), dim3(QW_THREADS), QW_SMEM,
