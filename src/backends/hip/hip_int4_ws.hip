@@ -141,7 +141,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         if (lane == 0)
             mi4_mbar_arrive(&sh.full[s % QW_STAGES]);
     };
-    int64_t step = 0;
+    int64_t step = 0, signaled = 0; /* steps issued, steps signalled */
     for (int64_t j = 0; j < my_tiles; j++) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
@@ -184,15 +184,22 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                 qw_copy8(codes + (code_row + 32 * i) * 32 + 8 * code_piece,
                          code_src[i] ? code_src[i] + code_at : q.codes, code_src[i] != nullptr);
             mi4_copy_commit();
-            if (step >= QW_LAG) {
+            if (step - signaled >= QW_LAG) {
                 mi4_copy_wait<QW_LAG>();
-                signal(step - QW_LAG);
+                signal(signaled++);
             }
+        }
+        /* a tile of fewer stages than QW_LAG: its steps are signalled now,
+         * else the next table would wait for consumers that wait for them */
+        if (steps <= QW_LAG) {
+            mi4_copy_wait<0>();
+            while (signaled < step)
+                signal(signaled++);
         }
     }
     mi4_copy_wait<0>();
-    for (int64_t s = step > QW_LAG ? step - QW_LAG : 0; s < step; s++)
-        signal(s);
+    while (signaled < step)
+        signal(signaled++);
 }
 
 /* A consumer thread's weight rows (block rows lo = 16 warp + g, hi = lo + 8)
