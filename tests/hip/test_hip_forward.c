@@ -198,6 +198,23 @@ static void test_int4_grouped_gemm_tiles(void **state)
             unsetenv("MOEINT4_HIP_Q256_BLOCKS");
         }
         unsetenv("MOEINT4_HIP_TILE");
+        /* MOEINT4_HIP_INT4_PREFILL=q256 (read at prepare): from 256 rows an
+         * expert q256 by default, and no expansion in the workspace bound */
+        setenv("MOEINT4_HIP_INT4_PREFILL", "q256", 1);
+        tk_layer same;
+        moeint4_weights *direct =
+            hip_test_prepare(ctx, &same, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
+        unsetenv("MOEINT4_HIP_INT4_PREFILL");
+        size_t direct_bytes = 0;
+        assert_int_equal(
+            moeint4_forward_workspace_size(direct, 4096, 3, MOEINT4_DTYPE_BF16, &direct_bytes),
+            MOEINT4_SUCCESS);
+        if (wgmma_built() && !hip_test_weights_env_is("bf16"))
+            assert_true(direct_bytes < expand_bytes);
+        hip_test_case c = default_case(MOEINT4_DTYPE_BF16, 1200, 3, seed++);
+        assert_true(hip_test_error(ctx, direct, &same, &c) <= HIP_TOLERANCE);
+        moeint4_weights_release(direct);
+        tk_layer_free(&same);
         moeint4_weights_release(w);
         tk_layer_free(&layer);
     }

@@ -314,6 +314,7 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
     view->int4_mma = 0;
     view->int4_routed = 0;
     view->int4_tile_dequant = 0;
+    view->int4_ws_prefill = 0;
     view->w13 = (uint16_t *)scratch;
     view->w2 = (uint16_t *)((char *)scratch + bf16_bytes(w->q13));
     const mi4_hip_int4_matrix *parts[2] = {&w->q13, &w->q2};

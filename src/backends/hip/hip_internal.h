@@ -86,6 +86,9 @@ typedef struct mi4_hip_weights {
     int int4_tile_dequant;   /* 1: the GEMM tiles take these int4 weights as codes,
                                 dequantized into their shared weight tiles (no
                                 expansion; see mi4_hip_int4_tile_dequant_serves) */
+    int int4_ws_prefill;     /* 1: MOEINT4_HIP_INT4_PREFILL=q256 at prepare: from 256 rows
+                                an expert the warp-specialized int4 GEMM (MI4_TILE_Q256),
+                                no expansion, where the int4 grouped GEMM serves */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */

@@ -48,9 +48,12 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
                                        : MI4_TILE_Q128;
-    /* from 256 rows an expert: the persistent warp-specialized int4 GEMM
-     * (256-row tiles), no expansion */
-    if (int4_gemm)
+    /* from 256 rows an expert, with MOEINT4_HIP_INT4_PREFILL=q256 at
+     * prepare: the persistent warp-specialized int4 GEMM, no expansion
+     * workspace; not the default: on the H200 it took 1.34x (Qwen3) and
+     * 1.53x (Mixtral) the expansion + BF16 wgmma GEMM at M = 4096
+     * (bench/results/hip-2026-12-04-q256.md) */
+    if (int4_gemm && w->int4_ws_prefill)
         return MI4_TILE_Q256;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
      * the FMA one of 8 rows) while experts see few rows; past that the
