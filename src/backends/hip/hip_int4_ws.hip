@@ -8,14 +8,19 @@
  * tile's token rows as B from 128B-swizzled shared memory. Unlike the q
  * tiles, whose 8 warps all copy, dequantize and issue and meet at a barrier
  * every chunk (ncu: under half an instruction a cycle a scheduler, 2026-12-03),
- * a producer warpgroup only copies (token rows and codes of a 128-input
- * chunk a stage, cp.async) and two consumer warpgroups only dequantize
- * their 64 rows' codes one k step ahead of the wgmma that reads them. N is
- * the tile's valid rows rounded up to 64, so an expert's last, partly
- * filled tile costs what it holds. The producer hands each tile's slot
- * table and valid rows to the consumers through a two-entry ring.
- * Numerics: the q tiles' rounded mode (weights rounded once to BF16, the
- * BF16 mode's bits; one f32 accumulator). */
+ * a producer warpgroup only copies (token rows and codes of 64 inputs a
+ * stage, cp.async) and two consumer warpgroups only dequantize their 64
+ * rows' codes one k step ahead of the wgmma that reads them. N is the
+ * tile's valid rows rounded up to 64, so an expert's last, partly filled
+ * tile costs what it holds. The producer hands each tile's table (slots,
+ * input rows, router weights) and valid rows to the consumers through a
+ * two-entry ring. Numerics: the q tiles' rounded mode (weights rounded once
+ * to BF16, the BF16 mode's bits; one f32 accumulator).
+ * Opt-in (MOEINT4_HIP_INT4_PREFILL=q256): on the H200 it took 1.34x / 1.53x
+ * the expansion + BF16 wgmma GEMM at M = 4096, at half that GEMM's rate, and
+ * only 4-9% less without its dequantization: the register-A wgmma pipeline
+ * (one wgmma in flight a warpgroup) is its limit
+ * (bench/results/hip-2026-12-04-q256.md). */
 #include <stdlib.h>
 
 #include "backends/hip/hip_int4_wgmma_ops.h"
