@@ -210,8 +210,7 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     }
     w->int4_mma = w->int4 && ctx->use_mma && mi4_hip_int4_mma_serves(desc);
     w->int4_tile_dequant = w->int4 && mi4_hip_int4_tile_dequant_serves(desc);
-    const char *prefill = getenv("MOEINT4_HIP_INT4_PREFILL");
-    w->int4_ws_prefill = w->int4 && prefill != nullptr && strcmp(prefill, "q256") == 0;
+    w->int4_ws_prefill = w->int4 && mi4_hip_int4_ws_prefill_wanted();
     w->int4_routed = w->int4_mma && mi4_hip_int4_routed_fits((int)desc->hidden_size,
                                                             (int)desc->intermediate_size);
     size_t k = (size_t)desc->hidden_size, n = (size_t)desc->intermediate_size;

@@ -335,8 +335,8 @@ template <bool GATED> hipError_t launch_rows(int rows, const mi4_hip_gemm_args *
     case 16: return launch_q<16, GATED>(a, init);
     case 32: return launch_q<32, GATED>(a, init);
     case 64: return launch_q<64, GATED>(a, init);
-    case 128: return launch_q<128, GATED>(a, init);
-    default: return mi4_hip_launch_int4_ws(GATED, a, init);
+    case 256: return mi4_hip_launch_int4_ws(GATED, a, init);
+    default: return launch_q<128, GATED>(a, init);
     }
 }
 

@@ -284,12 +284,27 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc)
 #endif
 }
 
-int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc)
+namespace {
+
+/* MOEINT4_HIP_INT4_PREFILL, read at prepare: "dequant", "q256" or unset */
+bool int4_prefill_is(const char *value)
 {
     const char *knob = getenv("MOEINT4_HIP_INT4_PREFILL");
+    return knob != nullptr && strcmp(knob, value) == 0;
+}
+
+} // namespace
+
+int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc)
+{
     const int group = desc->group_size;
-    return knob != nullptr && strcmp(knob, "dequant") == 0 && desc->hidden_size % 8 == 0 &&
+    return int4_prefill_is("dequant") && desc->hidden_size % 8 == 0 &&
            desc->intermediate_size % 8 == 0 && (group == -1 || group % 32 == 0);
+}
+
+int mi4_hip_int4_ws_prefill_wanted(void)
+{
+    return int4_prefill_is("q256");
 }
 
 int mi4_hip_int4_tile_reads_bf16(const mi4_hip_weights *w, mi4_hip_tile_config config)

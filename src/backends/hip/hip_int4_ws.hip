@@ -86,14 +86,6 @@ struct qw_shared {
 
 #if defined(MI4_HAVE_WGMMA)
 
-MI4_DEVICE int warp_sum_int(int v)
-{
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
 /* 8 bytes global -> shared (cp.async.ca: .cg takes 16 only); zeros when !valid. */
 MI4_DEVICE void qw_copy8(void *smem_dst, const void *global_src, bool valid)
 {
@@ -121,7 +113,7 @@ MI4_DEVICE void qw_fill_table(const gemm_params &p, const qw_shared &sh, int til
         tb.weight[r] = !GATED && p.weight_on_output && slot >= 0 ? p.topk_weights[slot] : 1.0f;
         valid += slot >= 0;
     }
-    valid = warp_sum_int(valid);
+    valid = mi4_warp_sum(valid);
     if (lane == 0) {
         sh.rows[buf] = valid; /* padding only ends a tile */
         mi4_mbar_arrive(&sh.table_full[buf]);
@@ -147,6 +139,11 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
             mi4_mbar_arrive(&sh.full[s % QW_STAGES]);
     };
     int64_t step = 0, signaled = 0; /* steps issued, steps signalled */
+    auto signal_all = [&]() { /* every step issued so far */
+        mi4_copy_wait<0>();
+        while (signaled < step)
+            signal(signaled++);
+    };
     for (int64_t j = 0; j < my_tiles; j++) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
@@ -196,15 +193,10 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         }
         /* a tile of fewer stages than QW_LAG: its steps are signalled now,
          * else the next table would wait for consumers that wait for them */
-        if (steps <= QW_LAG) {
-            mi4_copy_wait<0>();
-            while (signaled < step)
-                signal(signaled++);
-        }
+        if (steps <= QW_LAG)
+            signal_all();
     }
-    mi4_copy_wait<0>();
-    while (signaled < step)
-        signal(signaled++);
+    signal_all();
 }
 
 /* A consumer thread's weight rows (block rows lo = 16 warp + g, hi = lo + 8)

@@ -225,6 +225,9 @@ size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config c
  * for it (read at prepare; otherwise those tiles read the expansion to
  * BF16). */
 int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc);
+/* 1 when MOEINT4_HIP_INT4_PREFILL=q256 asks for the warp-specialized int4
+ * GEMM from 256 rows an expert (read at prepare: int4_ws_prefill). */
+int mi4_hip_int4_ws_prefill_wanted(void);
 /* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
  * weights on a context with matrix cores on: NVIDIA builds, group size 128
  * or per-channel (a 16-step of the MMA spans 128 inputs, one scale). */

@@ -220,8 +220,9 @@ MI4_DEVICE int mi4_warp_inclusive_scan(int v)
     return v;
 }
 
-/* Sum over the lanes of a warp, in a fixed butterfly order (deterministic). */
-MI4_DEVICE float mi4_warp_sum(float v)
+/* Sum over the lanes of a warp, in a fixed butterfly order (deterministic;
+ * float or int). */
+template <typename T> MI4_DEVICE T mi4_warp_sum(T v)
 {
 #pragma unroll
     for (int offset = MI4_WARP / 2; offset > 0; offset /= 2) {
