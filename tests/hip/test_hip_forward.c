@@ -154,11 +154,11 @@ static void test_int4_routed_decode(void **state)
  * F32 input (converted). That the forced tile is the one
  * taken shows in the workspace bound: a forced expansion tile's (w256, on
  * sm_90a) holds the weights' BF16 copy, a forced q tile's does not. */
-/* The workspace bound of w for 4096 tokens, top 3, bf16. */
-static size_t workspace_4096(moeint4_weights *w)
+/* The workspace bound of w for `tokens` tokens, top 3, bf16. */
+static size_t workspace_of(moeint4_weights *w, int64_t tokens)
 {
     size_t bytes = 0;
-    assert_int_equal(moeint4_forward_workspace_size(w, 4096, 3, MOEINT4_DTYPE_BF16, &bytes),
+    assert_int_equal(moeint4_forward_workspace_size(w, tokens, 3, MOEINT4_DTYPE_BF16, &bytes),
                      MOEINT4_SUCCESS);
     return bytes;
 }
@@ -179,10 +179,10 @@ static void test_int4_grouped_gemm_tiles(void **state)
         /* with int4 weights on sm_90a the expansion's BF16 copy shows in the bound */
         const int expansion_shows = wgmma_built() && !hip_test_weights_env_is("bf16");
         setenv("MOEINT4_HIP_TILE", "w256", 1);
-        const size_t expand_bytes = workspace_4096(w);
+        const size_t expand_bytes = workspace_of(w, 4096);
         for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
             setenv("MOEINT4_HIP_TILE", tiles[t], 1);
-            const size_t forced_bytes = workspace_4096(w);
+            const size_t forced_bytes = workspace_of(w, 4096);
             if (expansion_shows)
                 assert_true(forced_bytes < expand_bytes);
             const int wide = strcmp(tiles[t], "q128") == 0 || strcmp(tiles[t], "q256") == 0;
@@ -203,17 +203,25 @@ static void test_int4_grouped_gemm_tiles(void **state)
             }
             unsetenv("MOEINT4_HIP_Q256_BLOCKS");
         }
+        /* the default: q256 from 96 to 511 rows an expert (1200 tokens: 300),
+         * no expansion in the bound; from 512 rows (4096 tokens: 1024) the
+         * expansion */
+        setenv("MOEINT4_HIP_TILE", "w256", 1);
+        const size_t expand_1200 = workspace_of(w, 1200);
         unsetenv("MOEINT4_HIP_TILE");
-        /* MOEINT4_HIP_INT4_PREFILL=q256 (read at prepare): from 256 rows an
-         * expert q256 by default, and no expansion in the workspace bound */
+        const size_t default_1200 = workspace_of(w, 1200), default_4096 = workspace_of(w, 4096);
+        if (expansion_shows)
+            assert_true(default_1200 < expand_1200);
+        /* MOEINT4_HIP_INT4_PREFILL=q256 (read at prepare): q256 from 512 rows
+         * an expert too, and no expansion in the workspace bound */
         setenv("MOEINT4_HIP_INT4_PREFILL", "q256", 1);
         tk_layer same;
         moeint4_weights *direct =
             hip_test_prepare(ctx, &same, formats[f], 12, 256, 384, groups[f], f, 41 + (uint64_t)f);
         unsetenv("MOEINT4_HIP_INT4_PREFILL");
-        const size_t direct_bytes = workspace_4096(direct);
+        const size_t direct_bytes = workspace_of(direct, 4096);
         if (expansion_shows)
-            assert_true(direct_bytes < expand_bytes);
+            assert_true(direct_bytes < expand_bytes && direct_bytes < default_4096);
         hip_test_case c = default_case(MOEINT4_DTYPE_BF16, 1200, 3, seed++);
         assert_true(hip_test_error(ctx, direct, &same, &c) <= HIP_TOLERANCE);
         moeint4_weights_release(direct);

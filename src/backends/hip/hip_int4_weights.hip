@@ -4,8 +4,8 @@
  * tiles that only exist for BF16 weights: the matrix-core GEMMs of large
  * batches where the int4 grouped GEMM does not serve (not sm_90a, AMD,
  * groups 32 / 64, the plain-FMA variant, K or N not a multiple of 128) or
- * from 256 rows per expert, where the expansion measured faster
- * (hip_tiles.hip).
+ * from MI4_EXPAND_MIN_ROWS_PER_EXPERT rows per expert, where the expansion
+ * measured faster (hip_tiles.hip).
  *
  * The checkpoint arrays are uploaded as they are and repacked on the
  * device; which nibble holds what and the zero rule come from the layout

@@ -16,11 +16,15 @@
  * input rows, router weights) and valid rows to the consumers through a
  * two-entry ring. Numerics: the q tiles' rounded mode (weights rounded once
  * to BF16, the BF16 mode's bits; one f32 accumulator).
- * Opt-in (MOEINT4_HIP_INT4_PREFILL=q256): on the H200 it took 1.34x / 1.53x
- * the expansion + BF16 wgmma GEMM at M = 4096, at half that GEMM's rate, and
- * only 4-9% less without its dequantization: the register-A wgmma pipeline
- * (one wgmma in flight a warpgroup) is its limit
- * (bench/results/hip-2026-12-04-q256.md). */
+ * The default from 96 to 511 rows an expert (hip_tiles.hip). Its first
+ * version (bench/results/hip-2026-12-04-q256.md) ran at half the BF16
+ * wgmma GEMM's rate; ncu's stall samples showed a producer that read the
+ * table and multiplied 64-bit addresses before every copy (the consumers
+ * waited for it), and an epilogue whose code (every activation, unrolled)
+ * missed the instruction cache: fixed, 33-42% faster
+ * (bench/results/hip-2026-12-04-q256-v2.md). Weights dequantized into
+ * shared-memory A tiles for wgmma from shared memory (a stage's wgmmas in
+ * flight) measured slower there. */
 #include <stdlib.h>
 
 #include "backends/hip/hip_int4_wgmma_ops.h"
@@ -49,9 +53,12 @@ constexpr int QW_LAG = MI4_QW_LAG;
  * signals QW_LAG steps later: more would wait for a stage not yet released */
 static_assert(QW_LAG + 2 <= QW_STAGES, "the producer must not wait for its own signal");
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
-/* setmaxnreg: 128 x 72 + 256 x 216 fits the launch's 384 x 168 (the
- * consumers' raise waits for what the producer gives back) */
-constexpr int QW_PRODUCER_REGS = 72, QW_CONSUMER_REGS = 216;
+/* setmaxnreg: producer x 128 + consumer x 256 fits the launch's 384 x 168
+ * (the consumers' raise waits for what the producer gives back); the
+ * producer keeps its 16 token rows in registers */
+constexpr int QW_PRODUCER_REGS = 104, QW_CONSUMER_REGS = 200;
+static_assert(QW_PRODUCER_REGS * QW_PRODUCERS + QW_CONSUMER_REGS * QW_CONSUMERS <= 168 * QW_THREADS,
+              "setmaxnreg within the launch's registers");
 constexpr int QW_TOKEN_BYTES = QW_TOKENS * QW_K * 2;
 constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
 constexpr int QW_STAGE_BYTES = QW_TOKEN_BYTES + QW_CODE_BYTES;
@@ -63,6 +70,10 @@ constexpr int QW_ROWS_AT = QW_TABLES_AT + 2 * QW_TABLE_BYTES;
 constexpr int QW_BARS_AT = QW_ROWS_AT + 16;
 constexpr int QW_SMEM = QW_BARS_AT + (2 * QW_STAGES + 4) * 8 + 1024; /* + alignment */
 static_assert(QW_SMEM <= 227 * 1024, "a block's shared memory");
+
+/* A block's ring steps (its tiles x steps a tile: far below 2^32); 32 bits,
+ * as % QW_STAGES on 64 bits cost a chain of wide multiplies a step. */
+using qw_step = uint32_t;
 
 /* A tile's token rows as the producer's warp 0 reads them once. */
 struct qw_table {
@@ -132,13 +143,13 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
     const int token_at = first_row * 64 + ((piece ^ (first_row & 7)) * 8);
     /* code copies: 8 bytes `code_piece` of block rows code_row + 32 i */
     const int code_piece = ptid % 4, code_row = ptid / 4;
-    auto signal = [&](int64_t s) { /* this warp's copies of step s landed */
+    auto signal = [&](qw_step s) { /* this warp's copies of step s landed */
         mi4_fence_proxy_async();
         __syncwarp();
         if (lane == 0)
             mi4_mbar_arrive(&sh.full[s % QW_STAGES]);
     };
-    int64_t step = 0, signaled = 0; /* steps issued, steps signalled */
+    qw_step step = 0, signaled = 0; /* steps issued, steps signalled */
     auto signal_all = [&]() { /* every step issued so far */
         mi4_copy_wait<0>();
         while (signaled < step)
@@ -152,7 +163,14 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
             qw_fill_table<GATED>(p, sh, tile, buf, (unsigned)((j >> 1) & 1) ^ 1u);
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
         const int valid = sh.rows[buf];
-        const int *rows = sh.table(buf).row;
+        /* this thread's token rows of the tile, read once (a table read and
+         * a 64-bit multiply before every copy made the producer a serial
+         * chain that the consumers waited for: ncu, 2026-12-04) */
+        const int *table_rows = sh.table(buf).row;
+        unsigned row_of[QW_TOKENS / 16];
+#pragma unroll
+        for (int i = 0; i < QW_TOKENS / 16; i++)
+            row_of[i] = first_row + 16 * i < valid ? (unsigned)table_rows[first_row + 16 * i] : 0u;
         const int expert = p.tile_expert[tile];
         const uint8_t *code_src[4];
 #pragma unroll
@@ -166,18 +184,16 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         }
         for (int k = 0; k < steps; k++, step++) {
             const int stage = (int)(step % QW_STAGES);
-            mi4_mbar_wait(&sh.empty[stage], (unsigned)((step / QW_STAGES) & 1) ^ 1u);
+            mi4_mbar_wait(&sh.empty[stage], ((step / QW_STAGES) & 1u) ^ 1u);
             char *base = sh.stages + stage * QW_STAGE_BYTES;
             uint16_t *tokens = (uint16_t *)base;
+            const uint16_t *a_k = p.a + k * QW_K + piece * 8;
             /* rows past `valid` are not copied: only dropped columns read them */
-#pragma unroll 4
-            for (int i = 0; i < QW_TOKENS / 16; i++) {
-                const int r = first_row + 16 * i;
-                if (r >= valid)
-                    break;
-                mi4_copy16(tokens + token_at + i * 16 * 64,
-                           p.a + (size_t)rows[r] * (size_t)p.inner + k * QW_K + piece * 8, true);
-            }
+#pragma unroll
+            for (int i = 0; i < QW_TOKENS / 16; i++)
+                if (first_row + 16 * i < valid)
+                    mi4_copy16(tokens + token_at + i * 16 * 64,
+                               a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
             /* half k % 2 of chunk k / 2: bytes 8 (k % 2) .. + 7 of each 16 */
             uint8_t *codes = (uint8_t *)(base + QW_TOKEN_BYTES);
             const size_t code_at = (size_t)(k / 2) * MI4_INT4_CHUNK_BYTES + 8 * (k % 2);
@@ -211,6 +227,17 @@ struct qw_scale_bits {
     uint8_t zero_lo, zero_hi;
 };
 
+/* 8 bytes of shared memory by a shared-space load (a generic one waits on
+ * the long scoreboard). */
+MI4_DEVICE uint2 qw_load_shared8(const char *at)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(v.x), "=r"(v.y)
+                 : "r"((unsigned)__cvta_generic_to_shared(at)));
+    return v;
+}
+
 /* Scales and zero points of the chunk that stage step k of a tile reads. */
 MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int k)
 {
@@ -223,33 +250,27 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
     return b;
 }
 
-/* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows.
- * One wgmma k step at a time: step s's wgmma is issued, then, once step
- * s - 1's has completed, step s + 1's A fragment is dequantized into the
- * set s - 1 read. The chain of wgmmas on the accumulators never drains
- * inside a tile: with 4 wgmmas a stage and a wait for all of them before the
- * next (2026-12-04, call 2) a stage took 3.4x the matrix cores' time. */
-template <int WIDTH>
-MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matrix &q,
-                            const qw_shared &sh, const qw_rows &rows, qw_scale_bits bits,
-                            int steps, int64_t step)
-{
-    float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
-    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
-    const int row_lo = warp * 16 + lane / 4, t = lane % 4;
-    uint32_t frag[2][4];
+/* A consumer thread's view of the ring's codes: the 16 bytes of rows lo and
+ * hi of the stage taken last, and the scales of its chunk. */
+struct qw_codes {
+    const mi4_hip_int4_matrix &q;
+    const qw_shared &sh;
+    const qw_rows &rows;
+    qw_scale_bits bits; /* the chunk after the current one's */
+    int row_lo, t;
     uint2 lo, hi;
     float scale_lo = 0.0f, scale_hi = 0.0f;
     uint32_t bias_lo = 0, bias_hi = 0;
-    /* stage step k (of this tile, at ring step at) has landed: its codes
-     * (and, a new chunk, its scales) */
-    auto take = [&](int k, int64_t at) {
+
+    /* stage step k (of a tile of `steps`, at ring step at) has landed: its
+     * codes (and, a new chunk, its scales) */
+    MI4_DEVICE void take(int k, qw_step at, int steps)
+    {
         const int stage = (int)(at % QW_STAGES);
-        mi4_mbar_wait(&sh.full[stage], (unsigned)((at / QW_STAGES) & 1));
-        const uint8_t *codes =
-            (const uint8_t *)(sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES);
-        lo = *(const uint2 *)(codes + row_lo * 32 + 8 * t);
-        hi = *(const uint2 *)(codes + (row_lo + 8) * 32 + 8 * t);
+        mi4_mbar_wait(&sh.full[stage], (at / QW_STAGES) & 1u);
+        const char *codes = sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES;
+        lo = qw_load_shared8(codes + row_lo * 32 + 8 * t);
+        hi = qw_load_shared8(codes + (row_lo + 8) * 32 + 8 * t);
         if (k % 2 == 0) {
             scale_lo = int4_scale_of(q, bits.lo);
             scale_hi = int4_scale_of(q, bits.hi);
@@ -258,9 +279,10 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
             if (k + 2 < steps)
                 bits = qw_load_scales(q, rows, k + 2); /* used a chunk later */
         }
-    };
-    /* step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
-    auto fragment = [&](uint32_t(&f)[4], int s) {
+    }
+    /* k step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
+    MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
+    {
 #if MI4_QW_PROBE == 1 /* timing probe only: no dequantization (wrong results) */
         f[0] = s < 2 ? lo.x : lo.y;
         f[1] = s < 2 ? hi.x : hi.y;
@@ -270,11 +292,26 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
         q_fragment_of_words<true>(f, s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y, s % 2, bias_lo,
                                   bias_hi, scale_lo, scale_hi);
 #endif
-    };
-    take(0, step);
-    fragment(frag[0], 0);
+    }
+};
+
+/* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows.
+ * One wgmma k step at a time: step s's wgmma is issued, then, once step
+ * s - 1's has completed, step s + 1's A fragment is dequantized into the
+ * set s - 1 read. The chain of wgmmas on the accumulators never drains
+ * inside a tile: with 4 wgmmas a stage and a wait for all of them before the
+ * next (2026-12-04, call 2) a stage took 3.4x the matrix cores' time. */
+template <int WIDTH>
+MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], qw_codes &codes, int steps,
+                            qw_step step)
+{
+    float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
+    const int lane = (int)threadIdx.x % 32;
+    uint32_t frag[2][4];
+    codes.take(0, step, steps);
+    codes.fragment(frag[0], 0);
     for (int k = 0; k < steps; k++, step++) {
-        const uint64_t desc = mi4_wgmma_desc(sh.stages + (step % QW_STAGES) * QW_STAGE_BYTES);
+        const uint64_t desc = mi4_wgmma_desc(codes.sh.stages + (step % QW_STAGES) * QW_STAGE_BYTES);
 #pragma unroll
         for (int s = 0; s < 4; s++) {
             mi4_wgmma_fence();
@@ -283,21 +320,60 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], const mi4_hip_int4_matr
             if (s == 3) {
                 if (k + 1 == steps)
                     break;
-                take(k + 1, step + 1);
+                codes.take(k + 1, step + 1, steps);
             }
             mi4_wgmma_wait_one(); /* step s - 1's wgmma is done: its set is free */
             q_keep(frag);
             if (s == 0 && k > 0 && lane == 0) /* and so is stage k - 1 */
-                mi4_mbar_arrive(&sh.empty[(step - 1) % QW_STAGES]);
-            fragment(frag[(s + 1) % 2], (s + 1) % 4);
+                mi4_mbar_arrive(&codes.sh.empty[(step - 1) % QW_STAGES]);
+            codes.fragment(frag[(s + 1) % 2], (s + 1) % 4);
         }
     }
     step--; /* the last stage's ring step; the ones before it are released */
     mi4_wgmma_wait_all();
     q_keep(frag);
     if (lane == 0)
-        mi4_mbar_arrive(&sh.empty[step % QW_STAGES]);
+        mi4_mbar_arrive(&codes.sh.empty[step % QW_STAGES]);
     mi4_fence_registers(acc);
+}
+
+/* A tile's epilogue from the consumers' accumulators: acc[4 jj + i] is
+ * weight row lo (i < 2) or hi, token 8 jj + 2 t + (i & 1). One instance an
+ * activation: with the activation chosen per element, its unrolled code
+ * (every activation, 64 elements) missed the instruction cache (ncu's
+ * no-instruction stalls, 2026-12-04). */
+template <bool GATED, int ACTIVATION>
+MI4_DEVICE void qw_store(const gemm_params &p, const float (&acc)[QW_TOKENS / 2],
+                         const qw_table &tb, int valid, int tile, int out_tile)
+{
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4, row_lo = warp * 16 + g;
+#pragma unroll
+    for (int jj = 0; jj < QW_TOKENS / 8; jj++) {
+        if (8 * jj >= valid)
+            break;
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int n = 8 * jj + 2 * t + i;
+            if (n >= valid)
+                continue;
+            if (GATED) {
+                /* the intermediate in the permuted order gemm2 reads */
+                const int at = out_tile * (Q_ROWS / 2) + warp * 8 + g;
+                p.act[((size_t)tile * QW_TOKENS + n) * (size_t)p.out_cols + at] =
+                    mi4_dev_f32_to_bf16(activate(ACTIVATION, acc[4 * jj + i],
+                                                 acc[4 * jj + 2 + i], p.limit, p.alpha, p.beta));
+            } else {
+                const float scale = tb.weight[n];
+                float *y = p.y + (size_t)tb.slot[n] * (size_t)p.out_cols;
+                const int out_lo = out_tile * Q_ROWS + row_lo, out_hi = out_lo + 8;
+                if (out_lo < p.out_cols)
+                    y[out_lo] = acc[4 * jj + i] * scale;
+                if (out_hi < p.out_cols)
+                    y[out_hi] = acc[4 * jj + 2 + i] * scale;
+            }
+        }
+    }
 }
 
 template <bool GATED>
@@ -308,60 +384,55 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4, row_lo = warp * 16 + g;
     float acc[QW_TOKENS / 2];
-    int64_t step = 0;
-    for (int64_t j = 0; j < my_tiles; j++, step += steps) {
+    /* tile j's weight rows: where their scales are */
+    auto rows_of = [&](int64_t j) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
-        const int buf = (int)(j & 1);
         const int expert = p.tile_expert[tile];
-        qw_rows rows;
         const int wr_lo = q_weight_row<GATED>(p, out_tile, row_lo);
         const int wr_hi = q_weight_row<GATED>(p, out_tile, row_lo + 8);
+        qw_rows rows;
         rows.valid_lo = wr_lo >= 0;
         rows.valid_hi = wr_hi >= 0;
         rows.at_lo = ((size_t)expert * q.rows + (wr_lo < 0 ? 0 : wr_lo)) * q.groups;
         rows.at_hi = ((size_t)expert * q.rows + (wr_hi < 0 ? 0 : wr_hi)) * q.groups;
-        const qw_scale_bits bits = qw_load_scales(q, rows, 0); /* in flight over the waits */
+        return rows;
+    };
+    /* a tile's first scales are loaded before the epilogue of the tile
+     * before it, so their latency (after the tile's expert number's) hides
+     * behind that epilogue */
+    qw_rows rows = rows_of(0);
+    qw_scale_bits first_bits = qw_load_scales(q, rows, 0);
+    qw_step step = 0;
+    for (int64_t j = 0; j < my_tiles; j++, step += steps) {
+        int tile, out_tile;
+        tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
+        const int buf = (int)(j & 1);
+        qw_codes codes{q, sh, rows, first_bits, row_lo, t};
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
         const int valid = sh.rows[buf];
         if (valid <= 64)
-            qw_mainloop<64>(acc, q, sh, rows, bits, steps, step);
+            qw_mainloop<64>(acc, codes, steps, step);
         else if (valid <= 128)
-            qw_mainloop<128>(acc, q, sh, rows, bits, steps, step);
+            qw_mainloop<128>(acc, codes, steps, step);
         else if (valid <= 192)
-            qw_mainloop<192>(acc, q, sh, rows, bits, steps, step);
+            qw_mainloop<192>(acc, codes, steps, step);
         else
-            qw_mainloop<256>(acc, q, sh, rows, bits, steps, step);
-
-        /* acc[4 jj + i]: weight row lo (i < 2) or hi, token 8 jj + 2 t + (i & 1) */
-        const qw_table tb = sh.table(buf);
-#pragma unroll
-        for (int jj = 0; jj < QW_TOKENS / 8; jj++) {
-            if (8 * jj >= valid)
-                break;
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int n = 8 * jj + 2 * t + i;
-                if (n >= valid)
-                    continue;
-                if (GATED) {
-                    /* the intermediate in the permuted order gemm2 reads */
-                    const int at = out_tile * (Q_ROWS / 2) + warp * 8 + g;
-                    p.act[((size_t)tile * QW_TOKENS + n) * (size_t)p.out_cols + at] =
-                        mi4_dev_f32_to_bf16(activate(p.activation, acc[4 * jj + i],
-                                                     acc[4 * jj + 2 + i], p.limit, p.alpha,
-                                                     p.beta));
-                } else {
-                    const float scale = tb.weight[n];
-                    float *y = p.y + (size_t)tb.slot[n] * (size_t)p.out_cols;
-                    const int out_lo = out_tile * Q_ROWS + row_lo, out_hi = out_lo + 8;
-                    if (out_lo < p.out_cols)
-                        y[out_lo] = acc[4 * jj + i] * scale;
-                    if (out_hi < p.out_cols)
-                        y[out_hi] = acc[4 * jj + 2 + i] * scale;
-                }
-            }
+            qw_mainloop<256>(acc, codes, steps, step);
+        if (j + 1 < my_tiles) {
+            rows = rows_of(j + 1);
+            first_bits = qw_load_scales(q, rows, 0);
         }
+
+        const qw_table tb = sh.table(buf);
+        if (!GATED)
+            qw_store<false, MOEINT4_ACTIVATION_SILU>(p, acc, tb, valid, tile, out_tile);
+        else if (p.activation == MOEINT4_ACTIVATION_GELU)
+            qw_store<true, MOEINT4_ACTIVATION_GELU>(p, acc, tb, valid, tile, out_tile);
+        else if (p.activation == MOEINT4_ACTIVATION_SWIGLU_CLAMP)
+            qw_store<true, MOEINT4_ACTIVATION_SWIGLU_CLAMP>(p, acc, tb, valid, tile, out_tile);
+        else
+            qw_store<true, MOEINT4_ACTIVATION_SILU>(p, acc, tb, valid, tile, out_tile);
         __syncwarp();
         if (lane == 0)
             mi4_mbar_arrive(&sh.table_empty[buf]);

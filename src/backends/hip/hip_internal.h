@@ -86,9 +86,10 @@ typedef struct mi4_hip_weights {
     int int4_tile_dequant;   /* 1: the GEMM tiles take these int4 weights as codes,
                                 dequantized into their shared weight tiles (no
                                 expansion; see mi4_hip_int4_tile_dequant_serves) */
-    int int4_ws_prefill;     /* 1: MOEINT4_HIP_INT4_PREFILL=q256 at prepare: from 256 rows
-                                an expert the warp-specialized int4 GEMM (MI4_TILE_Q256),
-                                no expansion, where the int4 grouped GEMM serves */
+    int int4_ws_prefill;     /* 1: MOEINT4_HIP_INT4_PREFILL=q256 at prepare: the
+                                warp-specialized int4 GEMM (MI4_TILE_Q256) also from
+                                MI4_EXPAND_MIN_ROWS_PER_EXPERT rows an expert, no
+                                expansion, where the int4 grouped GEMM serves */
     uint16_t *w13;           /* bf16 [E_l][2N][K] */
     uint16_t *w2;            /* bf16 [E_l][K][N] */
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
@@ -226,7 +227,8 @@ size_t mi4_hip_int4_expand_bytes(const mi4_hip_weights *w, mi4_hip_tile_config c
  * BF16). */
 int mi4_hip_int4_tile_dequant_serves(const moeint4_weights_desc *desc);
 /* 1 when MOEINT4_HIP_INT4_PREFILL=q256 asks for the warp-specialized int4
- * GEMM from 256 rows an expert (read at prepare: int4_ws_prefill). */
+ * GEMM at every batch from MI4_Q256_MIN_ROWS_PER_EXPERT rows an expert, the
+ * largest too (read at prepare: int4_ws_prefill). */
 int mi4_hip_int4_ws_prefill_wanted(void);
 /* 1 when the matrix-core int4 GEMV (hip_int4_mma.hip) serves these
  * weights on a context with matrix cores on: NVIDIA builds, group size 128
@@ -237,9 +239,9 @@ int mi4_hip_int4_mma_serves(const moeint4_weights_desc *desc);
  * there, for the BF16 GEMMs. */
 hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStream_t stream,
                                mi4_hip_weights *view);
-/* Rows per expert up to which int4 weights the int4 grouped GEMM does not
- * serve (it takes every routed batch below 256 rows per expert where it
- * does: sm_90a, hip_tiles.hip) take a routed int4 GEMV: the 8-row FMA one
+/* Rows per expert up to which int4 weights the int4 grouped GEMMs do not
+ * serve (they take every routed batch below MI4_EXPAND_MIN_ROWS_PER_EXPERT
+ * where they do: sm_90a, hip_tiles.hip) take a routed int4 GEMV: the 8-row FMA one
  * (each weight byte read once per 8 rows), the 16-row matrix-core one
  * (once per 16 rows); past that the weights are expanded to BF16. */
 #define MI4_INT4_GEMV_MAX_ROWS_PER_EXPERT 16
@@ -247,6 +249,12 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
 /* Rows per expert up to which the routed decode GEMVs (MI4_TILE_D8) take
  * routed batches on sm_90a (hip_tiles.hip): Mixtral M = 16, Qwen3 M = 64. */
 #define MI4_ROUTED_MAX_ROWS_PER_EXPERT 4
+/* Rows per expert from which the int4 grouped GEMM is the warp-specialized
+ * q256 (below: the q tiles), and from which the int4 weights are expanded
+ * to BF16 for the BF16 wgmma GEMM instead (unless int4_ws_prefill), on
+ * sm_90a (hip_tiles.hip; measured on the H200). */
+#define MI4_Q256_MIN_ROWS_PER_EXPERT 96
+#define MI4_EXPAND_MIN_ROWS_PER_EXPERT 512
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */

@@ -31,29 +31,27 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
-     * 128): the int4 grouped GEMM, its tile about an expert's rows (each
-     * tile reads the expert's int4 weights once), up to 255 rows per expert;
-     * measured on the H200 (bench/results/hip-int4-tiles-2026-12-01.md): q8
-     * best at 2 and 4 rows per expert, q32 at 16 and 32, q128 at 128; from
-     * 256 up the expansion to BF16 and the BF16 wgmma tile below are faster
-     * (Qwen3 M = 4096: 2.11 vs 2.25 ms; Mixtral: 9.9 vs 13.1 ms). */
+     * 128): the int4 grouped GEMMs, no BF16 copy of the weights. Measured on
+     * the H200: q8 best at 2 and 4 rows per expert, q32 at 16 and 32
+     * (bench/results/hip-int4-tiles-2026-12-01.md); the persistent
+     * warp-specialized q256 from 96 rows (at 64 rows q128 was 8% faster, at
+     * 128 rows q256 16-19% faster: bench/results/hip-2026-12-04-q256-v2.md);
+     * from 512 rows the expansion to BF16 and the BF16 wgmma tile below
+     * (Mixtral M = 2048 / 4096: q256 1.5% / 10% slower; at 256 rows an expert
+     * q256 was as fast or 16% faster). MOEINT4_HIP_INT4_PREFILL=q256 at
+     * prepare keeps q256 from 512 rows too: no expansion workspace. */
     /* the routed decode GEMVs (d8) where experts see up to 4 rows:
      * measured on the H200 (bench/results/hip-2026-12-02-routed.md; at 3
      * and 4 rows 8-11% faster than q8, at 6 and 8 rows 7-39% slower:
      * bench/results/hip-2026-12-03-scales.md, call 2) */
     if (int4_gemm && w->int4_routed && rows_per_expert <= MI4_ROUTED_MAX_ROWS_PER_EXPERT)
         return MI4_TILE_D8;
-    if (int4_gemm && rows_per_expert < 256)
+    if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
                                        : MI4_TILE_Q128;
-    /* from 256 rows an expert, with MOEINT4_HIP_INT4_PREFILL=q256 at
-     * prepare: the persistent warp-specialized int4 GEMM, no expansion
-     * workspace; not the default: on the H200 it took 1.34x (Qwen3) and
-     * 1.53x (Mixtral) the expansion + BF16 wgmma GEMM at M = 4096
-     * (bench/results/hip-2026-12-04-q256.md) */
-    if (int4_gemm && w->int4_ws_prefill)
+    if (int4_gemm && (rows_per_expert < MI4_EXPAND_MIN_ROWS_PER_EXPERT || w->int4_ws_prefill))
         return MI4_TILE_Q256;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
      * the FMA one of 8 rows) while experts see few rows; past that the
