@@ -24,10 +24,14 @@
  * missed the instruction cache: fixed, 33-42% faster
  * (bench/results/hip-2026-12-04-q256-v2.md). Weights dequantized into
  * shared-memory A tiles for wgmma from shared memory (a stage's wgmmas in
- * flight) measured slower there. */
+ * flight) measured slower there. gemm2's token rows (contiguous in tile
+ * order) come as one TMA box a stage (4-6% faster; MOEINT4_HIP_WGMMA_TMA=0:
+ * cp.async). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/hip/hip_int4_wgmma_ops.h"
+#include "backends/hip/hip_tma.h"
 
 namespace {
 
@@ -131,10 +135,14 @@ MI4_DEVICE void qw_fill_table(const gemm_params &p, const qw_shared &sh, int til
     }
 }
 
-template <bool GATED>
+/* TOKEN_TMA (gemm2, whose token rows are the tile's rows of the
+ * intermediate, contiguous): a stage's token rows are one TMA box (256 rows
+ * x 64 inputs) of token_map, issued by thread 0, instead of 16 cp.async a
+ * thread. */
+template <bool GATED, bool TOKEN_TMA>
 MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
-                           const qw_shared &sh, int row_tiles, int out_tiles, int64_t my_tiles,
-                           int steps)
+                           const qw_shared &sh, const CUtensorMap *token_map, int row_tiles,
+                           int out_tiles, int64_t my_tiles, int steps)
 {
     const int ptid = (int)threadIdx.x - QW_CONSUMERS, lane = ptid % 32;
     /* token copies: 16-byte piece `piece` of rows first_row + 16 i (a warp
@@ -170,7 +178,9 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         unsigned row_of[QW_TOKENS / 16];
 #pragma unroll
         for (int i = 0; i < QW_TOKENS / 16; i++)
-            row_of[i] = first_row + 16 * i < valid ? (unsigned)table_rows[first_row + 16 * i] : 0u;
+            row_of[i] = !TOKEN_TMA && first_row + 16 * i < valid
+                            ? (unsigned)table_rows[first_row + 16 * i]
+                            : 0u;
         const int expert = p.tile_expert[tile];
         const uint8_t *code_src[4];
 #pragma unroll
@@ -187,13 +197,23 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
             mi4_mbar_wait(&sh.empty[stage], ((step / QW_STAGES) & 1u) ^ 1u);
             char *base = sh.stages + stage * QW_STAGE_BYTES;
             uint16_t *tokens = (uint16_t *)base;
-            const uint16_t *a_k = p.a + k * QW_K + piece * 8;
-            /* rows past `valid` are not copied: only dropped columns read them */
+            if (TOKEN_TMA) {
+                /* rows past `valid` (or zeros past the intermediate) reach
+                 * only dropped columns */
+                if (ptid == 0) {
+                    mi4_mbar_expect_bytes(&sh.full[stage], QW_TOKEN_BYTES);
+                    mi4_tma_load_box(tokens, token_map, k * QW_K, tile * QW_TOKENS,
+                                     &sh.full[stage]);
+                }
+            } else {
+                const uint16_t *a_k = p.a + k * QW_K + piece * 8;
+                /* rows past `valid` are not copied: only dropped columns read them */
 #pragma unroll
-            for (int i = 0; i < QW_TOKENS / 16; i++)
-                if (first_row + 16 * i < valid)
-                    mi4_copy16(tokens + token_at + i * 16 * 64,
-                               a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
+                for (int i = 0; i < QW_TOKENS / 16; i++)
+                    if (first_row + 16 * i < valid)
+                        mi4_copy16(tokens + token_at + i * 16 * 64,
+                                   a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
+            }
             /* half k % 2 of chunk k / 2: bytes 8 (k % 2) .. + 7 of each 16 */
             uint8_t *codes = (uint8_t *)(base + QW_TOKEN_BYTES);
             const size_t code_at = (size_t)(k / 2) * MI4_INT4_CHUNK_BYTES + 8 * (k % 2);
@@ -441,9 +461,9 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
 
 #endif
 
-template <bool GATED>
+template <bool GATED, bool TOKEN_TMA>
 __global__ void __launch_bounds__(QW_THREADS, 1)
-    int4_ws_gemm(gemm_params p, mi4_hip_int4_matrix q)
+    int4_ws_gemm(gemm_params p, mi4_hip_int4_matrix q, const __grid_constant__ CUtensorMap token_map)
 {
 #if defined(MI4_HAVE_WGMMA)
     extern __shared__ uint4 qw_smem_raw[];
@@ -466,7 +486,7 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     const int steps = q.inner_padded / QW_K;
     if (threadIdx.x == 0) {
         for (int s = 0; s < QW_STAGES; s++) {
-            mi4_mbar_init(&sh.full[s], QW_PRODUCERS / 32);
+            mi4_mbar_init(&sh.full[s], QW_PRODUCERS / 32 + (TOKEN_TMA ? 1 : 0));
             mi4_mbar_init(&sh.empty[s], QW_CONSUMERS / 32);
         }
         for (int b = 0; b < 2; b++) {
@@ -478,7 +498,7 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     __syncthreads();
     if ((int)threadIdx.x >= QW_CONSUMERS) {
         mi4_regs_lower<QW_PRODUCER_REGS>();
-        qw_produce<GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
+        qw_produce<GATED, TOKEN_TMA>(p, q, sh, &token_map, row_tiles, out_tiles, my_tiles, steps);
         return;
     }
     mi4_regs_raise<QW_CONSUMER_REGS>();
@@ -486,6 +506,7 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
 #else
     (void)p;
     (void)q;
+    (void)token_map;
     __trap(); /* launched only in sm_90a builds */
 #endif
 }
@@ -495,9 +516,14 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
 template <bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-    if (init)
-        return hipFuncSetAttribute((const void *)int4_ws_gemm<GATED>,
-                                   hipFuncAttributeMaxDynamicSharedMemorySize, QW_SMEM);
+    if (init) {
+        hipError_t e = hipFuncSetAttribute((const void *)int4_ws_gemm<GATED, false>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize, QW_SMEM);
+        return e == hipSuccess && !GATED
+                   ? hipFuncSetAttribute((const void *)int4_ws_gemm<false, true>,
+                                         hipFuncAttributeMaxDynamicSharedMemorySize, QW_SMEM)
+                   : e;
+    }
     gemm_params p = make_params(a, GATED);
     p.b = nullptr; /* the weights are q */
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
@@ -511,8 +537,18 @@ template <bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init
         blocks = (size_t)atoi(cap);
     if (blocks == 0)
         return hipSuccess;
-    return mi4_launch(int4_ws_gemm<GATED>, dim3((unsigned)blocks), dim3(QW_THREADS), QW_SMEM,
-                      a->stream, p, q);
+    /* gemm2's token rows (the intermediate, max_tiles x 256 rows) by TMA */
+    CUtensorMap token_map;
+    memset(&token_map, 0, sizeof token_map);
+    const bool token_tma = !GATED && mi4_tma_wanted() &&
+                           mi4_tma_map_bf16(&token_map, p.a, (uint64_t)p.inner,
+                                            (uint64_t)a->routing->max_tiles * QW_TOKENS, QW_K,
+                                            QW_TOKENS);
+    if (token_tma)
+        return mi4_launch(int4_ws_gemm<false, true>, dim3((unsigned)blocks), dim3(QW_THREADS),
+                          QW_SMEM, a->stream, p, q, token_map);
+    return mi4_launch(int4_ws_gemm<GATED, false>, dim3((unsigned)blocks), dim3(QW_THREADS),
+                      QW_SMEM, a->stream, p, q, token_map);
 #else
     (void)a;
     (void)init;

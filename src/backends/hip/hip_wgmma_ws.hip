@@ -5,11 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/hip/hip_tma.h"
 #include "backends/hip/hip_wgmma_tile.h"
-
-#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-#include <cuda.h> /* CUtensorMap (TMA descriptors) */
-#endif
 
 namespace {
 
@@ -39,26 +36,7 @@ template <int BM, int BN> constexpr int ws_smem()
     return WG_STAGES * (BM + BN) * WG_BK * 2 + 2 * WG_STAGES * 8 + 1024; /* + align */
 }
 
-#if defined(MI4_HAVE_WGMMA)
-/* TMA (the default; MOEINT4_HIP_WGMMA_TMA=0 turns it off): the weight rows of a k tile as
- * 2D boxes of 64 inputs by `rows`, written 128B-swizzled (the layout the
- * wgmma descriptors read) and counted on `bar` by bytes. */
-MI4_DEVICE void mbar_expect_bytes(uint64_t *bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
-                     (unsigned)__cvta_generic_to_shared(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-MI4_DEVICE void tma_load_box(void *dst, const CUtensorMap *map, int x, int y, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3}], [%4];\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"((uint64_t)map), "r"(x), "r"(y),
-                 "r"((unsigned)__cvta_generic_to_shared(bar))
-                 : "memory");
-}
-#endif
+
 
 #if defined(MI4_HAVE_WGMMA)
 template <int BM, int BN, bool GATED, bool TMA>
@@ -104,16 +82,16 @@ MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, u
                  * rows (b_row_number's order); rows past the outputs read
                  * whatever follows (or zeros past the tensor): only
                  * dropped columns see them */
-                mbar_expect_bytes(&full[stage], BN * WG_BK * 2);
+                mi4_mbar_expect_bytes(&full[stage], BN * WG_BK * 2);
                 uint16_t *dst = smem_b + stage * BN * WG_BK;
                 if (GATED)
 #pragma unroll
                     for (int box = 0; box < 2 * BN / WGC; box++)
-                        tma_load_box(dst + box * (WGC / 2) * WG_BK, map_b, k * WG_BK,
+                        mi4_tma_load_box(dst + box * (WGC / 2) * WG_BK, map_b, k * WG_BK,
                                      b_first + (box % 2) * p.out_cols + (box / 2) * (WGC / 2),
                                      &full[stage]);
                 else
-                    tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
+                    mi4_tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
             }
             mi4_copy_commit();
             if (step >= WS_LAG) {
@@ -222,39 +200,14 @@ bool ws_serves(bool gated, bool tma)
     return !gated || tma;
 }
 
-/* The weight rows by TMA unless MOEINT4_HIP_WGMMA_TMA=0 (then by cp.async,
- * as the token rows always are: TMA cannot gather rows). */
-bool ws_tma_wanted(void)
-{
-    const char *knob = getenv("MOEINT4_HIP_WGMMA_TMA");
-    return knob == nullptr || strcmp(knob, "0") != 0;
-}
-
 /* The weight rows as a TMA descriptor (boxes of 64 inputs by the rows the
- * producer asks for at once); false where TMA cannot take them (rows not a
- * multiple of 16 bytes) or the driver has no encoder. */
+ * producer asks for at once); false where TMA cannot take them. */
 template <int BM, int BN, bool GATED>
 bool weight_map(const gemm_params &p, int experts, CUtensorMap *map)
 {
-    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                                  const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                                  const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-    void *fn = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (p.inner % 8 != 0 || (uintptr_t)p.b % 16 != 0 ||
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess || fn == nullptr)
-        return false;
     constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
-    const cuuint64_t dims[2] = { (cuuint64_t)p.inner, (cuuint64_t)experts * (cuuint64_t)p.b_rows };
-    const cuuint64_t strides[1] = { (cuuint64_t)p.inner * 2 };
-    const cuuint32_t box[2] = { WG_BK, GATED ? WGC / 2 : BN }, steps[2] = { 1, 1 };
-    return ((encode_fn)fn)(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p.b, dims, strides,
-                           box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return mi4_tma_map_bf16(map, p.b, (uint64_t)p.inner, (uint64_t)experts * (uint64_t)p.b_rows,
+                            WG_BK, GATED ? WGC / 2 : BN);
 }
 #endif
 
@@ -281,7 +234,7 @@ hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init, bool *launched)
     CUtensorMap map;
     memset(&map, 0, sizeof map);
     const bool tma =
-        ws_tma_wanted() && weight_map<BM, BN, GATED>(p, a->weights->num_local_experts, &map);
+        mi4_tma_wanted() && weight_map<BM, BN, GATED>(p, a->weights->num_local_experts, &map);
     if (!ws_serves(GATED, tma))
         return hipSuccess;
     *launched = true;
