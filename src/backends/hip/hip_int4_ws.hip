@@ -46,9 +46,6 @@ constexpr int QW_K = 64;       /* inputs a stage: half a 128-input chunk */
 #ifndef MI4_QW_LAG
 #define MI4_QW_LAG 3
 #endif
-#ifndef MI4_QW_PROBE
-#define MI4_QW_PROBE 0
-#endif
 constexpr int QW_STAGES = MI4_QW_STAGES; /* 36 KB each */
 /* a stage is signalled once the copies of the QW_LAG steps after it are
  * issued: QW_LAG + 1 stages of copies in flight a producer thread */
@@ -78,6 +75,9 @@ static_assert(QW_SMEM <= 227 * 1024, "a block's shared memory");
 /* A block's ring steps (its tiles x steps a tile: far below 2^32); 32 bits,
  * as % QW_STAGES on 64 bits cost a chain of wide multiplies a step. */
 using qw_step = uint32_t;
+/* The ring slot of step s and the parity of its fill (of its release: ^ 1). */
+MI4_DEVICE unsigned qw_slot(qw_step s) { return s % QW_STAGES; }
+MI4_DEVICE unsigned qw_parity(qw_step s) { return (s / QW_STAGES) & 1u; }
 
 /* A tile's token rows as the producer's warp 0 reads them once. */
 struct qw_table {
@@ -155,7 +155,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
         mi4_fence_proxy_async();
         __syncwarp();
         if (lane == 0)
-            mi4_mbar_arrive(&sh.full[s % QW_STAGES]);
+            mi4_mbar_arrive(&sh.full[qw_slot(s)]);
     };
     qw_step step = 0, signaled = 0; /* steps issued, steps signalled */
     auto signal_all = [&]() { /* every step issued so far */
@@ -193,8 +193,8 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                        16 * code_piece;
         }
         for (int k = 0; k < steps; k++, step++) {
-            const int stage = (int)(step % QW_STAGES);
-            mi4_mbar_wait(&sh.empty[stage], ((step / QW_STAGES) & 1u) ^ 1u);
+            const int stage = (int)qw_slot(step);
+            mi4_mbar_wait(&sh.empty[stage], qw_parity(step) ^ 1u);
             char *base = sh.stages + stage * QW_STAGE_BYTES;
             uint16_t *tokens = (uint16_t *)base;
             if (TOKEN_TMA) {
@@ -286,8 +286,8 @@ struct qw_codes {
      * codes (and, a new chunk, its scales) */
     MI4_DEVICE void take(int k, qw_step at, int steps)
     {
-        const int stage = (int)(at % QW_STAGES);
-        mi4_mbar_wait(&sh.full[stage], (at / QW_STAGES) & 1u);
+        const int stage = (int)qw_slot(at);
+        mi4_mbar_wait(&sh.full[stage], qw_parity(at));
         const char *codes = sh.stages + stage * QW_STAGE_BYTES + QW_TOKEN_BYTES;
         lo = qw_load_shared8(codes + row_lo * 32 + 8 * t);
         hi = qw_load_shared8(codes + (row_lo + 8) * 32 + 8 * t);
@@ -303,15 +303,8 @@ struct qw_codes {
     /* k step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
     MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
     {
-#if MI4_QW_PROBE == 1 /* timing probe only: no dequantization (wrong results) */
-        f[0] = s < 2 ? lo.x : lo.y;
-        f[1] = s < 2 ? hi.x : hi.y;
-        f[2] = f[0] ^ bias_lo;
-        f[3] = f[1] ^ bias_hi;
-#else
         q_fragment_of_words<true>(f, s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y, s % 2, bias_lo,
                                   bias_hi, scale_lo, scale_hi);
-#endif
     }
 };
 
@@ -331,7 +324,7 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], qw_codes &codes, int st
     codes.take(0, step, steps);
     codes.fragment(frag[0], 0);
     for (int k = 0; k < steps; k++, step++) {
-        const uint64_t desc = mi4_wgmma_desc(codes.sh.stages + (step % QW_STAGES) * QW_STAGE_BYTES);
+        const uint64_t desc = mi4_wgmma_desc(codes.sh.stages + qw_slot(step) * QW_STAGE_BYTES);
 #pragma unroll
         for (int s = 0; s < 4; s++) {
             mi4_wgmma_fence();
@@ -345,7 +338,7 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], qw_codes &codes, int st
             mi4_wgmma_wait_one(); /* step s - 1's wgmma is done: its set is free */
             q_keep(frag);
             if (s == 0 && k > 0 && lane == 0) /* and so is stage k - 1 */
-                mi4_mbar_arrive(&codes.sh.empty[(step - 1) % QW_STAGES]);
+                mi4_mbar_arrive(&codes.sh.empty[qw_slot(step - 1)]);
             codes.fragment(frag[(s + 1) % 2], (s + 1) % 4);
         }
     }
@@ -353,7 +346,7 @@ MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], qw_codes &codes, int st
     mi4_wgmma_wait_all();
     q_keep(frag);
     if (lane == 0)
-        mi4_mbar_arrive(&codes.sh.empty[step % QW_STAGES]);
+        mi4_mbar_arrive(&codes.sh.empty[qw_slot(step)]);
     mi4_fence_registers(acc);
 }
 

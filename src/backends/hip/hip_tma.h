@@ -26,7 +26,7 @@ inline bool mi4_tma_wanted(void)
 /* rows x inner bf16 at `base` (row stride inner) in boxes of box_inner (64:
  * 128 bytes) x box_rows; false where TMA cannot take it (rows not a
  * multiple of 16 bytes, base not 16-byte aligned) or the driver has no
- * encoder. Reads past `rows` fill zeros. */
+ * encoder (map is left as the caller set it). Reads past `rows` fill zeros. */
 inline bool mi4_tma_map_bf16(CUtensorMap *map, const void *base, uint64_t inner, uint64_t rows,
                              uint32_t box_inner, uint32_t box_rows)
 {
@@ -36,7 +36,6 @@ inline bool mi4_tma_map_bf16(CUtensorMap *map, const void *base, uint64_t inner,
                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult found;
-    memset(map, 0, sizeof *map);
     if (inner % 8 != 0 || (uintptr_t)base % 16 != 0 || rows == 0 ||
         cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
                                          &found) != cudaSuccess ||

@@ -36,8 +36,6 @@ template <int BM, int BN> constexpr int ws_smem()
     return WG_STAGES * (BM + BN) * WG_BK * 2 + 2 * WG_STAGES * 8 + 1024; /* + align */
 }
 
-
-
 #if defined(MI4_HAVE_WGMMA)
 template <int BM, int BN, bool GATED, bool TMA>
 MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, uint16_t *smem_a,
