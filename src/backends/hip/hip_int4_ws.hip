@@ -309,37 +309,52 @@ struct qw_codes {
 };
 
 /* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows.
- * One wgmma k step at a time: step s's wgmma is issued, then, once step
- * s - 1's has completed, step s + 1's A fragment is dequantized into the
- * set s - 1 read. The chain of wgmmas on the accumulators never drains
- * inside a tile: with 4 wgmmas a stage and a wait for all of them before the
- * next (2026-12-04, call 2) a stage took 3.4x the matrix cores' time. */
+ * Two wgmma k steps stay queued while the next is dequantized: with k step g
+ * in flight, g + 1 is issued, g + 2's A fragment is dequantized into the set
+ * g - 2 read, then g is waited for (5% faster than one queued wgmma:
+ * bench/results/hip-2026-12-04-queued.md). The chain of wgmmas on the
+ * accumulators never drains inside a tile: with 4 wgmmas a stage and a wait
+ * for all of them before the next (2026-12-04, call 2) a stage took 3.4x the
+ * matrix cores' time. */
 template <int WIDTH>
 MI4_DEVICE void qw_mainloop(float (&acc)[QW_TOKENS / 2], qw_codes &codes, int steps,
                             qw_step step)
 {
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
     const int lane = (int)threadIdx.x % 32;
-    uint32_t frag[2][4];
+    /* a fragment set per k step of a stage: k step g + 1 is issued before
+     * step g + 2 is dequantized (into the set step g - 2 read), so two
+     * wgmmas stay queued over the dequantization */
+    uint32_t frag[4][4];
     codes.take(0, step, steps);
     codes.fragment(frag[0], 0);
+    codes.fragment(frag[1], 1);
+    mi4_wgmma_fence();
+    wgmma_rs(d, frag[0], mi4_wgmma_desc(codes.sh.stages + qw_slot(step) * QW_STAGE_BYTES), 0);
+    mi4_wgmma_commit();
     for (int k = 0; k < steps; k++, step++) {
         const uint64_t desc = mi4_wgmma_desc(codes.sh.stages + qw_slot(step) * QW_STAGE_BYTES);
+        const uint64_t next_desc =
+            mi4_wgmma_desc(codes.sh.stages + qw_slot(step + 1) * QW_STAGE_BYTES);
 #pragma unroll
         for (int s = 0; s < 4; s++) {
-            mi4_wgmma_fence();
-            wgmma_rs(d, frag[s % 2], desc + 2 * s, k > 0 || s > 0);
-            mi4_wgmma_commit();
-            if (s == 3) {
-                if (k + 1 == steps)
-                    break;
-                codes.take(k + 1, step + 1, steps);
+            /* k step g = 4 k + s is in flight; issue g + 1 */
+            const bool last = k + 1 == steps && s == 3;
+            if (!last) {
+                mi4_wgmma_fence();
+                wgmma_rs(d, frag[(s + 1) % 4], s == 3 ? next_desc : desc + 2 * (s + 1), 1);
+                mi4_wgmma_commit();
             }
-            mi4_wgmma_wait_one(); /* step s - 1's wgmma is done: its set is free */
-            q_keep(frag);
-            if (s == 0 && k > 0 && lane == 0) /* and so is stage k - 1 */
-                mi4_mbar_arrive(&codes.sh.empty[qw_slot(step - 1)]);
-            codes.fragment(frag[(s + 1) % 2], (s + 1) % 4);
+            /* dequantize g + 2 (the next stage's codes from s = 2) */
+            if (s == 2 && k + 1 < steps)
+                codes.take(k + 1, step + 1, steps);
+            if (s < 2 || k + 1 < steps)
+                codes.fragment(frag[(s + 2) % 4], (s + 2) % 4);
+            if (last)
+                break;
+            mi4_wgmma_wait_one(); /* g is done */
+            if (s == 3 && lane == 0) /* the stage's last wgmma: release it */
+                mi4_mbar_arrive(&codes.sh.empty[qw_slot(step)]);
         }
     }
     step--; /* the last stage's ring step; the ones before it are released */

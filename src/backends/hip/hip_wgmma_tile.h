@@ -59,9 +59,9 @@ template <int N> MI4_DEVICE void wgmma_step(float (&acc)[N], uint64_t desc_a, ui
 /* The epilogue of the tile of my_tiles index `my_tile`: threads 0..255
  * (two warpgroups) hold its accumulators. gemm13 activates gate and up
  * into p.act; gemm2 scales by the router weight into the slot's row of p.y. */
-template <int BM, int BN, bool GATED, int ACC>
-MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_t my_tile,
-                           int row_tiles, int out_tiles)
+template <int BM, int BN, bool GATED, int ACTIVATION, int ACC>
+MI4_DEVICE void store_tile_as(const gemm_params &p, const float (&acc)[ACC], int64_t my_tile,
+                              int row_tiles, int out_tiles)
 {
     constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
     const int tid = (int)threadIdx.x, warpgroup = tid / 128, lane = tid % 32;
@@ -87,9 +87,9 @@ MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_
                 const float *gate = acc + 4 * j + 2 * half;
                 const float *up = acc + 4 * (j + WGC / 16) + 2 * half;
                 uint32_t v0 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[0], up[0], p.limit, p.alpha, p.beta));
+                    activate(ACTIVATION, gate[0], up[0], p.limit, p.alpha, p.beta));
                 uint32_t v1 = mi4_dev_f32_to_bf16(
-                    activate(p.activation, gate[1], up[1], p.limit, p.alpha, p.beta));
+                    activate(ACTIVATION, gate[1], up[1], p.limit, p.alpha, p.beta));
                 *(uint32_t *)(p.act + ((size_t)tile * BM + r) * (size_t)p.out_cols + n) =
                     v0 | (v1 << 16);
             }
@@ -110,6 +110,21 @@ MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_
             }
         }
     }
+}
+
+/* One instance an activation, chosen once a tile (the q256 epilogue's
+ * instruction-cache misses with the activation chosen per element). */
+template <int BM, int BN, bool GATED, int ACC>
+MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_t my_tile,
+                           int row_tiles, int out_tiles)
+{
+    if (!GATED || p.activation == MOEINT4_ACTIVATION_SILU)
+        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_SILU>(p, acc, my_tile, row_tiles, out_tiles);
+    else if (p.activation == MOEINT4_ACTIVATION_GELU)
+        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_GELU>(p, acc, my_tile, row_tiles, out_tiles);
+    else
+        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_SWIGLU_CLAMP>(p, acc, my_tile, row_tiles,
+                                                                      out_tiles);
 }
 
 /* Output tiles across p.out_cols: BN columns, or BN / 2 activated ones
