@@ -219,10 +219,12 @@ hipError_t mi4_hip_launch_wgmma_ws(int bm, int bn, bool gated, const mi4_hip_gem
 hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
                                        const mi4_hip_gemm_args *a);
 /* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
- * GEMM of `tile_rows` token rows per tile (8, 16, 32, 64, 128; 256: the
- * warp-specialized one of hip_int4_ws.hip, mi4_hip_launch_int4_ws). */
-hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
-                                     bool init);
-hipError_t mi4_hip_launch_int4_ws(bool gated, const mi4_hip_gemm_args *a, bool init);
+ * GEMM of tile `config` (MI4_TILE_Q8 .. MI4_TILE_Q128; MI4_TILE_QW64 and
+ * MI4_TILE_Q256: the warp-specialized one of hip_int4_ws.hip,
+ * mi4_hip_launch_int4_ws, with tiles of 64 or 256 token rows). */
+hipError_t mi4_hip_launch_int4_wgmma(mi4_hip_tile_config config, bool gated,
+                                     const mi4_hip_gemm_args *a, bool init);
+hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
+                                  bool init);
 
 #endif

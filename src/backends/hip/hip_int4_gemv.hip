@@ -303,7 +303,7 @@ hipError_t mi4_hip_launch_int4(mi4_hip_tile_config config, bool gated,
                                const mi4_hip_gemm_args *a)
 {
     if (mi4_hip_tile_is_int4_gemm(config)) /* hip_int4_grouped_gemm.hip */
-        return mi4_hip_launch_int4_wgmma(mi4_hip_tile_rows(config), gated, a, false);
+        return mi4_hip_launch_int4_wgmma(config, gated, a, false);
     if (a->weights->int4_tile_dequant && mi4_hip_int4_tile_reads_bf16(a->weights, config))
         return mi4_hip_launch_gemm_dequant(config, gated, a); /* no expansion */
     const bool direct = config == MI4_TILE_DIRECT;

@@ -328,14 +328,16 @@ template <int N, bool GATED> hipError_t launch_q(const mi4_hip_gemm_args *a, boo
 #endif
 }
 
-template <bool GATED> hipError_t launch_rows(int rows, const mi4_hip_gemm_args *a, bool init)
+template <bool GATED>
+hipError_t launch_tile(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, bool init)
 {
-    switch (rows) {
-    case 8: return launch_q<8, GATED>(a, init);
-    case 16: return launch_q<16, GATED>(a, init);
-    case 32: return launch_q<32, GATED>(a, init);
-    case 64: return launch_q<64, GATED>(a, init);
-    case 256: return mi4_hip_launch_int4_ws(GATED, a, init);
+    switch (config) {
+    case MI4_TILE_Q8: return launch_q<8, GATED>(a, init);
+    case MI4_TILE_Q16: return launch_q<16, GATED>(a, init);
+    case MI4_TILE_Q32: return launch_q<32, GATED>(a, init);
+    case MI4_TILE_Q64: return launch_q<64, GATED>(a, init);
+    case MI4_TILE_QW64:
+    case MI4_TILE_Q256: return mi4_hip_launch_int4_ws(mi4_hip_tile_rows(config), GATED, a, init);
     default: return launch_q<128, GATED>(a, init);
     }
 }
@@ -355,10 +357,10 @@ int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w)
 #endif
 }
 
-hipError_t mi4_hip_launch_int4_wgmma(int tile_rows, bool gated, const mi4_hip_gemm_args *a,
-                                     bool init)
+hipError_t mi4_hip_launch_int4_wgmma(mi4_hip_tile_config config, bool gated,
+                                     const mi4_hip_gemm_args *a, bool init)
 {
-    return gated ? launch_rows<true>(tile_rows, a, init) : launch_rows<false>(tile_rows, a, init);
+    return gated ? launch_tile<true>(config, a, init) : launch_tile<false>(config, a, init);
 }
 
 hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,

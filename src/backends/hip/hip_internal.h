@@ -181,18 +181,22 @@ typedef enum mi4_hip_tile_config {
     /* int4 weights on sm_90a, many rows an expert: routed tiles of 256 token
      * rows, the persistent warp-specialized int4 GEMM (hip_int4_ws.hip) */
     MI4_TILE_Q256 = 17,
-    MI4_TILE_COUNT = 18,
+    /* the same kernel with routed tiles of 64 token rows, each chunk's
+     * product exact in f32 (as MI4_TILE_Q8 .. MI4_TILE_Q32), a deeper ring */
+    MI4_TILE_QW64 = 18,
+    MI4_TILE_COUNT = 19,
 } mi4_hip_tile_config;
 
 /* The direct GEMVs keep a table of every slot's expert in shared memory. */
 #define MI4_DIRECT_MAX_SLOTS 8192
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
- * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256" (MOEINT4_HIP_TILE); NULL
+ * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64" (MOEINT4_HIP_TILE); NULL
  * otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
-/* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128, MI4_TILE_Q256). */
+/* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128, MI4_TILE_Q256,
+ * MI4_TILE_QW64). */
 int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config);
 
 /* ---- hip_int4_weights.hip ---- */

@@ -46,11 +46,15 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * bench/results/hip-2026-12-03-scales.md, call 2) */
     if (int4_gemm && w->int4_routed && rows_per_expert <= MI4_ROUTED_MAX_ROWS_PER_EXPERT)
         return MI4_TILE_D8;
+    /* from 41 rows the warp-specialized qw64 where q128 served (Mixtral
+     * M = 256 and Qwen3 M = 1024, 64 rows an expert: 24% and 22% faster;
+     * at 16 rows 15% slower than q32, at 32 rows 16% faster for Mixtral and
+     * 9% slower for Qwen3: bench/results/hip-2026-12-04-queued.md) */
     if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
-                                       : MI4_TILE_Q128;
+                                       : MI4_TILE_QW64;
     if (int4_gemm && (rows_per_expert < MI4_EXPAND_MIN_ROWS_PER_EXPERT || w->int4_ws_prefill))
         return MI4_TILE_Q256;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
