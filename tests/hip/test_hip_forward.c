@@ -38,7 +38,7 @@ static void test_variants_and_tiles(void **state)
     const char *variants[] = { "mma", "fma" };
     const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
                             "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128",
-                            "d8",   "q256", "qw64" };
+                            "d8",   "q256", "qw64", "qw128" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -143,12 +143,12 @@ static void test_int4_routed_decode(void **state)
     moeint4_context_destroy(ctx);
 }
 
-/* The int4 grouped GEMM's tiles (q8 .. q128, the warp-specialized q256 and qw64:
+/* The int4 grouped GEMM's tiles (q8 .. q128, the warp-specialized q256, qw64 and qw128:
  * int4 weights with group 128 or per-channel, K and N multiples of 128;
  * elsewhere the forced name falls back to the default tile) on every batch
  * shape: one row per expert, partial tiles, several tiles per expert (and
  * for the wide tiles, 150 and 300 rows an expert: q256's tiles of 64, 128,
- * 192 and 256 valid rows, qw64's wgmmas of 16, 32 and 64 rows; the
+ * 192 and 256 valid rows, qw64's and qw128's wgmmas of 16 .. 128 rows; the
  * warp-specialized ones also on a grid capped at 2 persistent blocks, so
  * that each block runs many tiles through its stage ring and both tile
  * tables); zero points, an expert map, the router weight on either side,
@@ -167,7 +167,7 @@ static size_t workspace_of(moeint4_weights *w, int64_t tokens)
 static void test_int4_grouped_gemm_tiles(void **state)
 {
     (void)state;
-    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128", "q256", "qw64" };
+    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128", "q256", "qw64", "qw128" };
     const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_GPTQ_SYM };
     const int groups[] = { 128, -1 };
     const int64_t sizes[] = { 3, 40, 203, 600, 1200 };

@@ -219,9 +219,10 @@ hipError_t mi4_hip_launch_wgmma_ws(int bm, int bn, bool gated, const mi4_hip_gem
 hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
                                        const mi4_hip_gemm_args *a);
 /* hip_int4_grouped_gemm.hip: launch (or, with init, set up) the int4 grouped
- * GEMM of tile `config` (MI4_TILE_Q8 .. MI4_TILE_Q128; MI4_TILE_QW64 and
- * MI4_TILE_Q256: the warp-specialized one of hip_int4_ws.hip,
- * mi4_hip_launch_int4_ws, with tiles of 64 or 256 token rows). */
+ * GEMM of tile `config` (MI4_TILE_Q8 .. MI4_TILE_Q128; MI4_TILE_QW64,
+ * MI4_TILE_QW128 and MI4_TILE_Q256: the warp-specialized one of
+ * hip_int4_ws.hip, mi4_hip_launch_int4_ws, with tiles of 64, 128 or 256
+ * token rows). */
 hipError_t mi4_hip_launch_int4_wgmma(mi4_hip_tile_config config, bool gated,
                                      const mi4_hip_gemm_args *a, bool init);
 hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_args *a,

@@ -303,6 +303,7 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_Q64:
     case MI4_TILE_Q128:
     case MI4_TILE_QW64:
+    case MI4_TILE_QW128:
     case MI4_TILE_Q256: /* int4 weights only (mi4_hip_launch_gemm13 below) */
         if (INT4)
             return init ? hipSuccess : hipErrorInvalidValue;
@@ -330,6 +331,7 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_Q64:
     case MI4_TILE_QW64: return 64;
     case MI4_TILE_Q256: return 256;
+    case MI4_TILE_QW128: return 128;
     default: return 128;
     }
 }
@@ -339,14 +341,14 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
                                                              "8v", "w128", "w256", "direct",
                                                              "w64", "q8", "q16", "q32",
-                                                             "q64", "q128", "d8", "q256", "qw64"};
+                                                             "q64", "q128", "d8", "q256", "qw64", "qw128"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 
 int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config)
 {
     return (config >= MI4_TILE_Q8 && config <= MI4_TILE_Q128) || config == MI4_TILE_Q256 ||
-           config == MI4_TILE_QW64;
+           config == MI4_TILE_QW64 || config == MI4_TILE_QW128;
 }
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)

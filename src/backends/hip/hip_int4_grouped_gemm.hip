@@ -337,6 +337,7 @@ hipError_t launch_tile(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, b
     case MI4_TILE_Q32: return launch_q<32, GATED>(a, init);
     case MI4_TILE_Q64: return launch_q<64, GATED>(a, init);
     case MI4_TILE_QW64:
+    case MI4_TILE_QW128:
     case MI4_TILE_Q256: return mi4_hip_launch_int4_ws(mi4_hip_tile_rows(config), GATED, a, init);
     default: return launch_q<128, GATED>(a, init);
     }

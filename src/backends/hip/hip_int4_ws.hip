@@ -1,8 +1,10 @@
-/* The int4 grouped GEMM for many rows an expert (MI4_TILE_Q256, sm_90a;
- * other builds keep a stub): persistent, warp-specialized, the weights
- * dequantized into registers, no BF16 copy of them anywhere.
+/* The warp-specialized int4 grouped GEMMs for 41 rows an expert and more
+ * (sm_90a; other builds keep a stub): persistent, the weights dequantized
+ * into registers, no BF16 copy of them anywhere. One kernel, three tile
+ * heights: qw64 (MI4_TILE_QW64, 41-95 rows an expert), qw128 (96-128) and
+ * q256 (129-511; hip_tiles.hip).
  *
- * A block computes 128 weight rows x up to 256 token rows of one expert,
+ * A block computes 128 weight rows x up to T token rows of one expert,
  * transposed as the q tiles (hip_int4_grouped_gemm.hip) are: wgmma
  * m64nNk16 with the weights as the register-sourced A operand and the
  * tile's token rows as B from 128B-swizzled shared memory. Unlike the q
@@ -10,23 +12,24 @@
  * every chunk (ncu: under half an instruction a cycle a scheduler, 2026-12-03),
  * a producer warpgroup only copies (token rows and codes of 64 inputs a
  * stage, cp.async) and two consumer warpgroups only dequantize their 64
- * rows' codes one k step ahead of the wgmma that reads them. N is the
- * tile's valid rows rounded up to 64, so an expert's last, partly filled
- * tile costs what it holds. The producer hands each tile's table (slots,
- * input rows, router weights) and valid rows to the consumers through a
- * two-entry ring. Numerics: the q tiles' rounded mode (weights rounded once
- * to BF16, the BF16 mode's bits; one f32 accumulator).
- * The default from 96 to 511 rows an expert (hip_tiles.hip). Its first
- * version (bench/results/hip-2026-12-04-q256.md) ran at half the BF16
- * wgmma GEMM's rate; ncu's stall samples showed a producer that read the
- * table and multiplied 64-bit addresses before every copy (the consumers
- * waited for it), and an epilogue whose code (every activation, unrolled)
- * missed the instruction cache: fixed, 33-42% faster
+ * rows' codes two k steps ahead of the wgmma that reads them. N is the
+ * tile's valid rows rounded up (q256: to 64; qw64, qw128: to 16), so an
+ * expert's last, partly filled tile costs what it holds. The producer hands
+ * each tile's table (slots, input rows, router weights) and valid rows to
+ * the consumers through a two-entry ring. Numerics (qw_config): q256 has
+ * the q tiles' rounded mode (weights rounded once to BF16, the BF16 mode's
+ * bits; one f32 accumulator), qw64 and qw128 their exact mode (each
+ * chunk's product in fresh accumulators, scaled in f32).
+ * q256's first version (bench/results/hip-2026-12-04-q256.md) ran at half
+ * the BF16 wgmma GEMM's rate; ncu's stall samples showed a producer that
+ * read the table and multiplied 64-bit addresses before every copy (the
+ * consumers waited for it), and an epilogue whose code (every activation,
+ * unrolled) missed the instruction cache: fixed, 33-42% faster
  * (bench/results/hip-2026-12-04-q256-v2.md). Weights dequantized into
  * shared-memory A tiles for wgmma from shared memory (a stage's wgmmas in
  * flight) measured slower there. gemm2's token rows (contiguous in tile
  * order) come as one TMA box a stage (4-6% faster; MOEINT4_HIP_WGMMA_TMA=0:
- * cp.async). */
+ * cp.async). The exact tiles: bench/results/hip-2026-12-04-queued.md. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,17 +58,17 @@ static_assert(QW_PRODUCER_REGS * QW_PRODUCERS + QW_CONSUMER_REGS * QW_CONSUMERS 
 constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
- * to BF16 once (the BF16 mode's bits); qw64 (T = 64, 12 KB stages) keeps
- * each chunk's product exact in its own accumulator and scales it in f32,
- * as the narrow q tiles do (a few instructions a weight less, and its
- * narrow wgmmas leave the dequantization the whole cost), with a deeper
- * ring: at 16 rows an expert q256 waited for its stages. */
+ * to BF16 once (the BF16 mode's bits); qw64 and qw128 (12 and 20 KB
+ * stages) keep each chunk's product exact in its own accumulators and
+ * scale it in f32, as the narrow q tiles do (a few instructions a weight
+ * less: where the wgmmas are narrow the dequantization is the whole cost),
+ * with deeper rings: at 16 rows an expert q256 waited for its stages. */
 template <int T> struct qw_config {
-    static constexpr bool exact = T <= 64;
-    static constexpr int stages = T == 256 ? MI4_QW_STAGES : 16;
+    static constexpr bool exact = T <= 128;
+    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 10 : 16;
     /* a stage is signalled once the copies of the `lag` steps after it are
      * issued: lag + 1 stages of copies in flight a producer thread */
-    static constexpr int lag = T == 256 ? MI4_QW_LAG : 10;
+    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 7 : 10;
     static constexpr int token_bytes = T * QW_K * 2;
     static constexpr int stage_bytes = token_bytes + QW_CODE_BYTES;
     /* stages, then two tile tables (slot, input row, router weight a token
@@ -398,21 +401,19 @@ MI4_DEVICE void qw_add_chunk(float (&acc)[W], float (&part)[W], float scale_lo, 
         acc[i] = fmaf(part[i], i % 4 < 2 ? scale_lo : scale_hi, acc[i]);
 }
 
-/* The exact k loop (qw64): as qw_mainloop, but each 128-input chunk (8 k
- * steps) accumulates in a fresh set of accumulators, two sets taking turns,
- * and joins acc in f32 times the chunk's scales once its last wgmma is done.
- * That is the one point where no wgmma stays queued: the next chunk's first
- * is issued after the join (with one in flight ptxas serializes every
- * wgmma, C7514). The k steps of two chunks are unrolled so that each set is
- * a fixed array; all but the last two chunks run without a bound check
- * (TAIL false), and a stage's descriptor is the ring's first plus its slot's
+/* The exact k loop (qw64, qw128): as qw_mainloop, but each 128-input
+ * chunk (8 k steps) accumulates in a fresh set of accumulators, which joins
+ * acc in f32 times the chunk's scales once its last wgmma is done. That is
+ * the one point where no wgmma stays queued: the next chunk's first is
+ * issued after the join (with one in flight ptxas serializes every wgmma,
+ * C7514). All but the last two chunks run without a bound check (TAIL
+ * false), and a stage's descriptor is the ring's first plus its slot's
  * offset (ncu: computed afresh, descriptors and checks took half of the
  * loop's instructions). */
 template <int T, int WIDTH> struct qw_exact_loop {
-    static_assert(qw_config<T>::stages == 16, "slots by a mask");
     static constexpr uint64_t STAGE_DESC = qw_config<T>::stage_bytes >> 4;
     float (&d)[WIDTH / 2];
-    float (&part)[2][WIDTH / 2];
+    float (&part)[WIDTH / 2];
     uint32_t (&frag)[4][4];
     qw_codes<T> &codes;
     const int steps, total; /* stages, k steps */
@@ -421,28 +422,28 @@ template <int T, int WIDTH> struct qw_exact_loop {
 
     MI4_DEVICE uint64_t desc_of(int k) const /* stage k of the tile */
     {
-        return ring_desc + ((step + (qw_step)k) & 15u) * STAGE_DESC;
+        return ring_desc + qw_slot<T>(step + (qw_step)k) * STAGE_DESC;
     }
-    /* k step g (its stage's descriptor: desc), unrolled position n */
-    MI4_DEVICE void issue(int n, uint64_t desc) const
+    /* k step s of a chunk (its stage's descriptor: desc) */
+    MI4_DEVICE void issue(int s, uint64_t desc) const
     {
         mi4_wgmma_fence();
-        wgmma_rs(part[n / 8 % 2], frag[n % 4], desc + 2 * (n % 4), n % 8 != 0);
+        wgmma_rs(part, frag[s % 4], desc + 2 * (s % 4), s != 0);
         mi4_wgmma_commit();
     }
-    /* k steps base .. base + 15 */
+    /* the chunk of k steps base .. base + 7 */
     template <bool TAIL> MI4_DEVICE void run(int base) const
     {
         const int lane = (int)threadIdx.x % 32;
         uint64_t desc_next = desc_of(base / 4);
 #pragma unroll
-        for (int u = 0; u < 16; u++) {
+        for (int u = 0; u < 8; u++) {
             /* k step g = base + u (of stage k) is in flight */
             const int g = base + u, k = g / 4;
-            const bool last = TAIL && g + 1 == total, chunk_end = u % 8 == 7;
+            const bool last = TAIL && g + 1 == total;
             if (u % 4 == 3) /* the next issue starts stage k + 1 */
                 desc_next = desc_of(k + 1);
-            if (!last && !chunk_end)
+            if (!last && u != 7)
                 issue(u + 1, desc_next);
             if (u % 4 == 2 && (!TAIL || k + 1 < steps))
                 codes.take(k + 1, step + (qw_step)(k + 1), steps);
@@ -450,16 +451,16 @@ template <int T, int WIDTH> struct qw_exact_loop {
                 codes.fragment(frag[(u + 2) % 4], (u + 2) % 4);
             if (last)
                 break;
-            if (chunk_end)
+            if (u == 7)
                 mi4_wgmma_wait_all();
             else
                 mi4_wgmma_wait_one(); /* g is done */
             q_keep(frag);
             if (u % 4 == 3 && lane == 0)
                 mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)k)]);
-            if (chunk_end) { /* the next chunk's scales were taken */
-                qw_add_chunk(d, part[u / 8], codes.before_lo, codes.before_hi);
-                issue(u + 1, desc_next);
+            if (u == 7) { /* the next chunk's scales were taken */
+                qw_add_chunk(d, part, codes.before_lo, codes.before_hi);
+                issue(0, desc_next);
             }
         }
     }
@@ -470,7 +471,7 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
                                   qw_step step)
 {
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
-    float part[2][WIDTH / 2];
+    float part[WIDTH / 2];
     uint32_t frag[4][4];
     const int lane = (int)threadIdx.x % 32, total = 4 * steps;
 #pragma unroll
@@ -483,18 +484,15 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
     codes.fragment(frag[1], 1);
     loop.issue(0, loop.desc_of(0));
     int base = 0;
-    for (; base + 18 <= total; base += 16) /* the k steps two ahead exist */
+    for (; base + 10 <= total; base += 8) /* the k steps two ahead exist */
         loop.template run<false>(base);
-    for (; base < total; base += 16)
+    for (; base < total; base += 8)
         loop.template run<true>(base);
     mi4_wgmma_wait_all();
     q_keep(frag);
     if (lane == 0)
         mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)(steps - 1))]);
-    if ((total - 1) / 8 % 2 == 0) /* the last chunk, with the current scales */
-        qw_add_chunk(d, part[0], codes.scale_lo, codes.scale_hi);
-    else
-        qw_add_chunk(d, part[1], codes.scale_lo, codes.scale_hi);
+    qw_add_chunk(d, part, codes.scale_lo, codes.scale_hi); /* the last chunk's */
     mi4_fence_registers(acc);
 }
 
@@ -538,7 +536,7 @@ MI4_DEVICE void qw_store(const gemm_params &p, const float (&acc)[T / 2], const 
 }
 
 /* The k loop of a tile of `valid` token rows: wgmmas as wide as its rows
- * rounded up (q256: to 64; qw64: to 16). */
+ * rounded up (q256: to 64; qw64 and qw128: to 16). */
 template <int T>
 MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid, int steps,
                              qw_step step)
@@ -548,6 +546,8 @@ MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid,
             qw_mainloop_exact<T, 16>(acc, codes, steps, step);
         else if (valid <= 32)
             qw_mainloop_exact<T, 32>(acc, codes, steps, step);
+        else if (T == 64 || valid <= 64)
+            qw_mainloop_exact<T, 64>(acc, codes, steps, step);
         else
             qw_mainloop_exact<T, T>(acc, codes, steps, step);
     } else {
@@ -723,5 +723,7 @@ hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_
 {
     if (tile_rows == 64)
         return gated ? launch_qw<64, true>(a, init) : launch_qw<64, false>(a, init);
+    if (tile_rows == 128)
+        return gated ? launch_qw<128, true>(a, init) : launch_qw<128, false>(a, init);
     return gated ? launch_qw<256, true>(a, init) : launch_qw<256, false>(a, init);
 }

@@ -34,8 +34,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * 128): the int4 grouped GEMMs, no BF16 copy of the weights. Measured on
      * the H200: q8 best at 2 and 4 rows per expert, q32 at 16 and 32
      * (bench/results/hip-int4-tiles-2026-12-01.md); the persistent
-     * warp-specialized q256 from 96 rows (at 64 rows q128 was 8% faster, at
-     * 128 rows q256 16-19% faster: bench/results/hip-2026-12-04-q256-v2.md);
+     * warp-specialized tiles from 41 rows: qw64, then qw128 from 96 to 128
+     * rows and q256 to 511 (bench/results/hip-2026-12-04-queued.md; q256
+     * had been 16-19% faster than q128 at 128 rows:
+     * bench/results/hip-2026-12-04-q256-v2.md);
      * from 512 rows the expansion to BF16 and the BF16 wgmma tile below
      * (Mixtral M = 2048 / 4096: q256 1.5% / 10% slower; at 256 rows an expert
      * q256 was as fast or 16% faster). MOEINT4_HIP_INT4_PREFILL=q256 at
@@ -55,6 +57,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 40 ? MI4_TILE_Q32
                                        : MI4_TILE_QW64;
+    /* qw128 22-23% faster than q256 at 96 rows, even at 128, 1-5% slower at
+     * 256 and more (bench/results/hip-2026-12-04-queued.md, call 7) */
+    if (int4_gemm && rows_per_expert <= MI4_QW128_MAX_ROWS_PER_EXPERT)
+        return MI4_TILE_QW128;
     if (int4_gemm && (rows_per_expert < MI4_EXPAND_MIN_ROWS_PER_EXPERT || w->int4_ws_prefill))
         return MI4_TILE_Q256;
     /* other int4 weights: a routed int4 GEMV (matrix cores: 16-row tiles, else
