@@ -1,0 +1,283 @@
+/* The consumers' k loops of the warp-specialized int4 GEMM
+ * (hip_int4_ws.hip): a consumer thread's view of the ring's codes and
+ * scales, the rounded loop (q256) and the exact one (qw64, qw128). */
+#ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_WS_LOOPS_H
+#define MOEINT4_BACKENDS_HIP_HIP_INT4_WS_LOOPS_H
+
+#include "backends/hip/hip_int4_ws_ring.h"
+
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA) && defined(MI4_HAVE_WGMMA)
+namespace mi4_int4_ws {
+
+/* A consumer thread's weight rows (block rows lo = 16 warp + g, hi = lo + 8)
+ * of one tile: where their scales and zero points are. */
+struct qw_rows {
+    size_t at_lo, at_hi; /* [row][group] entries; valid_* false: no row */
+    bool valid_lo, valid_hi;
+};
+
+struct qw_scale_bits {
+    uint16_t lo, hi;
+    uint8_t zero_lo, zero_hi;
+};
+
+/* 8 bytes of shared memory by a shared-space load (a generic one waits on
+ * the long scoreboard). */
+MI4_DEVICE uint2 qw_load_shared8(const char *at)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(v.x), "=r"(v.y)
+                 : "r"((unsigned)__cvta_generic_to_shared(at)));
+    return v;
+}
+
+/* Scales and zero points of the chunk that stage step k of a tile reads. */
+MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int k)
+{
+    /* groups of one chunk or per channel (mi4_hip_int4_wgmma_serves): no
+     * division a chunk */
+    const int group = q.group_size == Q_CHUNK ? k / 2 : k / 2 * Q_CHUNK / q.group_size;
+    qw_scale_bits b;
+    b.lo = r.valid_lo ? q.scales[r.at_lo + group] : 0;
+    b.hi = r.valid_hi ? q.scales[r.at_hi + group] : 0;
+    b.zero_lo = r.valid_lo && q.zeros ? q.zeros[r.at_lo + group] : 8;
+    b.zero_hi = r.valid_hi && q.zeros ? q.zeros[r.at_hi + group] : 8;
+    return b;
+}
+
+/* A consumer thread's view of the ring's codes: the 16 bytes of rows lo and
+ * hi of the stage taken last, and the scales of its chunk (exact: and of
+ * the chunk before it, which the tile's accumulators still take). */
+template <int T> struct qw_codes {
+    const mi4_hip_int4_matrix &q;
+    const qw_shared<T> &sh;
+    const qw_rows &rows;
+    qw_scale_bits bits; /* the chunk after the current one's */
+    int row_lo, t;
+    uint2 lo, hi;
+    float scale_lo = 0.0f, scale_hi = 0.0f;
+    float before_lo = 0.0f, before_hi = 0.0f;
+    uint32_t bias_lo = 0, bias_hi = 0;
+
+    /* stage step k (of a tile of `steps`, at ring step at) has landed: its
+     * codes (and, a new chunk, its scales) */
+    MI4_DEVICE void take(int k, qw_step at, int steps)
+    {
+        const int stage = (int)qw_slot<T>(at);
+        mi4_mbar_wait(&sh.full[stage], qw_parity<T>(at));
+        const char *codes =
+            sh.stages + stage * qw_config<T>::stage_bytes + qw_config<T>::token_bytes;
+        lo = qw_load_shared8(codes + row_lo * 32 + 8 * t);
+        hi = qw_load_shared8(codes + (row_lo + 8) * 32 + 8 * t);
+        if (k % 2 == 0) {
+            if (qw_config<T>::exact) {
+                before_lo = scale_lo;
+                before_hi = scale_hi;
+            }
+            scale_lo = int4_scale_of(q, bits.lo);
+            scale_hi = int4_scale_of(q, bits.hi);
+            bias_lo = int4_bias_pair(bits.zero_lo);
+            bias_hi = int4_bias_pair(bits.zero_hi);
+            if (k + 2 < steps)
+                bits = qw_load_scales(q, rows, k + 2); /* used a chunk later */
+        }
+    }
+    /* k step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
+    MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
+    {
+        q_fragment_of_words<!qw_config<T>::exact>(f, s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y,
+                                                  s % 2, bias_lo, bias_hi, scale_lo, scale_hi);
+    }
+};
+
+/* One tile's k loop over `steps` stages from `step`, N = WIDTH token rows,
+ * the weights rounded (q256). Two wgmma k steps stay queued while the next
+ * is dequantized: with k step g in flight, g + 1 is issued, g + 2's A
+ * fragment is dequantized into the set g - 2 read, then g is waited for (5%
+ * faster than one queued wgmma: bench/results/hip-2026-12-04-queued.md). The
+ * chain of wgmmas on the accumulators never drains inside a tile: with 4
+ * wgmmas a stage and a wait for all of them before the next (2026-12-04,
+ * call 2) a stage took 3.4x the matrix cores' time. */
+template <int T, int WIDTH>
+MI4_DEVICE void qw_mainloop(float (&acc)[T / 2], qw_codes<T> &codes, int steps, qw_step step)
+{
+    float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
+    const int lane = (int)threadIdx.x % 32;
+    uint32_t frag[4][4]; /* a set per k step of a stage */
+    codes.take(0, step, steps);
+    codes.fragment(frag[0], 0);
+    codes.fragment(frag[1], 1);
+    mi4_wgmma_fence();
+    wgmma_rs(d, frag[0], mi4_wgmma_desc(codes.sh.stage(step)), 0);
+    mi4_wgmma_commit();
+    for (int k = 0; k < steps; k++, step++) {
+        const uint64_t desc = mi4_wgmma_desc(codes.sh.stage(step));
+        const uint64_t next_desc = mi4_wgmma_desc(codes.sh.stage(step + 1));
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            /* k step g = 4 k + s is in flight; issue g + 1 */
+            const bool last = k + 1 == steps && s == 3;
+            if (!last) {
+                mi4_wgmma_fence();
+                wgmma_rs(d, frag[(s + 1) % 4], s == 3 ? next_desc : desc + 2 * (s + 1), 1);
+                mi4_wgmma_commit();
+            }
+            /* dequantize g + 2 (the next stage's codes from s = 2) */
+            if (s == 2 && k + 1 < steps)
+                codes.take(k + 1, step + 1, steps);
+            if (s < 2 || k + 1 < steps)
+                codes.fragment(frag[(s + 2) % 4], (s + 2) % 4);
+            if (last)
+                break;
+            mi4_wgmma_wait_one(); /* g is done */
+            q_keep(frag);
+            if (s == 3 && lane == 0) /* the stage's last wgmma: release it */
+                mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step)]);
+        }
+    }
+    step--; /* the last stage's ring step; the ones before it are released */
+    mi4_wgmma_wait_all();
+    q_keep(frag);
+    if (lane == 0)
+        mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step)]);
+    mi4_fence_registers(acc);
+}
+
+/* acc += a chunk's exact product times its rows' scales (acc[4 jj + i]:
+ * row lo for i < 2, else hi). */
+template <int W>
+MI4_DEVICE void qw_add_chunk(float (&acc)[W], float (&part)[W], float scale_lo, float scale_hi)
+{
+    mi4_fence_registers(part);
+#pragma unroll
+    for (int i = 0; i < W; i++)
+        acc[i] = fmaf(part[i], i % 4 < 2 ? scale_lo : scale_hi, acc[i]);
+}
+
+/* The exact k loop (qw64, qw128): as qw_mainloop, but each 128-input
+ * chunk (8 k steps) accumulates in a fresh set of accumulators, which joins
+ * acc in f32 times the chunk's scales once its last wgmma is done. That is
+ * the one point where no wgmma stays queued: the next chunk's first is
+ * issued after the join (with one in flight ptxas serializes every wgmma,
+ * C7514). All but the last two chunks run without a bound check (TAIL
+ * false), and a stage's descriptor is the ring's first plus its slot's
+ * offset (ncu: computed afresh, descriptors and checks took half of the
+ * loop's instructions). */
+template <int T, int WIDTH> struct qw_exact_loop {
+    static constexpr uint64_t STAGE_DESC = qw_config<T>::stage_bytes >> 4;
+    float (&d)[WIDTH / 2];
+    float (&part)[WIDTH / 2];
+    uint32_t (&frag)[4][4];
+    qw_codes<T> &codes;
+    const int steps, total; /* stages, k steps */
+    const qw_step step;
+    const uint64_t ring_desc; /* of slot 0 */
+
+    MI4_DEVICE uint64_t desc_of(int k) const /* stage k of the tile */
+    {
+        return ring_desc + qw_slot<T>(step + (qw_step)k) * STAGE_DESC;
+    }
+    /* k step s of a chunk (its stage's descriptor: desc) */
+    MI4_DEVICE void issue(int s, uint64_t desc) const
+    {
+        mi4_wgmma_fence();
+        wgmma_rs(part, frag[s % 4], desc + 2 * (s % 4), s != 0);
+        mi4_wgmma_commit();
+    }
+    /* the chunk of k steps base .. base + 7 */
+    template <bool TAIL> MI4_DEVICE void run(int base) const
+    {
+        const int lane = (int)threadIdx.x % 32;
+        uint64_t desc_next = desc_of(base / 4);
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            /* k step g = base + u (of stage k) is in flight */
+            const int g = base + u, k = g / 4;
+            const bool last = TAIL && g + 1 == total;
+            if (u % 4 == 3) /* the next issue starts stage k + 1 */
+                desc_next = desc_of(k + 1);
+            if (!last && u != 7)
+                issue(u + 1, desc_next);
+            if (u % 4 == 2 && (!TAIL || k + 1 < steps))
+                codes.take(k + 1, step + (qw_step)(k + 1), steps);
+            if (!TAIL || g + 2 < total)
+                codes.fragment(frag[(u + 2) % 4], (u + 2) % 4);
+            if (last)
+                break;
+            if (u == 7)
+                mi4_wgmma_wait_all();
+            else
+                mi4_wgmma_wait_one(); /* g is done */
+            q_keep(frag);
+            if (u % 4 == 3 && lane == 0)
+                mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)k)]);
+            if (u == 7) { /* the next chunk's scales were taken */
+                qw_add_chunk(d, part, codes.before_lo, codes.before_hi);
+                issue(0, desc_next);
+            }
+        }
+    }
+};
+
+template <int T, int WIDTH>
+MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int steps,
+                                  qw_step step)
+{
+    float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
+    float part[WIDTH / 2];
+    uint32_t frag[4][4];
+    const int lane = (int)threadIdx.x % 32, total = 4 * steps;
+#pragma unroll
+    for (int i = 0; i < WIDTH / 2; i++)
+        d[i] = 0.0f;
+    const qw_exact_loop<T, WIDTH> loop{d,    part, frag, codes, steps, total, step,
+                                       mi4_wgmma_desc(codes.sh.stages)};
+    codes.take(0, step, steps);
+    codes.fragment(frag[0], 0);
+    codes.fragment(frag[1], 1);
+    loop.issue(0, loop.desc_of(0));
+    int base = 0;
+    for (; base + 10 <= total; base += 8) /* the k steps two ahead exist */
+        loop.template run<false>(base);
+    for (; base < total; base += 8)
+        loop.template run<true>(base);
+    mi4_wgmma_wait_all();
+    q_keep(frag);
+    if (lane == 0)
+        mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)(steps - 1))]);
+    qw_add_chunk(d, part, codes.scale_lo, codes.scale_hi); /* the last chunk's */
+    mi4_fence_registers(acc);
+}
+
+/* The k loop of a tile of `valid` token rows: wgmmas as wide as its rows
+ * rounded up (q256: to 64; qw64 and qw128: to 16). */
+template <int T>
+MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid, int steps,
+                             qw_step step)
+{
+    if constexpr (qw_config<T>::exact) {
+        if (valid <= 16)
+            qw_mainloop_exact<T, 16>(acc, codes, steps, step);
+        else if (valid <= 32)
+            qw_mainloop_exact<T, 32>(acc, codes, steps, step);
+        else if (T == 64 || valid <= 64)
+            qw_mainloop_exact<T, 64>(acc, codes, steps, step);
+        else
+            qw_mainloop_exact<T, T>(acc, codes, steps, step);
+    } else {
+        if (valid <= 64)
+            qw_mainloop<T, 64>(acc, codes, steps, step);
+        else if (valid <= 128)
+            qw_mainloop<T, 128>(acc, codes, steps, step);
+        else if (valid <= 192)
+            qw_mainloop<T, 192>(acc, codes, steps, step);
+        else
+            qw_mainloop<T, 256>(acc, codes, steps, step);
+    }
+}
+
+} // namespace mi4_int4_ws
+#endif
+
+#endif

@@ -1,0 +1,95 @@
+/* The warp-specialized int4 GEMM's tiles and ring (hip_int4_ws.hip): the
+ * shape of a tile of T token rows (qw_config), the block's shared memory
+ * (stages, tile tables, barriers) and the ring's steps. */
+#ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_WS_RING_H
+#define MOEINT4_BACKENDS_HIP_HIP_INT4_WS_RING_H
+
+#include "backends/hip/hip_int4_wgmma_ops.h"
+
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+namespace mi4_int4_ws {
+
+using namespace mi4_gemm;
+
+constexpr int QW_K = 64; /* inputs a stage: half a 128-input chunk */
+#ifndef MI4_QW_STAGES
+#define MI4_QW_STAGES 6
+#endif
+#ifndef MI4_QW_LAG
+#define MI4_QW_LAG 3
+#endif
+constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
+/* setmaxnreg: producer x 128 + consumer x 256 fits the launch's 384 x 168
+ * (the consumers' raise waits for what the producer gives back); the
+ * producer keeps its token rows (16 at most) in registers */
+constexpr int QW_PRODUCER_REGS = 104, QW_CONSUMER_REGS = 200;
+static_assert(QW_PRODUCER_REGS * QW_PRODUCERS + QW_CONSUMER_REGS * QW_CONSUMERS <= 168 * QW_THREADS,
+              "setmaxnreg within the launch's registers");
+constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
+
+/* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
+ * to BF16 once (the BF16 mode's bits); qw64 and qw128 (12 and 20 KB
+ * stages) keep each chunk's product exact in its own accumulators and
+ * scale it in f32, as the narrow q tiles do (a few instructions a weight
+ * less: where the wgmmas are narrow the dequantization is the whole cost),
+ * with deeper rings: at 16 rows an expert q256 waited for its stages. */
+template <int T> struct qw_config {
+    static constexpr bool exact = T <= 128;
+    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 10 : 16;
+    /* a stage is signalled once the copies of the `lag` steps after it are
+     * issued: lag + 1 stages of copies in flight a producer thread */
+    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 7 : 10;
+    static constexpr int token_bytes = T * QW_K * 2;
+    static constexpr int stage_bytes = token_bytes + QW_CODE_BYTES;
+    /* stages, then two tile tables (slot, input row, router weight a token
+     * row), their valid rows and the barriers */
+    static constexpr int tables_at = stages * stage_bytes;
+    static constexpr int table_bytes = T * 12;
+    static constexpr int rows_at = tables_at + 2 * table_bytes;
+    static constexpr int bars_at = rows_at + 16;
+    static constexpr int smem = bars_at + (2 * stages + 4) * 8 + 1024; /* + alignment */
+    /* the consumers release a stage once the next has landed, which the
+     * producer signals `lag` steps later: more would wait for a stage not
+     * yet released */
+    static_assert(lag + 2 <= stages, "the producer must not wait for its own signal");
+    static_assert(smem <= 227 * 1024, "a block's shared memory");
+};
+
+/* A block's ring steps (its tiles x steps a tile: far below 2^32); 32 bits,
+ * as % stages on 64 bits cost a chain of wide multiplies a step. */
+using qw_step = uint32_t;
+/* The ring slot of step s and the parity of its fill (of its release: ^ 1). */
+template <int T> MI4_DEVICE unsigned qw_slot(qw_step s) { return s % qw_config<T>::stages; }
+template <int T> MI4_DEVICE unsigned qw_parity(qw_step s)
+{
+    return (s / qw_config<T>::stages) & 1u;
+}
+
+/* A tile's token rows as the producer's warp 0 reads them once. */
+struct qw_table {
+    int *slot;     /* -1 past the valid rows */
+    int *row;      /* row of p.a the token row's inputs are */
+    float *weight; /* router weight on the output (gemm2), else 1 */
+};
+
+template <int T> struct qw_shared {
+    char *stages;
+    char *tables;                       /* [2] */
+    int *rows;                          /* [2]: valid token rows */
+    uint64_t *full, *empty;             /* [stages] */
+    uint64_t *table_full, *table_empty; /* [2] */
+    MI4_DEVICE qw_table table(int buf) const
+    {
+        int *at = (int *)(tables + buf * qw_config<T>::table_bytes);
+        return { at, at + T, (float *)(at + 2 * T) };
+    }
+    MI4_DEVICE char *stage(qw_step s) const
+    {
+        return stages + qw_slot<T>(s) * qw_config<T>::stage_bytes;
+    }
+};
+
+} // namespace mi4_int4_ws
+#endif
+
+#endif
