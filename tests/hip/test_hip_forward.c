@@ -186,9 +186,10 @@ static void test_int4_grouped_gemm_tiles(void **state)
             const size_t forced_bytes = workspace_of(w, 4096);
             if (expansion_shows)
                 assert_true(forced_bytes < expand_bytes);
-            /* the warp-specialized tiles (q256, qw64) also on a grid of 2
-             * persistent blocks: many tiles a block */
-            const int persistent = tiles[t][1] == 'w' || strcmp(tiles[t], "q256") == 0;
+            /* the warp-specialized tiles (q256, qw64, qw128) also on a grid
+             * of 2 persistent blocks: many tiles a block */
+            const int persistent =
+                strncmp(tiles[t], "qw", 2) == 0 || strcmp(tiles[t], "q256") == 0;
             const int wide = persistent || strcmp(tiles[t], "q128") == 0;
             for (int capped = 0; capped < (persistent ? 2 : 1); capped++) {
                 if (capped)
@@ -205,9 +206,9 @@ static void test_int4_grouped_gemm_tiles(void **state)
             }
             unsetenv("MOEINT4_HIP_Q256_BLOCKS");
         }
-        /* the default: q256 from 96 to 511 rows an expert (1200 tokens: 300),
-         * no expansion in the bound; from 512 rows (4096 tokens: 1024) the
-         * expansion */
+        /* the default: the warp-specialized tiles from 41 to 511 rows an
+         * expert (1200 tokens: 300, q256), no expansion in the bound; from
+         * 512 rows (4096 tokens: 1024) the expansion */
         setenv("MOEINT4_HIP_TILE", "w256", 1);
         const size_t expand_1200 = workspace_of(w, 1200);
         unsetenv("MOEINT4_HIP_TILE");

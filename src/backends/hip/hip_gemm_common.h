@@ -71,6 +71,24 @@ inline __device__ float activate(int kind, float gate, float up, float limit, fl
     return gate / (1.0f + expf(-gate)) * up;
 }
 
+/* f(activation_tag<kind>()): an epilogue with its activation a constant,
+ * one instance an activation chosen once a tile (chosen per element, the
+ * unrolled epilogue of every activation missed the instruction cache:
+ * bench/results/hip-2026-12-04-q256-v2.md). The core passes only these
+ * three kinds (forward.c). */
+template <int KIND> struct activation_tag {
+    static constexpr int kind = KIND;
+};
+template <typename F> __device__ __forceinline__ void with_activation(int kind, F &&f)
+{
+    if (kind == MOEINT4_ACTIVATION_SILU)
+        f(activation_tag<MOEINT4_ACTIVATION_SILU>());
+    else if (kind == MOEINT4_ACTIVATION_GELU)
+        f(activation_tag<MOEINT4_ACTIVATION_GELU>());
+    else
+        f(activation_tag<MOEINT4_ACTIVATION_SWIGLU_CLAMP>());
+}
+
 /* Row r of row tile `tile`: its A row (NULL for padding) and slot (-1). */
 template <int BM, bool GATED>
 __device__ __forceinline__ const uint16_t *a_row(const gemm_params &p, int tile, int r,

@@ -341,7 +341,8 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
     static const char *const names[MI4_TILE_COUNT] = {"16", "16n", "64", "128", "128d", "256",
                                                              "8v", "w128", "w256", "direct",
                                                              "w64", "q8", "q16", "q32",
-                                                             "q64", "q128", "d8", "q256", "qw64", "qw128"};
+                                                             "q64", "q128", "d8", "q256",
+                                                             "qw64", "qw128"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 

@@ -181,9 +181,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
 
 /* A tile's epilogue from the consumers' accumulators: acc[4 jj + i] is
  * weight row lo (i < 2) or hi, token 8 jj + 2 t + (i & 1). One instance an
- * activation: with the activation chosen per element, its unrolled code
- * (every activation, 64 elements) missed the instruction cache (ncu's
- * no-instruction stalls, 2026-12-04). */
+ * activation (with_activation). */
 template <int T, bool GATED, int ACTIVATION>
 MI4_DEVICE void qw_store(const gemm_params &p, const float (&acc)[T / 2], const qw_table &tb,
                          int valid, int tile, int out_tile)
@@ -262,12 +260,10 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
         const qw_table tb = sh.table(buf);
         if (!GATED)
             qw_store<T, false, MOEINT4_ACTIVATION_SILU>(p, acc, tb, valid, tile, out_tile);
-        else if (p.activation == MOEINT4_ACTIVATION_GELU)
-            qw_store<T, true, MOEINT4_ACTIVATION_GELU>(p, acc, tb, valid, tile, out_tile);
-        else if (p.activation == MOEINT4_ACTIVATION_SWIGLU_CLAMP)
-            qw_store<T, true, MOEINT4_ACTIVATION_SWIGLU_CLAMP>(p, acc, tb, valid, tile, out_tile);
         else
-            qw_store<T, true, MOEINT4_ACTIVATION_SILU>(p, acc, tb, valid, tile, out_tile);
+            with_activation(p.activation, [&](auto act) {
+                qw_store<T, true, decltype(act)::kind>(p, acc, tb, valid, tile, out_tile);
+            });
         __syncwarp();
         if (lane == 0)
             mi4_mbar_arrive(&sh.table_empty[buf]);

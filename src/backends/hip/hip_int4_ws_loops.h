@@ -66,6 +66,8 @@ template <int T> struct qw_codes {
     {
         const int stage = (int)qw_slot<T>(at);
         mi4_mbar_wait(&sh.full[stage], qw_parity<T>(at));
+        /* the slot reused, not sh.stage(at): ptxas then serialized q256's
+         * gemm2 wgmmas (C7511, register pressure) */
         const char *codes =
             sh.stages + stage * qw_config<T>::stage_bytes + qw_config<T>::token_bytes;
         lo = qw_load_shared8(codes + row_lo * 32 + 8 * t);

@@ -192,8 +192,8 @@ typedef enum mi4_hip_tile_config {
 #define MI4_DIRECT_MAX_SLOTS 8192
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
- * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64", "qw128" (MOEINT4_HIP_TILE);
- * otherwise. */
+ * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64", "qw128"
+ * (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 /* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128, MI4_TILE_Q256,

@@ -112,19 +112,17 @@ MI4_DEVICE void store_tile_as(const gemm_params &p, const float (&acc)[ACC], int
     }
 }
 
-/* One instance an activation, chosen once a tile (the q256 epilogue's
- * instruction-cache misses with the activation chosen per element). */
+/* One instance an activation, chosen once a tile (with_activation). */
 template <int BM, int BN, bool GATED, int ACC>
 MI4_DEVICE void store_tile(const gemm_params &p, const float (&acc)[ACC], int64_t my_tile,
                            int row_tiles, int out_tiles)
 {
-    if (!GATED || p.activation == MOEINT4_ACTIVATION_SILU)
-        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_SILU>(p, acc, my_tile, row_tiles, out_tiles);
-    else if (p.activation == MOEINT4_ACTIVATION_GELU)
-        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_GELU>(p, acc, my_tile, row_tiles, out_tiles);
+    if (!GATED)
+        store_tile_as<BM, BN, false, MOEINT4_ACTIVATION_SILU>(p, acc, my_tile, row_tiles, out_tiles);
     else
-        store_tile_as<BM, BN, GATED, MOEINT4_ACTIVATION_SWIGLU_CLAMP>(p, acc, my_tile, row_tiles,
-                                                                      out_tiles);
+        with_activation(p.activation, [&](auto act) {
+            store_tile_as<BM, BN, true, decltype(act)::kind>(p, acc, my_tile, row_tiles, out_tiles);
+        });
 }
 
 /* Output tiles across p.out_cols: BN columns, or BN / 2 activated ones

@@ -86,8 +86,8 @@ MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, u
 #pragma unroll
                     for (int box = 0; box < 2 * BN / WGC; box++)
                         mi4_tma_load_box(dst + box * (WGC / 2) * WG_BK, map_b, k * WG_BK,
-                                     b_first + (box % 2) * p.out_cols + (box / 2) * (WGC / 2),
-                                     &full[stage]);
+                                         b_first + (box % 2) * p.out_cols + (box / 2) * (WGC / 2),
+                                         &full[stage]);
                 else
                     mi4_tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
             }
