@@ -38,7 +38,7 @@ static void test_variants_and_tiles(void **state)
     const char *variants[] = { "mma", "fma" };
     const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
                             "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128",
-                            "d8",   "q256", "qw64", "qw128" };
+                            "d8",   "q256", "qw64", "qw128", "qw32" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -167,7 +167,7 @@ static size_t workspace_of(moeint4_weights *w, int64_t tokens)
 static void test_int4_grouped_gemm_tiles(void **state)
 {
     (void)state;
-    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128", "q256", "qw64", "qw128" };
+    const char *tiles[] = { "q8", "q16", "q32", "q64", "q128", "q256", "qw32", "qw64", "qw128" };
     const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_GPTQ_SYM };
     const int groups[] = { 128, -1 };
     const int64_t sizes[] = { 3, 40, 203, 600, 1200 };

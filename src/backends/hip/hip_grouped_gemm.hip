@@ -302,6 +302,7 @@ hipError_t launch_config(mi4_hip_tile_config config, const mi4_hip_gemm_args *a,
     case MI4_TILE_Q32:
     case MI4_TILE_Q64:
     case MI4_TILE_Q128:
+    case MI4_TILE_QW32:
     case MI4_TILE_QW64:
     case MI4_TILE_QW128:
     case MI4_TILE_Q256: /* int4 weights only (mi4_hip_launch_gemm13 below) */
@@ -327,7 +328,8 @@ int mi4_hip_tile_rows(mi4_hip_tile_config config)
     case MI4_TILE_64: return 64;
     case MI4_TILE_Q8: return 8;
     case MI4_TILE_Q16: return 16;
-    case MI4_TILE_Q32: return 32;
+    case MI4_TILE_Q32:
+    case MI4_TILE_QW32: return 32;
     case MI4_TILE_Q64:
     case MI4_TILE_QW64: return 64;
     case MI4_TILE_Q256: return 256;
@@ -342,14 +344,14 @@ const char *mi4_hip_tile_name(mi4_hip_tile_config config)
                                                              "8v", "w128", "w256", "direct",
                                                              "w64", "q8", "q16", "q32",
                                                              "q64", "q128", "d8", "q256",
-                                                             "qw64", "qw128"};
+                                                             "qw64", "qw128", "qw32"};
     return (int)config >= 0 && config < MI4_TILE_COUNT ? names[config] : nullptr;
 }
 
 int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config)
 {
     return (config >= MI4_TILE_Q8 && config <= MI4_TILE_Q128) || config == MI4_TILE_Q256 ||
-           config == MI4_TILE_QW64 || config == MI4_TILE_QW128;
+           config == MI4_TILE_QW64 || config == MI4_TILE_QW128 || config == MI4_TILE_QW32;
 }
 
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a)

@@ -1,8 +1,9 @@
-/* The warp-specialized int4 grouped GEMMs for 41 rows an expert and more
+/* The warp-specialized int4 grouped GEMMs for 13 rows an expert and more
  * (sm_90a; other builds keep a stub): persistent, the weights dequantized
- * into registers, no BF16 copy of them anywhere. One kernel, three tile
- * heights: qw64 (MI4_TILE_QW64, 41-95 rows an expert), qw128 (96-128) and
- * q256 (129-511; hip_tiles.hip).
+ * into registers, no BF16 copy of them anywhere. One kernel, four tile
+ * heights: qw32 (MI4_TILE_QW32, 13-24 rows an expert: gemm2 only, two
+ * blocks an SM), qw64 (25 or 41 to 95), qw128 (96-128) and q256 (129-511;
+ * hip_tiles.hip).
  *
  * A block computes 128 weight rows x up to T token rows of one expert,
  * transposed as the q tiles (hip_int4_grouped_gemm.hip) are: wgmma
@@ -273,7 +274,7 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
 #endif
 
 template <int T, bool GATED, bool TOKEN_TMA>
-__global__ void __launch_bounds__(QW_THREADS, 1)
+__global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     int4_ws_gemm(gemm_params p, mi4_hip_int4_matrix q, const __grid_constant__ CUtensorMap token_map)
 {
 #if defined(MI4_HAVE_WGMMA)
@@ -309,12 +310,12 @@ __global__ void __launch_bounds__(QW_THREADS, 1)
     }
     __syncthreads();
     if ((int)threadIdx.x >= QW_CONSUMERS) {
-        mi4_regs_lower<QW_PRODUCER_REGS>();
+        mi4_regs_lower<C::producer_regs>();
         qw_produce<T, GATED, TOKEN_TMA>(p, q, sh, &token_map, row_tiles, out_tiles, my_tiles,
                                         steps);
         return;
     }
-    mi4_regs_raise<QW_CONSUMER_REGS>();
+    mi4_regs_raise<C::consumer_regs>();
     qw_consume<T, GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
 #else
     (void)p;
@@ -343,7 +344,8 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
     const size_t tiles = (size_t)a->routing->max_tiles * (size_t)q_out_tiles(p.out_cols, GATED);
     const size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
-    size_t blocks = tiles < sms ? tiles : sms; /* persistent: one block an SM */
+    const size_t resident = sms * (size_t)C::blocks_per_sm; /* persistent */
+    size_t blocks = tiles < resident ? tiles : resident;
     /* MOEINT4_HIP_Q256_BLOCKS=N caps the grid (tests: many tiles a block
      * on small layers, through every ring phase and both tile tables) */
     const char *cap = getenv("MOEINT4_HIP_Q256_BLOCKS");
@@ -373,6 +375,8 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
 
 hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_args *a, bool init)
 {
+    if (tile_rows == 32) /* gemm2 only (qw32: q32's gemm13 is faster) */
+        return gated ? hipErrorInvalidValue : launch_qw<32, false>(a, init);
     if (tile_rows == 64)
         return gated ? launch_qw<64, true>(a, init) : launch_qw<64, false>(a, init);
     if (tile_rows == 128)

@@ -253,7 +253,7 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
 }
 
 /* The k loop of a tile of `valid` token rows: wgmmas as wide as its rows
- * rounded up (q256: to 64; qw64 and qw128: to 16). */
+ * rounded up (q256: to 64; the qw tiles: to 16). */
 template <int T>
 MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid, int steps,
                              qw_step step)
@@ -261,12 +261,14 @@ MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid,
     if constexpr (qw_config<T>::exact) {
         if (valid <= 16)
             qw_mainloop_exact<T, 16>(acc, codes, steps, step);
-        else if (valid <= 32)
+        else if (T == 32 || valid <= 32)
             qw_mainloop_exact<T, 32>(acc, codes, steps, step);
-        else if (T == 64 || valid <= 64)
-            qw_mainloop_exact<T, 64>(acc, codes, steps, step);
-        else
-            qw_mainloop_exact<T, T>(acc, codes, steps, step);
+        else if constexpr (T >= 64) {
+            if (T == 64 || valid <= 64)
+                qw_mainloop_exact<T, 64>(acc, codes, steps, step);
+            else
+                qw_mainloop_exact<T, T>(acc, codes, steps, step);
+        }
     } else {
         if (valid <= 64)
             qw_mainloop<T, 64>(acc, codes, steps, step);

@@ -19,26 +19,34 @@ constexpr int QW_K = 64; /* inputs a stage: half a 128-input chunk */
 #define MI4_QW_LAG 3
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
-/* setmaxnreg: producer x 128 + consumer x 256 fits the launch's 384 x 168
- * (the consumers' raise waits for what the producer gives back); the
- * producer keeps its token rows (16 at most) in registers */
-constexpr int QW_PRODUCER_REGS = 104, QW_CONSUMER_REGS = 200;
-static_assert(QW_PRODUCER_REGS * QW_PRODUCERS + QW_CONSUMER_REGS * QW_CONSUMERS <= 168 * QW_THREADS,
-              "setmaxnreg within the launch's registers");
 constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
- * to BF16 once (the BF16 mode's bits); qw64 and qw128 (12 and 20 KB
+ * to BF16 once (the BF16 mode's bits); qw32, qw64 and qw128 (8, 12 and 20 KB
  * stages) keep each chunk's product exact in its own accumulators and
  * scale it in f32, as the narrow q tiles do (a few instructions a weight
  * less: where the wgmmas are narrow the dequantization is the whole cost),
  * with deeper rings: at 16 rows an expert q256 waited for its stages. */
 template <int T> struct qw_config {
     static constexpr bool exact = T <= 128;
-    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 10 : 16;
+    /* qw32: two blocks an SM (half the ring each), so that one block's
+     * waits hide behind the other's work */
+    static constexpr int blocks_per_sm = T == 32 ? 2 : 1;
+    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 10 : T == 64 ? 16 : 13;
     /* a stage is signalled once the copies of the `lag` steps after it are
      * issued: lag + 1 stages of copies in flight a producer thread */
-    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 7 : 10;
+    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 7 : T == 64 ? 10 : 8;
+    /* setmaxnreg: producer x 128 + consumer x 256 within the launch's
+     * registers a block (the consumers' raise waits for what the producer
+     * gives back); the producer keeps its token rows (16 at most) in
+     * registers */
+    static constexpr int launch_regs = blocks_per_sm == 1 ? 168 : 80;
+    static constexpr int producer_regs = blocks_per_sm == 1 ? 104 : 48;
+    static constexpr int consumer_regs = blocks_per_sm == 1 ? 200 : 96;
+    static_assert(producer_regs * QW_PRODUCERS + consumer_regs * QW_CONSUMERS <=
+                      launch_regs * QW_THREADS,
+                  "setmaxnreg within the launch's registers");
+    static_assert(launch_regs * QW_THREADS * blocks_per_sm <= 65536, "registers an SM");
     static constexpr int token_bytes = T * QW_K * 2;
     static constexpr int stage_bytes = token_bytes + QW_CODE_BYTES;
     /* stages, then two tile tables (slot, input row, router weight a token
@@ -52,7 +60,8 @@ template <int T> struct qw_config {
      * producer signals `lag` steps later: more would wait for a stage not
      * yet released */
     static_assert(lag + 2 <= stages, "the producer must not wait for its own signal");
-    static_assert(smem <= 227 * 1024, "a block's shared memory");
+    static_assert(smem * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024,
+                  "a block's shared memory");
 };
 
 /* A block's ring steps (its tiles x steps a tile: far below 2^32); 32 bits,

@@ -185,19 +185,22 @@ typedef enum mi4_hip_tile_config {
      * product exact in f32 (as MI4_TILE_Q8 .. MI4_TILE_Q32), a deeper ring */
     MI4_TILE_QW64 = 18,
     MI4_TILE_QW128 = 19, /* the same with 128 token rows */
-    MI4_TILE_COUNT = 20,
+    /* tiles of 32 token rows: q32's gemm13 and the warp-specialized gemm2
+     * with 32 token rows, two blocks an SM */
+    MI4_TILE_QW32 = 20,
+    MI4_TILE_COUNT = 21,
 } mi4_hip_tile_config;
 
 /* The direct GEMVs keep a table of every slot's expert in shared memory. */
 #define MI4_DIRECT_MAX_SLOTS 8192
 
 /* "16", "16n", "64", "128", "128d", "256", "8v", "w128", "w256", "direct",
- * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64", "qw128"
- * (MOEINT4_HIP_TILE); NULL otherwise. */
+ * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64", "qw128",
+ * "qw32" (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 /* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128, MI4_TILE_Q256,
- * MI4_TILE_QW64, MI4_TILE_QW128). */
+ * MI4_TILE_QW64, MI4_TILE_QW128, MI4_TILE_QW32). */
 int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config);
 
 /* ---- hip_int4_weights.hip ---- */
@@ -265,6 +268,9 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
  * H200: 22-23% faster at 96 rows, even at 128, 1-5% slower at 256 and
  * more: bench/results/hip-2026-12-04-queued.md). */
 #define MI4_QW128_MAX_ROWS_PER_EXPERT 128
+/* Intermediate size from which qw64 takes 25-40 rows an expert too (where
+ * q32 serves shorter gemm2 inputs; hip_tiles.hip). */
+#define MI4_QW64_MIN_INTERMEDIATE 4096
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */

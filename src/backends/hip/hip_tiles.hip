@@ -50,13 +50,22 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
         return MI4_TILE_D8;
     /* from 41 rows the warp-specialized qw64 where q128 served (Mixtral
      * M = 256 and Qwen3 M = 1024, 64 rows an expert: 24% and 22% faster;
-     * at 16 rows 15% slower than q32, at 32 rows 16% faster for Mixtral and
-     * 9% slower for Qwen3: bench/results/hip-2026-12-04-queued.md) */
-    if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT)
+     * at 16 rows 15% slower than q32, at 32 rows 15-16% faster for Mixtral
+     * and 3-9% slower for Qwen3: bench/results/hip-2026-12-04-queued.md,
+     * hip-2026-12-04-s20.md). Its gemm2 is where Mixtral gains: a long
+     * input (14336 against Qwen3's 768) amortizes a persistent tile's
+     * start, and one 64-row tile reads an expert's weights once where
+     * experts past 32 rows take two 32-row ones. From 13 rows qw32:
+     * q32's gemm13 and the warp-specialized gemm2 at 32 rows (two blocks an
+     * SM), whose gemm2 was 18% faster for Mixtral at 16 rows. */
+    if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT) {
+        const bool long_gemm2 = w->intermediate_size >= MI4_QW64_MIN_INTERMEDIATE;
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
-               : rows_per_expert <= 40 ? MI4_TILE_Q32
-                                       : MI4_TILE_QW64;
+               : rows_per_expert <= 24 ? MI4_TILE_QW32
+               : rows_per_expert <= 40 && !long_gemm2 ? MI4_TILE_Q32
+                                                      : MI4_TILE_QW64;
+    }
     /* qw128 22-23% faster than q256 at 96 rows, even at 128, 1-5% slower at
      * 256 and more (bench/results/hip-2026-12-04-queued.md, call 7) */
     if (int4_gemm && rows_per_expert <= MI4_QW128_MAX_ROWS_PER_EXPERT)
