@@ -270,6 +270,17 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
         chunk_bad[blockIdx.x] = first_bad;
 }
 
+/* Expert e's counts of chunks c0 .. c0 + ROUTE_BATCH - 1 (0 past `chunks`),
+ * loaded together: one load a step made route_offsets' walks chains of
+ * dependent global round trips (17 us at 16 chunks on the H200). */
+__device__ __forceinline__ void load_count_batch(const int *chunk_counts, int c0, int chunks,
+                                                 int num_local, int e, int (&n)[ROUTE_BATCH])
+{
+#pragma unroll
+    for (int j = 0; j < ROUTE_BATCH; j++)
+        n[j] = c0 + j < chunks ? chunk_counts[(size_t)(c0 + j) * num_local + e] : 0;
+}
+
 /* (2) One block: the status, the padded segments (tile_expert, -1 padding)
  * and, in place of chunk_counts[b][e], where chunk b's slots of expert e
  * start in sorted_slot. */
@@ -302,16 +313,12 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         return;
     }
 
-    /* Each thread walks an expert's column of chunk counts, a batch of
-     * ROUTE_BATCH loads in flight: one load a step made both walks chains
-     * of dependent global round trips (17 us at 16 chunks on the H200). */
+    /* a thread walks an expert's column of chunk counts, a batch at a time */
     for (int e = tid; e < num_local; e += ROUTE_THREADS) {
         int sum = 0;
         for (int c0 = 0; c0 < chunks; c0 += ROUTE_BATCH) {
             int n[ROUTE_BATCH];
-#pragma unroll
-            for (int j = 0; j < ROUTE_BATCH; j++)
-                n[j] = c0 + j < chunks ? chunk_counts[(size_t)(c0 + j) * num_local + e] : 0;
+            load_count_batch(chunk_counts, c0, chunks, num_local, e, n);
 #pragma unroll
             for (int j = 0; j < ROUTE_BATCH; j++)
                 sum += n[j];
@@ -350,9 +357,7 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
         int start = offset[e];
         for (int c0 = 0; c0 < chunks; c0 += ROUTE_BATCH) {
             int n[ROUTE_BATCH];
-#pragma unroll
-            for (int j = 0; j < ROUTE_BATCH; j++)
-                n[j] = c0 + j < chunks ? chunk_counts[(size_t)(c0 + j) * num_local + e] : 0;
+            load_count_batch(chunk_counts, c0, chunks, num_local, e, n);
 #pragma unroll
             for (int j = 0; j < ROUTE_BATCH; j++)
                 if (c0 + j < chunks) {
