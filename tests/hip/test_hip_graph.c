@@ -1,4 +1,4 @@
-/* The asynchronous forward inside a graph: one forward (M = 1, 8, 64, 512)
+/* The asynchronous forward inside a graph: one forward (M = 1, 8, 64, 128, 512)
  * is captured from a stream (global capture mode: a host sync, host read,
  * allocation or free during the capture fails it), then replayed
  * GRAPH_REPLAYS times with new inputs copied into the captured buffers;
@@ -247,10 +247,10 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
 }
 
 /* 64 experts, top-10, group 128, K and N multiples of 128: M = 1 takes the
- * direct GEMVs; on sm_90a builds 8 takes the routed decode GEMVs (d8), 64
- * and 512 the int4 grouped GEMM's q16 and qw64 tiles (BF16 weights: w64,
- * w64, w256), elsewhere the routed tiles; 512 (5120 slots) also the
- * multi-block routing. */
+ * direct GEMVs; on sm_90a builds 8 takes the routed decode GEMVs (d8), 64,
+ * 128 and 512 the int4 grouped GEMM's q16, qw32 and qw64 tiles (BF16
+ * weights: w64, w64, w64, w256), elsewhere the routed tiles; 512 (5120
+ * slots) also the multi-block routing. */
 static void test_graph_replay(void **state)
 {
     (void)state;
@@ -260,8 +260,8 @@ static void test_graph_replay(void **state)
     const int experts = 64, k = 512, n = 256, topk = 10;
     moeint4_weights *w =
         hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, experts, k, n, 128, 0, 61);
-    const int64_t sizes[] = { 1, 8, 64, 512 };
-    for (int i = 0; i < 4; i++)
+    const int64_t sizes[] = { 1, 8, 64, 128, 512 };
+    for (int i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++)
         graph_case(ctx, &g, w, experts, sizes[i], topk, k);
     moeint4_weights_release(w);
     tk_layer_free(&layer);
