@@ -143,12 +143,13 @@ static void test_int4_routed_decode(void **state)
     moeint4_context_destroy(ctx);
 }
 
-/* The int4 grouped GEMM's tiles (q8 .. q128, the warp-specialized q256, qw64 and qw128:
- * int4 weights with group 128 or per-channel, K and N multiples of 128;
+/* The int4 grouped GEMM's tiles (q8 .. q128; the warp-specialized q256,
+ * qw64, qw128 and qw32's gemm2: int4 weights with group 128 or
+ * per-channel, K and N multiples of 128;
  * elsewhere the forced name falls back to the default tile) on every batch
  * shape: one row per expert, partial tiles, several tiles per expert (and
  * for the wide tiles, 150 and 300 rows an expert: q256's tiles of 64, 128,
- * 192 and 256 valid rows, qw64's and qw128's wgmmas of 16 .. 128 rows; the
+ * 192 and 256 valid rows, the qw tiles' wgmmas of 16 .. 128 rows; the
  * warp-specialized ones also on a grid capped at 2 persistent blocks, so
  * that each block runs many tiles through its stage ring and both tile
  * tables); zero points, an expert map, the router weight on either side,
@@ -186,7 +187,7 @@ static void test_int4_grouped_gemm_tiles(void **state)
             const size_t forced_bytes = workspace_of(w, 4096);
             if (expansion_shows)
                 assert_true(forced_bytes < expand_bytes);
-            /* the warp-specialized tiles (q256, qw64, qw128) also on a grid
+            /* the warp-specialized tiles (q256 and the qw tiles) also on a grid
              * of 2 persistent blocks: many tiles a block */
             const int persistent =
                 strncmp(tiles[t], "qw", 2) == 0 || strcmp(tiles[t], "q256") == 0;

@@ -1,7 +1,8 @@
 /* What the int4 wgmma GEMMs share (hip_int4_grouped_gemm.hip: the q tiles
  * of 8-128 token rows; hip_int4_ws.hip: the warp-specialized persistent
- * qw64, qw128 and q256 tiles): the k order of a 128-input chunk, the block's weight rows,
- * codes to A fragments and wgmma m64nNk16 with A from registers. */
+ * qw64, qw128 and q256 tiles and qw32's gemm2): the k order of a 128-input
+ * chunk, the block's weight rows, codes to A fragments and wgmma m64nNk16
+ * with A from registers. */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_WGMMA_OPS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_WGMMA_OPS_H
 

@@ -14,12 +14,12 @@
  * a producer warpgroup only copies (token rows and codes of 64 inputs a
  * stage, cp.async) and two consumer warpgroups only dequantize their 64
  * rows' codes two k steps ahead of the wgmma that reads them. N is the
- * tile's valid rows rounded up (q256: to 64; qw64, qw128: to 16), so an
+ * tile's valid rows rounded up (q256: to 64; the qw tiles: to 16), so an
  * expert's last, partly filled tile costs what it holds. The producer hands
  * each tile's table (slots, input rows, router weights) and valid rows to
  * the consumers through a two-entry ring. Numerics (qw_config): q256 has
  * the q tiles' rounded mode (weights rounded once to BF16, the BF16 mode's
- * bits; one f32 accumulator), qw64 and qw128 their exact mode (each
+ * bits; one f32 accumulator), the qw tiles their exact mode (each
  * chunk's product in fresh accumulators, scaled in f32).
  * q256's first version (bench/results/hip-2026-12-04-q256.md) ran at half
  * the BF16 wgmma GEMM's rate; ncu's stall samples showed a producer that

@@ -1,6 +1,6 @@
 /* The consumers' k loops of the warp-specialized int4 GEMM
  * (hip_int4_ws.hip): a consumer thread's view of the ring's codes and
- * scales, the rounded loop (q256) and the exact one (qw64, qw128). */
+ * scales, the rounded loop (q256) and the exact one (the qw tiles). */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_INT4_WS_LOOPS_H
 #define MOEINT4_BACKENDS_HIP_HIP_INT4_WS_LOOPS_H
 
@@ -46,7 +46,7 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
     return b;
 }
 
-/* A consumer thread's view of the ring's codes: the 16 bytes of rows lo and
+/* A consumer thread's view of the ring's codes: its 8 bytes of rows lo and
  * hi of the stage taken last, and the scales of its chunk (exact: and of
  * the chunk before it, which the tile's accumulators still take). */
 template <int T> struct qw_codes {
@@ -157,7 +157,7 @@ MI4_DEVICE void qw_add_chunk(float (&acc)[W], float (&part)[W], float scale_lo, 
         acc[i] = fmaf(part[i], i % 4 < 2 ? scale_lo : scale_hi, acc[i]);
 }
 
-/* The exact k loop (qw64, qw128): as qw_mainloop, but each 128-input
+/* The exact k loop (qw32, qw64, qw128): as qw_mainloop, but each 128-input
  * chunk (8 k steps) accumulates in a fresh set of accumulators, which joins
  * acc in f32 times the chunk's scales once its last wgmma is done. That is
  * the one point where no wgmma stays queued: the next chunk's first is
