@@ -1,6 +1,7 @@
 /* Compute ceilings from register-only loops: 14 (ymm: 16 registers) or 16
  * independent accumulator chains of one instruction (enough to cover its
- * latency at full throughput), no memory operand, run on one thread and on all threads at
+ * latency at full throughput; AMX: 6 C tiles, the registers left beside A
+ * and B), no memory operand, run on one thread and on all threads at
  * once. The best of a few timed runs is kept: a ceiling must not be
  * understated, or a kernel would look faster than the machine. */
 #include <pthread.h>
@@ -12,8 +13,13 @@
 #include "cli.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CLI_X86 1
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 #define CLI_CEILING_TRIALS 3
@@ -21,10 +27,12 @@
 #define CLI_CEILING_MAX_THREADS 256
 
 const char *const cli_ceiling_names[CLI_CEILING_COUNT] = { "f32 FMA ymm", "f32 FMA zmm",
-                                                           "vdpbf16ps zmm" };
-/* flops per loop iteration: chains x lanes x 2 (x 2 products per lane for vdpbf16ps) */
+                                                           "vdpbf16ps zmm", "tdpbf16ps tile" };
+/* flops per loop iteration: chains x lanes x 2 (x 2 products per lane for
+ * vdpbf16ps; a tile: 16 x 16 outputs of 32 products) */
 static const double cli_ceiling_flops_per_iteration[CLI_CEILING_COUNT] = { 14 * 8 * 2, 16 * 16 * 2,
-                                                                           16 * 16 * 4 };
+                                                                           16 * 16 * 4,
+                                                                           6 * 16 * 16 * 32 * 2 };
 
 #if defined(CLI_X86)
 /* Each returns a value depending on every chain, so none is optimised away. */
@@ -71,6 +79,64 @@ __attribute__((target("avx512f,avx512bf16"))) static float cli_dpbf16_zmm(long i
         acc[0] = _mm512_add_ps(acc[0], acc[i]);
     return _mm512_reduce_add_ps(acc[0]);
 }
+
+/* AMX-TILE + AMX-BF16 (CPUID leaf 7 EDX bits 24, 22), the tile state saved
+ * by the OS (XCR0 bits 17-18) and granted to this process (Linux). */
+static int cli_has_amx_bf16(void)
+{
+#if defined(__linux__)
+    unsigned a, b, c, d, xcr0, xcr0_hi;
+    if (__get_cpuid_max(0, NULL) < 7 || !__builtin_cpu_supports("avx512bf16"))
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
+    return ((d >> 22) & (d >> 24) & 1) && (xcr0 & 0x60000u) == 0x60000u &&
+           syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* Six C tiles += A x B, with A and B bf16 tiles of 1/1024 as above. */
+__attribute__((target("amx-tile,amx-bf16"))) static float cli_tdpbf16_tiles(long iterations)
+{
+    struct {
+        unsigned char palette, start_row, reserved[14];
+        unsigned short colsb[16];
+        unsigned char rows[16];
+    } config;
+    memset(&config, 0, sizeof config);
+    config.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        config.colsb[t] = 64;
+        config.rows[t] = 16;
+    }
+    unsigned short operand[16 * 32];
+    for (int i = 0; i < 16 * 32; i++)
+        operand[i] = 0x3a80;
+    float out[16 * 16];
+    __asm__ volatile("" ::: "memory"); /* GCC's intrinsics name no memory they read */
+    _tile_loadconfig(&config);
+    _tile_loadd(0, operand, 64);
+    _tile_loadd(1, operand, 64);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (long n = 0; n < iterations; n++) {
+        _tile_dpbf16ps(2, 0, 1);
+        _tile_dpbf16ps(3, 0, 1);
+        _tile_dpbf16ps(4, 0, 1);
+        _tile_dpbf16ps(5, 0, 1);
+        _tile_dpbf16ps(6, 0, 1);
+        _tile_dpbf16ps(7, 0, 1);
+    }
+    _tile_stored(7, out, 64);
+    _tile_release();
+    return out[0];
+}
 #endif
 
 int cli_ceiling_available(int which)
@@ -82,6 +148,7 @@ int cli_ceiling_available(int which)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case CLI_CEILING_FMA_ZMM: return __builtin_cpu_supports("avx512f");
     case CLI_CEILING_DPBF16: return __builtin_cpu_supports("avx512bf16");
+    case CLI_CEILING_TDPBF16: return cli_has_amx_bf16();
     default: return 0;
     }
 #else
@@ -96,6 +163,7 @@ static float cli_ceiling_loop(int which, long iterations)
     switch (which) {
     case CLI_CEILING_FMA_YMM: return cli_fma_ymm(iterations);
     case CLI_CEILING_FMA_ZMM: return cli_fma_zmm(iterations);
+    case CLI_CEILING_TDPBF16: return cli_tdpbf16_tiles(iterations);
     default: return cli_dpbf16_zmm(iterations);
     }
 #else
@@ -204,13 +272,15 @@ int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
      * capped by MOEINT4_CPU_KERNEL; the bf16 table hands F16 and F32
      * activations to the AVX-512F one */
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
-    int cap = 3;
+    int cap = 4;
     if (forced != NULL && strcmp(forced, "scalar") == 0)
         cap = 0;
     else if (forced != NULL && strcmp(forced, "avx2") == 0)
         cap = 1;
     else if (forced != NULL && strcmp(forced, "avx512") == 0)
         cap = 2;
+    else if (forced != NULL && strcmp(forced, "avx512bf16") == 0)
+        cap = 3;
     int avx512 = 0, avx2 = 0;
 #if defined(CLI_X86)
     __builtin_cpu_init();
@@ -224,6 +294,13 @@ int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
 #if defined(CLI_X86)
     vbmi2 = __builtin_cpu_supports("avx512vbmi2");
 #endif
+    /* the AMX table runs on the VBMI2 bf16 build, and its jobs of few
+     * tokens on that build's kernels: the tile unit's rate bounds both */
+    if (cap >= 4 && bf16_table && vbmi2 && dtype == MOEINT4_DTYPE_BF16 &&
+        cli_ceiling_available(CLI_CEILING_TDPBF16)) {
+        *table = "amx";
+        return CLI_CEILING_TDPBF16;
+    }
     if (cap >= 3 && bf16_table && dtype == MOEINT4_DTYPE_BF16) {
         *table = vbmi2 ? "avx512bf16" : "avx512bf16-novbmi2";
         return CLI_CEILING_DPBF16;

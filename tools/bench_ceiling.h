@@ -6,12 +6,18 @@
 
 #include "moeint4.h"
 
-enum { CLI_CEILING_FMA_YMM, CLI_CEILING_FMA_ZMM, CLI_CEILING_DPBF16, CLI_CEILING_COUNT };
+enum {
+    CLI_CEILING_FMA_YMM,
+    CLI_CEILING_FMA_ZMM,
+    CLI_CEILING_DPBF16,
+    CLI_CEILING_TDPBF16,
+    CLI_CEILING_COUNT
+};
 
 extern const char *const cli_ceiling_names[CLI_CEILING_COUNT];
 
 typedef struct cli_ceiling {
-    const char *name;   /* "f32 FMA ymm", "f32 FMA zmm", "vdpbf16ps zmm" */
+    const char *name;   /* "f32 FMA ymm", "f32 FMA zmm", "vdpbf16ps zmm", "tdpbf16ps tile" */
     int available;      /* the CPU (and OS) runs it */
     int threads;        /* threads of all_gflops */
     double core_gflops; /* one thread */

@@ -7,7 +7,7 @@
  *   sgemm  the alternative for many tokens: OpenBLAS sgemm on f32 weights
  *          dequantized once, GFLOP/s (the dequantization not counted).
  * Usage: bench_cpu_kernels [scalar] (default: the selected table; env
- * MOEINT4_CPU_KERNEL=avx2|avx512|avx512bf16 caps it). */
+ * MOEINT4_CPU_KERNEL=avx2|avx512|avx512bf16|amx caps it). */
 #if !defined(MI4_BENCH_NO_BLAS)
 #include <cblas.h>
 #endif
@@ -158,8 +158,8 @@ static void bench_gemv(const mi4_cpu_kernels *kernels)
 static void bench_blocks(const mi4_cpu_kernels *kernels)
 {
     const int in = 2048;
-    const int token_counts[] = { 2, 4, 8, 12, 16, 32, 64 };
-    for (int i = 0; i < 7; i++) {
+    const int token_counts[] = { 1, 2, 3, 4, 8, 12, 16, 32, 64, 128 };
+    for (int i = 0; i < 10; i++) {
         bench_setup s;
         make_setup(&s, kernels, in, 96, token_counts[i]);
         int repeats = 4096 / token_counts[i];

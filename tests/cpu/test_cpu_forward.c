@@ -153,7 +153,7 @@ static void test_every_format_and_group(void **state)
                                         MOEINT4_DTYPE_F16,
                                         0,
                                         d ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F32,
-                                        5,
+                                        d ? 37 : 5, /* bf16: the AMX table's tile path too */
                                         2,
                                         MOEINT4_ACTIVATION_SILU,
                                         0,
@@ -276,7 +276,10 @@ static void test_repeated_expert_ids(void **state)
 
 /* Phase 3 runs w2 by expert for few pairs (decode) and by output slice for
  * many: a token's output row is the same bits alone (the first) and in a
- * batch of 1100 tokens (2200 pairs: the second), on every table. */
+ * batch of 1100 tokens (2200 pairs: the second), on every table but the
+ * AMX one. That one runs an expert's jobs of 4 tokens or more on the tile
+ * unit, which sums in another order than the bf16 kernels that take a token
+ * alone: there the two rows agree within the bf16 tolerance. */
 static void test_w2_paths_agree(void **state)
 {
     (void)state;
@@ -319,9 +322,18 @@ static void test_w2_paths_agree(void **state)
                                 weights + m * topk, alone, NULL);
             assert_int_equal(mi4_cpu_forward_with(ctx, tables[ti], w, &one, err, sizeof err),
                              MOEINT4_SUCCESS);
-            if (!cpu_test_same_bits(alone, out + m * hidden, row_bytes))
+            if (strcmp(tables[ti]->name, "amx") == 0) {
+                double batch_row[128];
+                for (int k = 0; k < hidden; k++)
+                    batch_row[k] = tk_bf16_to_f32(out[m * hidden + k]);
+                double error = tk_relative_l2(MOEINT4_DTYPE_BF16, alone, batch_row, (size_t)hidden);
+                if (!(error <= tolerance(MOEINT4_DTYPE_BF16)))
+                    fail_msg("kernel amx: token %lld alone and in the batch: relative L2 %g",
+                             (long long)m, error);
+            } else if (!cpu_test_same_bits(alone, out + m * hidden, row_bytes)) {
                 fail_msg("kernel %s: token %lld alone and in the batch differ", tables[ti]->name,
                          (long long)m);
+            }
         }
         mi4_cpu_weights_release(w);
         mi4_cpu_context_destroy(ctx);

@@ -1,8 +1,10 @@
-/* Every kernel table (scalar, AVX2, AVX-512 and AVX512-BF16 where the CPU
- * has them; tile and tile_pair, which must agree bit for bit) against a
+/* Every kernel table (scalar, AVX2, AVX-512, AVX512-BF16 and AMX where the
+ * CPU has them; tile and tile_pair, which must agree bit for bit) against a
  * plain double loop over the natural-order codes: shapes with column tails
  * (per-channel rows of any length), every group size, 1..20 tokens (every
- * register block and remainder), f16 and bf16 scales, rows made from f32,
+ * register block and remainder) and up to 72 (AMX passes of 1-4 tiles and
+ * their last, shorter tile), rows equally spaced either way and not (the AMX
+ * table's tile path and its fallback), f16 and bf16 scales, rows made from f32,
  * f16 and bf16 inputs and from activations (pack_block); the input scaling
  * and output rounding helpers bit for bit (the bf16 table's rows: within one
  * bf16 rounding, exact for bf16 inputs). */
@@ -23,7 +25,7 @@
 #include "layout/cpu_repack.h"
 #include "testkit.h"
 
-#define MAX_TOKENS 20
+#define MAX_TOKENS 72
 
 /* The table MOEINT4_CPU_KERNEL and the CPU should select. */
 static const char *expected_selection(void)
@@ -39,8 +41,11 @@ static void test_selection(void **state)
     assert_string_equal(mi4_cpu_kernels_select()->name, expected_selection());
 }
 
-/* bf16 tables this CPU runs: the no-VBMI2 build, and the VBMI2 one */
-static int bf16_tables(void) { return tk_cpu_has_kernels(3) ? 1 + tk_cpu_has_vbmi2() : 0; }
+/* bf16 tables this CPU runs: the no-VBMI2 build, the VBMI2 one, the AMX one */
+static int bf16_tables(void)
+{
+    return tk_cpu_has_kernels(3) ? 1 + tk_cpu_has_vbmi2() + tk_cpu_has_kernels(4) : 0;
+}
 
 /* Each table is tested where the CPU (and the OS) runs it; skipped, not
  * passed, elsewhere. */
@@ -86,6 +91,20 @@ static void test_avx512bf16_present_where_supported(void **state)
     }
 }
 
+static void test_amx_present_where_supported(void **state)
+{
+    (void)state;
+    if (!tk_cpu_has_kernels(4))
+        tk_skip("this CPU or OS has no AMX-BF16 (or Linux did not grant the tile state)");
+    const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
+    int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
+    assert_int_equal(count, 6);
+    assert_string_equal(tables[5]->name, "amx");
+    assert_int_equal(tables[5]->pair_rows, 1);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(tables[i]->pair_rows, 0);
+}
+
 static float scale_value(moeint4_dtype dtype, uint16_t bits)
 {
     return dtype == MOEINT4_DTYPE_BF16 ? tk_bf16_to_f32(bits) : tk_f16_to_f32(bits);
@@ -95,13 +114,15 @@ static float scale_value(moeint4_dtype dtype, uint16_t bits)
  * a plain double loop, within the f32 bound of the sums the kernel forms:
  * the bf16 table sums (128 + code) * x and takes (128 + zero) * sum(x) off
  * at the group's end, so its terms carry that offset. */
-static void check_tile_rows(const char *name, const float *y, int which, int tokens, int in,
-                            int group_size, const uint8_t *codes, const uint8_t *zeros,
-                            const float *scales, float raw[][1024], double held_error)
+static void check_tile_rows(const char *name, const float *y, int which, int tokens,
+                            const int *order, int in, int group_size, const uint8_t *codes,
+                            const uint8_t *zeros, const float *scales, float raw[][1024],
+                            double held_error)
 {
     const int rows = 16;
     int group_columns = group_size == -1 ? in : group_size;
-    double code_offset = strncmp(name, "avx512bf16", 10) == 0 ? 128.0 : 0.0;
+    int bf16_codes = strncmp(name, "avx512bf16", 10) == 0 || strcmp(name, "amx") == 0;
+    double code_offset = bf16_codes ? 128.0 : 0.0;
     for (int t = 0; t < tokens; t++)
         for (int r = 0; r < 8; r++) {
             int row = which * 8 + r;
@@ -110,8 +131,8 @@ static void check_tile_rows(const char *name, const float *y, int which, int tok
                 int g = k / group_columns;
                 double s = scales[g * rows + row];
                 double q = codes[row * in + k], z = zeros[g * rows + row];
-                want += (q - z) * s * raw[tokens - 1 - t][k];
-                magnitude += (q + z + 2 * code_offset) * s * fabs(raw[tokens - 1 - t][k]);
+                want += (q - z) * s * raw[order[t]][k];
+                magnitude += (q + z + 2 * code_offset) * s * fabs(raw[order[t]][k]);
             }
             /* f32 sums of `in` terms: |error| <= in * 2^-24 * sum|terms|, x2
              * margin; plus the relative error of the inputs as a row holds them */
@@ -215,13 +236,26 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
     }
     enum { Y = MAX_TOKENS * 8 };
-    for (int tokens = 1; tokens <= MAX_TOKENS; tokens++) {
+    /* every register block and remainder, and 1-5 passes of 16-token tiles */
+    static const int token_counts[] = { 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+                                        15, 16, 17, 18, 19, 20, 31, 32, 33, 48, 64, 65, 72 };
+    for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++) {
+        int tokens = token_counts[ti];
         float y[2][Y], y_pair[2][Y];
-        /* rows in reverse order, so a kernel that assumed one stride fails */
+        /* rows in reverse order (one negative stride), in order (the
+         * stride), or reversed with the first two swapped (no one stride):
+         * a kernel that assumed the stride, or one stride, fails */
+        int arrangement = (tokens + (int)source) % 3, order[MAX_TOKENS];
         const float *row_ptrs[MAX_TOKENS], *sum_ptrs[MAX_TOKENS];
+        for (int t = 0; t < tokens; t++)
+            order[t] = arrangement == 1 ? t : tokens - 1 - t;
+        if (arrangement == 2 && tokens > 2) {
+            order[0] = tokens - 2;
+            order[1] = tokens - 1;
+        }
         for (int t = 0; t < tokens; t++) {
-            row_ptrs[t] = x + (size_t)(tokens - 1 - t) * stride;
-            sum_ptrs[t] = xsum + (size_t)(tokens - 1 - t) * groups;
+            row_ptrs[t] = x + (size_t)order[t] * stride;
+            sum_ptrs[t] = xsum + (size_t)order[t] * groups;
         }
         mi4_cpu_tile_job jobs[2], pair[2];
         for (int which = 0; which < 2; which++) {
@@ -238,8 +272,8 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             pair[which] = job;
             pair[which].y = y_pair[which];
             kernels->tile(&jobs[which]);
-            check_tile_rows(kernels->name, y[which], which, tokens, in, group_size, codes, zeros,
-                            scales, raw, held_error);
+            check_tile_rows(kernels->name, y[which], which, tokens, order, in, group_size, codes,
+                            zeros, scales, raw, held_error);
         }
         mi4_cpu_run_tile_pair(kernels, &pair[0], &pair[1]);
         for (int which = 0; which < 2; which++) {
@@ -458,6 +492,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_avx2_present_where_supported),
         cmocka_unit_test(test_avx512_present_where_supported),
         cmocka_unit_test(test_avx512bf16_present_where_supported),
+        cmocka_unit_test(test_amx_present_where_supported),
         cmocka_unit_test(test_tile_kernels),
         cmocka_unit_test(test_scale_row),
         cmocka_unit_test(test_store_row),

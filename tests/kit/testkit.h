@@ -56,7 +56,8 @@ void tk_vector_case_free(tk_vector_case *c);
 
 /* ---- CPU kernel tables (tk_cpu.c; GCC's view of the CPU) ---- */
 /* Level of a table named as MOEINT4_CPU_KERNEL names it: 0 scalar, 1 avx2
- * (AVX2 + FMA), 2 avx512 (F/BW/DQ/VL), 3 avx512bf16; unset or unknown: 3. */
+ * (AVX2 + FMA), 2 avx512 (F/BW/DQ/VL), 3 avx512bf16, 4 amx (AMX-BF16 with
+ * the OS's grant, VBMI2); unset or unknown: 4. */
 int tk_cpu_kernel_level(const char *name);
 /* The name of a level's table, as MOEINT4_CPU_KERNEL spells it. */
 const char *tk_cpu_kernel_name(int level);

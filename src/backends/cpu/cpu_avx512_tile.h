@@ -1,4 +1,4 @@
-/* What the two AVX-512 kernel tables (avx512, avx512bf16) share: a 16-lane
+/* What the AVX-512 kernel tables (avx512, avx512bf16, amx) share: a 16-lane
  * register holds rows 0-7 of tile a in its low half and rows 0-7 of tile b
  * in its high half; per group the accumulated dot products are scaled and
  * the zero point is taken off through the input's group sums; at the end
@@ -38,12 +38,12 @@ static MI4_AVX512_INLINE void mi4_avx512_clear(__m512 (*acc)[MI4_AVX512_BLOCK_TO
             acc[s][t] = _mm512_setzero_ps();
 }
 
-/* y[t] += scale * dot[t] - (zero - zero_bias) * scale * xsum[t][g] for the
- * two tiles' rows of group g, dot[t] the sum of acc[0..sets)[t]. */
-static MI4_AVX512_INLINE void
-mi4_avx512_group_end(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int g, float zero_bias,
-                     __m512 (*acc)[MI4_AVX512_BLOCK_TOKENS], int sets, const float *const *sums,
-                     int tokens, float (*y)[16])
+/* Group g's scales of the two tiles' rows (tile a's in the low half) and
+ * (zero - zero_bias) * scale: the factors of the group's end. */
+static MI4_AVX512_INLINE void mi4_avx512_group_factors(const mi4_cpu_tile_job *a,
+                                                       const mi4_cpu_tile_job *b, int g,
+                                                       float zero_bias, __m512 *scale,
+                                                       __m512 *zero_scale)
 {
     const mi4_cpu_pack_geometry *geo = a->geo;
     const size_t scale_at = geo->scales_offset + (size_t)g * MI4_CPU_TILE_ROWS * 2;
@@ -51,21 +51,38 @@ mi4_avx512_group_end(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int g
     __m256i scale_bits = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(a->tile + scale_at))),
         _mm_loadu_si128((const __m128i *)(b->tile + scale_at)), 1);
-    __m512 scale =
-        a->scales_bf16
-            ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(scale_bits), 16))
-            : _mm512_cvtph_ps(scale_bits);
+    *scale = a->scales_bf16
+                 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(scale_bits), 16))
+                 : _mm512_cvtph_ps(scale_bits);
     __m128i zero_bytes = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(a->tile + zero_at)),
                                             _mm_loadl_epi64((const __m128i *)(b->tile + zero_at)));
     __m512 zero = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(zero_bytes));
-    __m512 zero_scale = _mm512_mul_ps(_mm512_sub_ps(zero, _mm512_set1_ps(zero_bias)), scale);
+    *zero_scale = _mm512_mul_ps(_mm512_sub_ps(zero, _mm512_set1_ps(zero_bias)), *scale);
+}
+
+/* y + scale * dot - zero_scale * (the token's sum of group g's inputs) */
+static MI4_AVX512_INLINE __m512 mi4_avx512_group_add(__m512 y, __m512 dot, __m512 scale,
+                                                     __m512 zero_scale, float group_sum)
+{
+    __m512 sum = _mm512_fmadd_ps(dot, scale, y);
+    return _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(group_sum), sum);
+}
+
+/* y[t] += scale * dot[t] - (zero - zero_bias) * scale * xsum[t][g] for the
+ * two tiles' rows of group g, dot[t] the sum of acc[0..sets)[t]. */
+static MI4_AVX512_INLINE void
+mi4_avx512_group_end(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b, int g, float zero_bias,
+                     __m512 (*acc)[MI4_AVX512_BLOCK_TOKENS], int sets, const float *const *sums,
+                     int tokens, float (*y)[16])
+{
+    __m512 scale, zero_scale;
+    mi4_avx512_group_factors(a, b, g, zero_bias, &scale, &zero_scale);
     for (int t = 0; t < tokens; t++) {
         __m512 dot = acc[0][t];
         for (int s = 1; s < sets; s++)
             dot = _mm512_add_ps(dot, acc[s][t]);
-        __m512 sum = _mm512_fmadd_ps(dot, scale, _mm512_load_ps(y[t]));
-        sum = _mm512_fnmadd_ps(zero_scale, _mm512_set1_ps(sums[t][g]), sum);
-        _mm512_store_ps(y[t], sum);
+        _mm512_store_ps(
+            y[t], mi4_avx512_group_add(_mm512_load_ps(y[t]), dot, scale, zero_scale, sums[t][g]));
     }
 }
 

@@ -1,4 +1,4 @@
-/* Run-time checks for the AVX2, AVX-512 and AVX512-BF16 kernels' instruction sets, from CPUID itself
+/* Run-time checks for the AVX2, AVX-512, AVX512-BF16 and AMX kernels' instruction sets, from CPUID itself
  * (clang's __builtin_cpu_supports knows no "f16c"), including the OS's
  * support for the YMM register state. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_FEATURES_H
@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The register state the OS saves (XCR0); only after CPUID's OSXSAVE bit. */
@@ -69,7 +70,14 @@ static inline int mi4_cpu_has_avx512_vbmi2(void)
     __cpuid_count(7, 0, a, b, c, d);
     return (c & (1u << 6)) != 0;
 }
+
+/* AMX-TILE and AMX-BF16 (leaf 7 subleaf 0, EDX bits 24 and 22) on top of
+ * the VBMI2 bf16 table, with the OS saving the tile state (XCR0 bits 17-18)
+ * and granting this process its use (Linux asks for that once, by
+ * arch_prctl: the tile data is 8 KB of signal frame). cpu_features.c. */
+int mi4_cpu_has_amx_bf16(void);
 #else
+static inline int mi4_cpu_has_amx_bf16(void) { return 0; }
 static inline int mi4_cpu_has_avx2_fma_f16c(void) { return 0; }
 static inline int mi4_cpu_has_avx512(void) { return 0; }
 static inline int mi4_cpu_has_avx512_bf16(void) { return 0; }

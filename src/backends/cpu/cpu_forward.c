@@ -67,10 +67,13 @@ typedef struct forward_plan {
     const float *pair_in_factor;  /* router weight on the input, or 1 */
     const float *pair_out_factor; /* router weight on the output, or 1 */
     float *x;                     /* [rows][x_stride] input rows, kernels' form */
-    /* Phase 1's rows: the chunk's tokens, or for act-order weights one row
-     * per pair, gathered by its expert's input_perm into `gathered`. */
+    /* Phase 1's rows: the chunk's tokens; or one row per pair (pair_rows):
+     * for act-order weights gathered by its expert's input_perm into
+     * `gathered`, else its token's row (row_token[pair]). */
     const char *input_rows;
     int input_row_count;
+    int pair_rows;
+    const int *row_token; /* NULL: row m is input row m */
     char *gathered;
     size_t x_stride;
     float *xsum; /* [tokens][geo13.num_groups] */
@@ -107,6 +110,15 @@ typedef struct forward_plan {
 
 static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
 
+/* Floats between consecutive rows of `blocks` blocks in the kernels' form:
+ * whole lines, plus one more, so that rows a multiple of 4 KB long do not
+ * all fall in one L1 set (the AMX table reads 16 rows at once: 5% at Qwen3
+ * M = 512). */
+static size_t row_stride(const mi4_cpu_kernels *kernels, int blocks)
+{
+    return round_up_floats((size_t)blocks * (size_t)kernels->row_block_floats) + 16;
+}
+
 /* Bytes per value of the activations (hidden states and output). */
 static size_t elem_bytes(moeint4_dtype dtype) { return dtype == MOEINT4_DTYPE_F32 ? 4 : 2; }
 
@@ -122,7 +134,8 @@ static void phase1_inputs(forward_plan *plan)
         int m = atomic_fetch_add_explicit(&plan->next_row, 1, memory_order_relaxed);
         if (m >= plan->input_row_count)
             return;
-        const char *src = plan->input_rows + (size_t)m * w->hidden_size * elem;
+        int source = plan->row_token ? plan->row_token[m] : m;
+        const char *src = plan->input_rows + (size_t)source * w->hidden_size * elem;
         plan->kernels->scale_row(args->dtype, src, w->hidden_size, 1.0f, group_columns,
                                  plan->x + (size_t)m * plan->x_stride,
                                  plan->xsum + (size_t)m * w->geo13.num_groups);
@@ -420,7 +433,7 @@ static void plan_layout(forward_plan *plan, arena *a, int max_tokens, int max_pa
     *in_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *out_f = arena_take(a, sizeof(float) * (size_t)max_pairs);
     *items = arena_take(a, sizeof(phase2_item) * (size_t)max_items);
-    int rows = w->input_perm ? max_pairs : max_tokens;
+    int rows = plan->pair_rows ? max_pairs : max_tokens;
     plan->x = arena_take(a, sizeof(float) * (size_t)rows * plan->x_stride);
     plan->xsum = arena_take(a, sizeof(float) * (size_t)rows * w->geo13.num_groups);
     size_t elem = elem_bytes(plan->args->dtype);
@@ -511,8 +524,12 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     int threads = ctx->num_threads;
     int topk = args->topk;
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
-     * activations of every pair stay under MI4_CPU_ACTIVATION_FLOATS */
-    size_t a_floats_per_token = (size_t)topk * w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS;
+     * activations of every pair (and its input row, with pair rows) stay
+     * under MI4_CPU_ACTIVATION_FLOATS */
+    int pair_rows = w->input_perm != NULL || kernels->pair_rows;
+    size_t x_stride = row_stride(kernels, w->geo13.in_blocks);
+    size_t a_floats_per_token =
+        (size_t)topk * (row_stride(kernels, w->geo2.in_blocks) + (pair_rows ? x_stride : 0));
     int chunk =
         clamp_int((int)(MI4_CPU_ACTIVATION_FLOATS / a_floats_per_token), 16, MI4_CPU_TOKEN_CHUNK);
     if (args->num_tokens < chunk)
@@ -550,8 +567,9 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     plan.act.limit = args->swiglu_limit;
     plan.act.alpha = args->swiglu_alpha;
     plan.act.beta = args->swiglu_beta;
-    plan.x_stride = round_up_floats((size_t)w->geo13.in_blocks * MI4_CPU_BLOCK_COLUMNS);
-    plan.a_stride = round_up_floats((size_t)w->geo2.in_blocks * MI4_CPU_BLOCK_COLUMNS);
+    plan.x_stride = x_stride;
+    plan.pair_rows = pair_rows;
+    plan.a_stride = row_stride(kernels, w->geo2.in_blocks);
     plan.out_tiles_per_item = out_tiles;
     plan.w2_by_expert = w2_by_expert;
     plan.w2_half_tiles = half2;
@@ -614,7 +632,7 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
                 continue;
             int p = counts[local]++;
             pair_token[p] = s / topk;
-            int row = w->input_perm ? p : s / topk;
+            int row = plan.pair_rows ? p : s / topk;
             plan.pair_x[p] = plan.x + (size_t)row * plan.x_stride;
             plan.pair_xsum[p] = plan.xsum + (size_t)row * w->geo13.num_groups;
             plan.pair_a[p] = plan.a + (size_t)p * plan.a_stride;
@@ -646,9 +664,13 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         size_t elem = elem_bytes(args->dtype);
         plan.input_rows = (const char *)args->hidden_states + (size_t)begin * w->hidden_size * elem;
         plan.input_row_count = count;
+        plan.row_token = NULL;
         if (w->input_perm) { /* act-order: by the caller, before the job */
             gather_act_order_rows(&plan, elem);
             plan.input_rows = plan.gathered;
+            plan.input_row_count = num_pairs;
+        } else if (plan.pair_rows) {
+            plan.row_token = pair_token;
             plan.input_row_count = num_pairs;
         }
         if (threads <= 1 || mi4_cpu_pool_try_run(ctx->pool, forward_job, &plan) != 0)

@@ -9,8 +9,9 @@
  *    to a multiple of 8 columns. The scaling lets a kernel turn nibble c of a
  *    word into (code * 16^c) with one AND, exactly, instead of shift + AND;
  *    the products are the same.
- *  - the bf16 table (avx512bf16): bf16, 16 bytes per 8 columns in the order
- *    of cpu_kernels_avx512bf16.c, so a row fits where a scaled row does. */
+ *  - the bf16 tables (avx512bf16, amx): bf16, 16 bytes per 8 columns in the
+ *    order of cpu_kernels_avx512bf16.c, so a row fits where a scaled row
+ *    does. */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 #define MOEINT4_BACKENDS_CPU_CPU_KERNELS_H
 
@@ -46,7 +47,8 @@ typedef struct mi4_cpu_tile_job {
 } mi4_cpu_tile_job;
 
 typedef struct mi4_cpu_kernels {
-    const char *name; /* "scalar", "avx2", "avx512", "avx512bf16", "avx512bf16-novbmi2" */
+    /* "scalar", "avx2", "avx512", "avx512bf16", "avx512bf16-novbmi2", "amx" */
+    const char *name;
     void (*tile)(const mi4_cpu_tile_job *job);
     /* Two jobs that differ only in tile and y (same geo, rows, tokens), each
      * written bit for bit as tile() writes it; NULL: call tile() twice. The
@@ -65,9 +67,15 @@ typedef struct mi4_cpu_kernels {
      * as tile() reads it; returns the sum of the values as tile() will
      * multiply them (the group sums add these). */
     float (*pack_block)(const float *values, float *row, int block);
+    /* floats of a row per 8-column block: 8 (scaled f32 rows), 4 (bf16) */
+    int row_block_floats;
     /* F16 and F32 activations run on this table instead (NULL: on this
      * one); the bf16 table takes BF16 activations only. */
     const struct mi4_cpu_kernels *(*wide_input)(void);
+    /* 1: tile() runs fastest on equally spaced rows (the AMX table loads
+     * them as tiles), so the forward gives each (token, expert) pair its
+     * own input row, an expert's rows one after another. */
+    int pair_rows;
 } mi4_cpu_kernels;
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);
@@ -76,6 +84,7 @@ const mi4_cpu_kernels *mi4_cpu_kernels_avx2(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16_novbmi2(void); /* no VBMI2 */
+const mi4_cpu_kernels *mi4_cpu_kernels_amx(void); /* AMX-BF16 on top of the bf16 table */
 /* The AVX2 table's row conversions and activation, which the AVX-512
  * tables use too (memory or latency bound at these sizes). */
 void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
@@ -85,7 +94,7 @@ void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const flo
 #endif
 
 /* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|
- * avx512bf16 caps it (the best this CPU runs at or below the named one). */
+ * avx512bf16|amx caps it (the best this CPU runs at or below the named one). */
 const mi4_cpu_kernels *mi4_cpu_kernels_select(void);
 
 static inline void mi4_cpu_run_tile_pair(const mi4_cpu_kernels *kernels, const mi4_cpu_tile_job *a,

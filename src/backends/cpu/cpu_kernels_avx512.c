@@ -102,6 +102,7 @@ static const mi4_cpu_kernels avx512_kernels = {
     .store_row = mi4_cpu_avx2_store_row,
     .activate = mi4_cpu_avx2_activate,
     .pack_block = mi4_cpu_pack_block_scaled,
+    .row_block_floats = MI4_CPU_BLOCK_COLUMNS,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void) { return &avx512_kernels; }

@@ -1,7 +1,8 @@
 /* AVX512-BF16 kernels (compiled with -mavx512f/bw/dq/vl -mavx512bf16
  * -mavx512vbmi2 -mfma -mf16c, called only after a run-time check for
  * AVX512_BF16 and VBMI2; cpu_kernels_avx512bf16_novbmi2.c compiles this file
- * again without VBMI2 for CPUs that lack it, Intel Cooper Lake), for BF16
+ * again without VBMI2 for CPUs that lack it, Intel Cooper Lake, and
+ * cpu_kernels_amx.c with AMX for the tile unit), for BF16
  * activations; F16 and F32 activations run
  * on the AVX-512F table (wide_input), whose f32 FMAs multiply them exactly
  * (two bf16 planes per f16 value would be exact too, but halve the speed:
@@ -46,6 +47,7 @@
 
 #include "backends/cpu/cpu_avx2_io.h"
 #include "backends/cpu/cpu_avx512_tile.h"
+#include "backends/cpu/cpu_bf16_codes.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_scalar_io.h"
 
@@ -65,24 +67,6 @@ typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
 #ifndef BF16_PREFETCH_BYTES
 #define BF16_PREFETCH_BYTES 16384
 #endif
-
-/* bf16 of 128 + (half & 0xF) in each 16-bit half */
-static ALWAYS_INLINE __m512i low_codes(__m512i word)
-{
-    return _mm512_ternarylogic_epi32(word, _mm512_set1_epi32(0x000F000F),
-                                     _mm512_set1_epi32(0x43004300), 0xEA); /* (a & b) | c */
-}
-
-/* bf16 of 128 + (half >> 12) in each 16-bit half: 0x0430 << 4 = 0x4300;
- * without VBMI2 a shift and an OR (one more instruction per 128 weights) */
-static ALWAYS_INLINE __m512i top_codes(__m512i word)
-{
-#if defined(__AVX512VBMI2__)
-    return _mm512_shrdi_epi16(word, _mm512_set1_epi16(0x0430), 12);
-#else
-    return _mm512_or_si512(_mm512_srli_epi16(word, 12), _mm512_set1_epi16(0x4300));
-#endif
-}
 
 /* acc + w . (column pair c of block k), the pair broadcast to every lane
  * from memory inside the instruction (GCC 12 issues a separate broadcast
@@ -107,16 +91,8 @@ static ALWAYS_INLINE void block_step(__m512 (*acc)[MAX_BLOCK_TOKENS], const uint
                                      const int first_set)
 {
     const size_t at = (size_t)k * MI4_CPU_BLOCK_BYTES;
-    __m512i word = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(block_a + at))),
-        _mm256_load_si256((const __m256i *)(block_b + at)), 1);
-    /* each register's last use is the (destructive) vpternlogd: no copies */
-    __m512i rotated = _mm512_ror_epi32(word, 8);
     __m512i codes[4];
-    codes[1] = top_codes(word);
-    codes[0] = low_codes(word);
-    codes[3] = top_codes(rotated);
-    codes[2] = low_codes(rotated);
+    mi4_bf16_block_codes(mi4_bf16_load_block_pair(block_a + at, block_b + at), codes);
     for (int c = 0; c < 4; c++) {
         __m512bh w = (__m512bh)codes[c];
         for (int t = 0; t < TB; t++)
@@ -179,8 +155,6 @@ static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
     mi4_avx512_run_blocks(a, b, by_count);
 }
 
-static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
-
 /* 8 f32 values -> one row block (x0 x4 x3 x7 x2 x6 x5 x1), rounded to bf16;
  * returns the sum of the rounded values. */
 static ALWAYS_INLINE float pack_values(__m256 v, uint8_t *dst)
@@ -224,23 +198,50 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
     }
 }
 
-/* Output rounding and the activation: the AVX2 table's. */
-#if defined(__AVX512VBMI2__)
+#if defined(__AMX_BF16__)
+#include "backends/cpu/cpu_amx_tile.h"
+
+/* On the tile unit where it takes the jobs, else on the bf16 kernels. */
+static void amx_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
+{
+    if (!mi4_amx_tile_pair(a, b))
+        bf16_tile_pair(a, b);
+}
+
+static void amx_tile(const mi4_cpu_tile_job *job) { amx_tile_pair(job, job); }
+
+#define BF16_TABLE_NAME "amx"
+#define BF16_TABLE_GETTER mi4_cpu_kernels_amx
+#define BF16_TABLE_TILE amx_tile
+#define BF16_TABLE_TILE_PAIR amx_tile_pair
+#define BF16_TABLE_PAIR_ROWS 1
+#elif defined(__AVX512VBMI2__)
 #define BF16_TABLE_NAME "avx512bf16"
 #define BF16_TABLE_GETTER mi4_cpu_kernels_avx512bf16
 #else
 #define BF16_TABLE_NAME "avx512bf16-novbmi2"
 #define BF16_TABLE_GETTER mi4_cpu_kernels_avx512bf16_novbmi2
 #endif
+#ifndef BF16_TABLE_TILE
+static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
+
+#define BF16_TABLE_TILE bf16_tile
+#define BF16_TABLE_TILE_PAIR bf16_tile_pair
+#define BF16_TABLE_PAIR_ROWS 0
+#endif
+
+/* Output rounding and the activation: the AVX2 table's. */
 static const mi4_cpu_kernels avx512bf16_kernels = {
     .name = BF16_TABLE_NAME,
-    .tile = bf16_tile,
-    .tile_pair = bf16_tile_pair,
+    .tile = BF16_TABLE_TILE,
+    .tile_pair = BF16_TABLE_TILE_PAIR,
     .scale_row = bf16_scale_row,
     .store_row = mi4_cpu_avx2_store_row,
     .activate = mi4_cpu_avx2_activate,
     .pack_block = bf16_pack_block,
+    .row_block_floats = ROW_BLOCK_BYTES / 4,
     .wide_input = mi4_cpu_kernels_avx512,
+    .pair_rows = BF16_TABLE_PAIR_ROWS,
 };
 
 const mi4_cpu_kernels *BF16_TABLE_GETTER(void) { return &avx512bf16_kernels; }

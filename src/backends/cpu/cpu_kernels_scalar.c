@@ -93,6 +93,7 @@ static const mi4_cpu_kernels scalar_kernels = {
     .store_row = scalar_store_row,
     .activate = scalar_activate,
     .pack_block = mi4_cpu_pack_block_scaled,
+    .row_block_floats = MI4_CPU_BLOCK_COLUMNS,
 };
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void) { return &scalar_kernels; }
@@ -101,14 +102,18 @@ const mi4_cpu_kernels *mi4_cpu_kernels_select(void)
 {
     /* tables from the best down; MOEINT4_CPU_KERNEL names the best allowed */
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
-    int cap = 3; /* 3 avx512bf16, 2 avx512, 1 avx2, 0 scalar */
+    int cap = 4; /* 4 amx, 3 avx512bf16, 2 avx512, 1 avx2, 0 scalar */
     if (forced && strcmp(forced, "scalar") == 0)
         cap = 0;
     else if (forced && strcmp(forced, "avx2") == 0)
         cap = 1;
     else if (forced && strcmp(forced, "avx512") == 0)
         cap = 2;
+    else if (forced && strcmp(forced, "avx512bf16") == 0)
+        cap = 3;
 #if defined(MOEINT4_HAVE_X86_KERNELS)
+    if (cap >= 4 && mi4_cpu_has_amx_bf16())
+        return mi4_cpu_kernels_amx();
     if (cap >= 3 && mi4_cpu_has_avx512_bf16())
         return mi4_cpu_has_avx512_vbmi2() ? mi4_cpu_kernels_avx512bf16()
                                           : mi4_cpu_kernels_avx512bf16_novbmi2();
