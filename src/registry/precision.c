@@ -22,7 +22,8 @@ typedef struct precision_row {
 static const precision_row precision_rows[] = {
     /* CPU: inputs used as given, int4 * scale exact in f32, f32
      * accumulation; the intermediate f32, except for BF16 activations on
-     * the AVX512-BF16 kernels (vdpbf16ps), which round it to bf16. */
+     * the AVX512-BF16 and AMX kernels (vdpbf16ps, tdpbf16ps), which round
+     * it to bf16. */
     { MOEINT4_BACKEND_CPU, F32, F32, F32, F32, F32 },
     { MOEINT4_BACKEND_CPU, F16, F16, F32, F32, F32 },
     { MOEINT4_BACKEND_CPU, BF16, BF16, F32, BF16, F32 },
