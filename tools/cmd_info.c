@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_ceiling.h"
 #include "bench_floor.h"
 #include "cli.h"
 #include "cli_session.h"
@@ -145,6 +146,13 @@ int cli_info_main(int argc, char **argv)
         printf("warning: the loaded library's version differs from the header's\n");
     printf("backend override: MOEINT4_BACKEND=%s\n",
            getenv("MOEINT4_BACKEND") ? getenv("MOEINT4_BACKEND") : "(unset)");
+    /* the CPU backend's rule, as the bench's floor applies it (bench_ceiling.c) */
+    const char *bf16_table = NULL, *wide_table = NULL;
+    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_BF16, &bf16_table);
+    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_F32, &wide_table);
+    printf("CPU kernel table: %s for bf16 activations, %s for f16/f32 (MOEINT4_CPU_KERNEL=%s)\n",
+           bf16_table, wide_table,
+           getenv("MOEINT4_CPU_KERNEL") ? getenv("MOEINT4_CPU_KERNEL") : "(unset)");
     const char *suggestion = cli_openblas_suggestion();
     printf("OpenBLAS kernels: %s", cli_openblas_core());
     if (suggestion != NULL)

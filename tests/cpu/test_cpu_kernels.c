@@ -100,9 +100,9 @@ static void test_amx_present_where_supported(void **state)
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
     assert_int_equal(count, 6);
     assert_string_equal(tables[5]->name, "amx");
-    assert_int_equal(tables[5]->pair_rows, 1);
+    assert_int_equal(tables[5]->pair_rows_min_tokens, 2);
     for (int i = 0; i < 5; i++)
-        assert_int_equal(tables[i]->pair_rows, 0);
+        assert_int_equal(tables[i]->pair_rows_min_tokens, 0);
 }
 
 static float scale_value(moeint4_dtype dtype, uint16_t bits)

@@ -10,7 +10,8 @@
  * pair i % 4 of block i / 4 for the 16 weight rows, the order in which a
  * bf16 row holds its columns, so 64 bytes of each input row are an A tile
  * row as they are: the A tiles load straight from the rows when they are
- * equally spaced (the forward lays an expert's rows out so: pair_rows).
+ * equally spaced (the forward lays an expert's rows out so from
+ * MI4_AMX_MIN_TOKENS tokens on: pair_rows_min_tokens).
  * Up to 4 C tiles (64 tokens) share each B tile; at a group's end they go to
  * memory and are scaled into the f32 outputs.
  *
@@ -31,11 +32,11 @@
 
 /* Fewer tokens than this run on the bf16 kernels. bench_cpu_kernels' block
  * test (K = 2048, 2 threads, GFLOP/s, bf16 kernels / tile unit) on the
- * Intel Xeon VM with AMX of 2026-12-04: T = 1: 161 / 35-74, 2: 186 / 148,
- * 3: 186 / 215, 4: 189 / 289, 16: 192 / 884, 64: 186 / 1445 (a TDPBF16PS
+ * Intel Xeon VM with AMX of 2026-12-04: T = 1: 152-166 / 116, 2: 179-191 /
+ * 231, 3: 191 / 337-349, 16: 187 / 1261, 64: 186 / 1757 (a TDPBF16PS
  * takes about as long for 1 token as for 16). */
 #ifndef MI4_AMX_MIN_TOKENS
-#define MI4_AMX_MIN_TOKENS 3
+#define MI4_AMX_MIN_TOKENS 2
 #endif
 
 #define MI4_AMX_TILE_ROWS 16   /* tokens of an A / C tile, pairs of a B tile */
@@ -160,7 +161,10 @@ static inline int mi4_amx_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_til
     if (!equal)
         return 0;
     const float *const *rows = a->x;
-    __attribute__((aligned(64))) uint8_t b_tile[MI4_AMX_TILE_ROWS * MI4_AMX_ROW_BYTES];
+    /* B tiles staged one slice ahead: a TILELOADD right after the stores
+     * that fill its operand waits for them to reach L1 (Qwen3 M = 512:
+     * a quarter of the kernel's time) */
+    __attribute__((aligned(64))) uint8_t b_tiles[2][MI4_AMX_TILE_ROWS * MI4_AMX_ROW_BYTES];
     __attribute__((aligned(64))) float dots[MI4_AMX_PASS_TOKENS][16];
     __attribute__((aligned(64))) float y[MI4_AMX_PASS_TOKENS][16];
     int loaded = -1; /* the pass shape (c_tiles, last_rows) configured */
@@ -174,26 +178,32 @@ static inline int mi4_amx_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_til
         }
         for (int t = 0; t < n; t++)
             _mm512_store_ps(y[t], _mm512_setzero_ps());
+        int staged = 0; /* the b_tiles entry that holds the current slice */
+        mi4_amx_stage_codes(a, b, 0, b_tiles[staged]);
         for (int g = 0; g < geo->num_groups; g++) {
             int block = g * geo->group_blocks;
             int end = block + geo->group_blocks < geo->in_blocks ? block + geo->group_blocks
                                                                  : geo->in_blocks;
             MI4_AMX_EACH_C(MI4_AMX_ZERO);
             for (; block < end; block += MI4_AMX_SLICE_BLOCKS) {
-                /* the first pass streams the tiles from memory */
-                const size_t at = (size_t)block * MI4_CPU_BLOCK_BYTES + MI4_AMX_PREFETCH_BYTES;
-                _mm_prefetch((const char *)(a->tile + at), _MM_HINT_T0);
-                _mm_prefetch((const char *)(a->tile + at + 64), _MM_HINT_T0);
-                _mm_prefetch((const char *)(b->tile + at), _MM_HINT_T0);
-                _mm_prefetch((const char *)(b->tile + at + 64), _MM_HINT_T0);
-                mi4_amx_stage_codes(a, b, block, b_tile);
                 MI4_AMX_MEMORY_BARRIER();
-                _tile_loadd(MI4_AMX_B, b_tile, MI4_AMX_ROW_BYTES);
+                _tile_loadd(MI4_AMX_B, b_tiles[staged], MI4_AMX_ROW_BYTES);
+                const int next = block + MI4_AMX_SLICE_BLOCKS;
+                if (next < geo->in_blocks) { /* the next slice, whatever its group */
+                    /* the first pass streams the tiles from memory */
+                    const size_t at = (size_t)next * MI4_CPU_BLOCK_BYTES + MI4_AMX_PREFETCH_BYTES;
+                    _mm_prefetch((const char *)(a->tile + at), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(a->tile + at + 64), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(b->tile + at), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(b->tile + at + 64), _MM_HINT_T0);
+                    mi4_amx_stage_codes(a, b, next, b_tiles[staged ^ 1]);
+                }
                 const size_t slice_at = (size_t)block * MI4_AMX_INPUT_BLOCK_BYTES;
                 MI4_AMX_DOT(0, 3);
                 MI4_AMX_DOT(1, 4);
                 MI4_AMX_DOT(2, 5);
                 MI4_AMX_DOT(3, 6);
+                staged ^= 1;
             }
             MI4_AMX_EACH_C(MI4_AMX_STORE);
             /* the sums hold 128 + code: take 128 + zero off */

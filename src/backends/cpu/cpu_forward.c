@@ -526,7 +526,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the
      * activations of every pair (and its input row, with pair rows) stay
      * under MI4_CPU_ACTIVATION_FLOATS */
-    int pair_rows = w->input_perm != NULL || kernels->pair_rows;
+    int pair_rows = w->input_perm != NULL || (kernels->pair_rows_min_tokens > 0 &&
+                                              args->num_tokens >= kernels->pair_rows_min_tokens);
     size_t x_stride = row_stride(kernels, w->geo13.in_blocks);
     size_t a_floats_per_token =
         (size_t)topk * (row_stride(kernels, w->geo2.in_blocks) + (pair_rows ? x_stride : 0));

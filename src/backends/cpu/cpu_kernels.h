@@ -72,10 +72,11 @@ typedef struct mi4_cpu_kernels {
     /* F16 and F32 activations run on this table instead (NULL: on this
      * one); the bf16 table takes BF16 activations only. */
     const struct mi4_cpu_kernels *(*wide_input)(void);
-    /* 1: tile() runs fastest on equally spaced rows (the AMX table loads
-     * them as tiles), so the forward gives each (token, expert) pair its
-     * own input row, an expert's rows one after another. */
-    int pair_rows;
+    /* 0, or the fewest tokens from which tile() wants equally spaced rows
+     * (the AMX table loads them as tiles): a forward of that many tokens
+     * gives each (token, expert) pair its own input row, an expert's rows
+     * one after another (fewer: the tokens' rows, converted once each). */
+    int pair_rows_min_tokens;
 } mi4_cpu_kernels;
 
 const mi4_cpu_kernels *mi4_cpu_kernels_scalar(void);

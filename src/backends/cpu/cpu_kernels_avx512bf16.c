@@ -214,7 +214,7 @@ static void amx_tile(const mi4_cpu_tile_job *job) { amx_tile_pair(job, job); }
 #define BF16_TABLE_GETTER mi4_cpu_kernels_amx
 #define BF16_TABLE_TILE amx_tile
 #define BF16_TABLE_TILE_PAIR amx_tile_pair
-#define BF16_TABLE_PAIR_ROWS 1
+#define BF16_TABLE_PAIR_ROWS_MIN_TOKENS MI4_AMX_MIN_TOKENS
 #elif defined(__AVX512VBMI2__)
 #define BF16_TABLE_NAME "avx512bf16"
 #define BF16_TABLE_GETTER mi4_cpu_kernels_avx512bf16
@@ -227,7 +227,7 @@ static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
 
 #define BF16_TABLE_TILE bf16_tile
 #define BF16_TABLE_TILE_PAIR bf16_tile_pair
-#define BF16_TABLE_PAIR_ROWS 0
+#define BF16_TABLE_PAIR_ROWS_MIN_TOKENS 0
 #endif
 
 /* Output rounding and the activation: the AVX2 table's. */
@@ -241,7 +241,7 @@ static const mi4_cpu_kernels avx512bf16_kernels = {
     .pack_block = bf16_pack_block,
     .row_block_floats = ROW_BLOCK_BYTES / 4,
     .wide_input = mi4_cpu_kernels_avx512,
-    .pair_rows = BF16_TABLE_PAIR_ROWS,
+    .pair_rows_min_tokens = BF16_TABLE_PAIR_ROWS_MIN_TOKENS,
 };
 
 const mi4_cpu_kernels *BF16_TABLE_GETTER(void) { return &avx512bf16_kernels; }
