@@ -3,6 +3,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "base/error.h"
 #include "moeint4.h"
@@ -76,6 +79,19 @@ void *mi4_aligned_alloc(size_t alignment, size_t bytes)
         return NULL;
     size_t rounded = (bytes + alignment - 1) & ~(alignment - 1);
     return injected_failure() ? NULL : counted(aligned_alloc(alignment, rounded));
+}
+
+void *mi4_large_alloc(size_t bytes)
+{
+    const size_t huge_page = (size_t)2 << 20;
+    if (bytes < huge_page)
+        return mi4_aligned_alloc(64, bytes);
+    void *block = mi4_aligned_alloc(huge_page, bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (block) /* advice only: a kernel without THP keeps 4 KB pages */
+        madvise(block, (bytes + huge_page - 1) & ~(huge_page - 1), MADV_HUGEPAGE);
+#endif
+    return block;
 }
 
 void mi4_free(void *pointer)

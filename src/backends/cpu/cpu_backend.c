@@ -160,7 +160,7 @@ void mi4_cpu_weights_release(mi4_cpu_weights *w)
 
 static void *aligned_bytes(size_t bytes)
 {
-    return mi4_aligned_alloc(MI4_CPU_TILE_ALIGN, bytes > 0 ? bytes : MI4_CPU_TILE_ALIGN);
+    return mi4_large_alloc(bytes > 0 ? bytes : MI4_CPU_TILE_ALIGN);
 }
 
 moeint4_status mi4_cpu_weights_prepare(mi4_cpu_context *ctx, const moeint4_weights_desc *desc,

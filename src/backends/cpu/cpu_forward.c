@@ -466,7 +466,7 @@ static void *scratch_take(mi4_cpu_context *ctx, size_t bytes, int *kept)
         if (ctx->scratch_bytes < bytes) {
             mi4_free(ctx->scratch);
             ctx->scratch_bytes = 0;
-            ctx->scratch = mi4_aligned_alloc(64, bytes);
+            ctx->scratch = mi4_large_alloc(bytes);
             if (ctx->scratch)
                 ctx->scratch_bytes = bytes;
         }
@@ -476,7 +476,7 @@ static void *scratch_take(mi4_cpu_context *ctx, size_t bytes, int *kept)
         }
         atomic_store(&ctx->scratch_busy, 0);
     }
-    return mi4_aligned_alloc(64, bytes);
+    return mi4_large_alloc(bytes);
 }
 
 static void scratch_give_back(mi4_cpu_context *ctx, void *block, int kept)

@@ -198,7 +198,7 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
     }
 }
 
-#if defined(__AMX_BF16__)
+#if defined(MI4_CPU_AMX_TABLE)
 #include "backends/cpu/cpu_amx_tile.h"
 
 /* On the tile unit where it takes the jobs, else on the bf16 kernels. */
