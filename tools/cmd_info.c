@@ -150,8 +150,8 @@ int cli_info_main(int argc, char **argv)
     const char *bf16_table = NULL, *wide_table = NULL;
     cli_cpu_kernel_ceiling(MOEINT4_DTYPE_BF16, &bf16_table);
     cli_cpu_kernel_ceiling(MOEINT4_DTYPE_F32, &wide_table);
-    printf("CPU kernel table: %s for bf16 activations, %s for f16/f32 (MOEINT4_CPU_KERNEL=%s)\n",
-           bf16_table, wide_table,
+    printf("CPU kernel table: %s for bf16 activations, %.*s for f16/f32 (MOEINT4_CPU_KERNEL=%s)\n",
+           bf16_table, (int)strcspn(wide_table, " "), wide_table,
            getenv("MOEINT4_CPU_KERNEL") ? getenv("MOEINT4_CPU_KERNEL") : "(unset)");
     const char *suggestion = cli_openblas_suggestion();
     printf("OpenBLAS kernels: %s", cli_openblas_core());

@@ -15,9 +15,9 @@ void *mi4_calloc(size_t count, size_t size);
 void *mi4_aligned_alloc(size_t alignment, size_t bytes);
 /* A block of `bytes` (64-byte aligned) for large, long-lived or streamed
  * data: from 2 MB on it is 2 MB aligned and Linux is asked to back it with
- * transparent huge pages (where THP is "madvise", the default on Debian):
- * fewer TLB misses, and hardware prefetchers that are not stopped at every
- * 4 KB page. */
+ * transparent huge pages (which a THP setting of "madvise" needs, "always"
+ * gives anyway, "never" refuses): fewer TLB misses, and hardware
+ * prefetchers that are not stopped at every 4 KB page. */
 void *mi4_large_alloc(size_t bytes);
 /* Frees what any of the four returned; NULL is a no-op. */
 void mi4_free(void *pointer);

@@ -277,7 +277,7 @@ static void test_repeated_expert_ids(void **state)
 /* Phase 3 runs w2 by expert for few pairs (decode) and by output slice for
  * many: a token's output row is the same bits alone (the first) and in a
  * batch of 1100 tokens (2200 pairs: the second), on every table but the
- * AMX one. That one runs an expert's jobs of 4 tokens or more on the tile
+ * AMX one. That one runs an expert's jobs of 2 tokens or more on the tile
  * unit, which sums in another order than the bf16 kernels that take a token
  * alone: there the two rows agree within the bf16 tolerance. */
 static void test_w2_paths_agree(void **state)

@@ -114,15 +114,16 @@ static float scale_value(moeint4_dtype dtype, uint16_t bits)
  * a plain double loop, within the f32 bound of the sums the kernel forms:
  * the bf16 table sums (128 + code) * x and takes (128 + zero) * sum(x) off
  * at the group's end, so its terms carry that offset. */
-static void check_tile_rows(const char *name, const float *y, int which, int tokens,
+static void check_tile_rows(const mi4_cpu_kernels *kernels, const float *y, int which, int tokens,
                             const int *order, int in, int group_size, const uint8_t *codes,
                             const uint8_t *zeros, const float *scales, float raw[][1024],
                             double held_error)
 {
     const int rows = 16;
+    const char *name = kernels->name;
     int group_columns = group_size == -1 ? in : group_size;
-    int bf16_codes = strncmp(name, "avx512bf16", 10) == 0 || strcmp(name, "amx") == 0;
-    double code_offset = bf16_codes ? 128.0 : 0.0;
+    /* the bf16 tables (those that hand wider inputs on) sum 128 + code */
+    double code_offset = kernels->wide_input ? 128.0 : 0.0;
     for (int t = 0; t < tokens; t++)
         for (int r = 0; r < 8; r++) {
             int row = which * 8 + r;
@@ -272,8 +273,8 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             pair[which] = job;
             pair[which].y = y_pair[which];
             kernels->tile(&jobs[which]);
-            check_tile_rows(kernels->name, y[which], which, tokens, order, in, group_size, codes,
-                            zeros, scales, raw, held_error);
+            check_tile_rows(kernels, y[which], which, tokens, order, in, group_size, codes, zeros,
+                            scales, raw, held_error);
         }
         mi4_cpu_run_tile_pair(kernels, &pair[0], &pair[1]);
         for (int which = 0; which < 2; which++) {
