@@ -12,7 +12,7 @@ from ._version import __version__
 from .checkpoint import Checkpoint
 from .context import Context, default_context
 from .errors import LibraryNotFoundError, MoeInt4Error, VersionMismatchError
-from .layout import dequantize_bf16, dequantize_f32, gptq_to_xpu, validate
+from .layout import dequantize_bf16, dequantize_f32, gptq_to_xpu, to_xpu, validate
 from .oracle import BackendInfo, backends, explain, select
 from .reference import bf16_to_float32, float32_to_bf16
 from .weights import Weights, has_async_forward
@@ -28,5 +28,5 @@ __all__ = [
     "__version__", "BackendInfo", "Checkpoint", "Context", "LibraryNotFoundError", "MoeInt4Error",
     "VersionMismatchError", "Weights", "backends", "bf16_to_float32", "default_context",
     "dequantize_bf16", "dequantize_f32", "explain", "float32_to_bf16", "gptq_to_xpu", "has_async_forward",
-    "library_path", "library_version", "select", "validate",
+    "library_path", "library_version", "select", "to_xpu", "validate",
 ]

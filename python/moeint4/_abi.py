@@ -327,6 +327,8 @@ FUNCTIONS: List[Function] = [
     ("moeint4_oracle_explain", STATUS,
      [POINTER(Problem), c_enum, c_int, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
     ("moeint4_layout_gptq_to_xpu", STATUS, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
+    ("moeint4_layout_to_xpu", STATUS,
+     [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p, POINTER(c_uint8)]),
     ("moeint4_layout_dequantize_bf16", STATUS, [POINTER(QuantMatrix), POINTER(c_uint16)]),
     ("moeint4_layout_dequantize_f32", STATUS, [POINTER(QuantMatrix), POINTER(c_float)]),
     ("moeint4_layout_validate", STATUS, [POINTER(QuantMatrix)]),
@@ -336,6 +338,8 @@ FUNCTIONS: List[Function] = [
     ("moeint4_backend_load", STATUS, [c_char_p, POINTER(c_enum)]),
     ("moeint4_backend_get_proc_address", c_void_p, [c_enum, c_char_p]),
     ("moeint4_backend_layout_gptq_to_xpu", None, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
+    ("moeint4_backend_layout_to_xpu", None,
+     [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p, POINTER(c_uint8)]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
      [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),

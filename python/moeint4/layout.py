@@ -41,6 +41,25 @@ def gptq_to_xpu(qweight: Any, scales: Any, *, g_idx: Any = None,
     return host_array_like(qweight, packed), host_array_like(qweight, scales_out, bf16)
 
 
+def to_xpu(qweight: Any, scales: Any, qzeros: Any = None, *, format: str = "gptq",
+           group_size: Optional[int] = None, zero_offset: int = 0, g_idx: Any = None,
+           scales_dtype: Optional[str] = None) -> Tuple[Any, Any, Any]:
+    """Any format -> the XPU layout: (packed, scales) as gptq_to_xpu, and
+    zeros uint8 [E, OUT, G], the value subtracted from each code (8 for GPTQ
+    symmetric), so value = (code - zero) * scale."""
+    p, m = _matrix(qweight, scales, qzeros, g_idx, format, group_size, zero_offset, scales_dtype)
+    packed = np.empty((p.num_experts, p.out_features, p.in_features // 2), dtype=np.uint8)
+    scales_t = np.empty((p.num_experts, p.out_features, p.num_groups), dtype=np.uint16)
+    zeros = np.empty((p.num_experts, p.out_features, p.num_groups), dtype=np.uint8)
+    as_bytes = ctypes.POINTER(ctypes.c_uint8)
+    lib().moeint4_layout_to_xpu(ctypes.byref(m), packed.ctypes.data_as(as_bytes),
+                                scales_t.ctypes.data, zeros.ctypes.data_as(as_bytes))
+    bf16 = p.scales_dtype == _abi.DTYPE_BF16
+    scales_out = scales_t if bf16 else scales_t.view(np.float16)
+    return (host_array_like(qweight, packed), host_array_like(qweight, scales_out, bf16),
+            host_array_like(qweight, zeros))
+
+
 def dequantize_f32(qweight: Any, scales: Any, qzeros: Any = None, *, format: str = "gptq",
                    group_size: Optional[int] = None, zero_offset: int = 0, g_idx: Any = None,
                    scales_dtype: Optional[str] = None) -> Any:

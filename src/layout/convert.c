@@ -137,7 +137,7 @@ void mi4_layout_dequantize_expert_bf16(const moeint4_quant_matrix *m, int expert
 #define XPU_BLOCK 32
 
 void mi4_layout_xpu_expert(const moeint4_quant_matrix *m, int expert, uint8_t *packed,
-                           uint16_t *scales_t)
+                           uint16_t *scales_t, uint8_t *zeros_t)
 {
     int out = m->out_features, words = m->in_features / 8;
     size_t row_bytes = (size_t)m->in_features / 2;
@@ -164,4 +164,8 @@ void mi4_layout_xpu_expert(const moeint4_quant_matrix *m, int expert, uint8_t *p
     for (size_t o = 0; o < out_size; o++)
         for (size_t g = 0; g < groups; g++)
             scales_t[o * groups + g] = scales[g * out_size + o];
+    if (zeros_t)
+        for (size_t o = 0; o < out_size; o++)
+            for (size_t g = 0; g < groups; g++)
+                zeros_t[o * groups + g] = (uint8_t)mi4_layout_zero(m, expert, (int)g, (int)o);
 }

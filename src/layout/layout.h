@@ -95,10 +95,11 @@ void mi4_layout_decode_codes(const moeint4_quant_matrix *m, int expert, int row0
 void mi4_layout_dequantize_expert_f32(const moeint4_quant_matrix *m, int expert, float *out);
 void mi4_layout_dequantize_expert_bf16(const moeint4_quant_matrix *m, int expert, uint16_t *out);
 
-/* One expert of a GPTQ_SYM matrix in the XPU layout: packed [OUT][IN/2]
- * (byte j of row o = code(2j) | code(2j+1) << 4) and scales_t [OUT][G]
- * (the source's 16-bit scale bit patterns, transposed). */
+/* One expert (any format, no act-order) in the XPU layout: packed
+ * [OUT][IN/2] (byte j of row o = code(2j) | code(2j+1) << 4), scales_t
+ * [OUT][G] (the source's 16-bit scale bit patterns, transposed) and, unless
+ * zeros_t is NULL, zeros_t [OUT][G] (mi4_layout_zero's values). */
 void mi4_layout_xpu_expert(const moeint4_quant_matrix *m, int expert, uint8_t *packed,
-                           uint16_t *scales_t);
+                           uint16_t *scales_t, uint8_t *zeros_t);
 
 #endif

@@ -83,20 +83,30 @@ moeint4_status moeint4_layout_dequantize_bf16(const moeint4_quant_matrix *src, u
     return dequantize(src, NULL, out, out != NULL);
 }
 
-/* The conversion itself, for checked matrices (the public call below and
+/* The conversion itself, for checked matrices (the public calls below and
  * backends' prepare, which receives matrices the core has validated). */
+void moeint4_backend_layout_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed, void *scales_t,
+                                   uint8_t *zeros_t)
+{
+    size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
+    size_t groups_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
+    for (int e = 0; e < src->num_experts; e++)
+        mi4_layout_xpu_expert(src, e, packed + (size_t)e * packed_per_expert,
+                              (uint16_t *)scales_t + (size_t)e * groups_per_expert,
+                              zeros_t ? zeros_t + (size_t)e * groups_per_expert : NULL);
+}
+
 void moeint4_backend_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
                                         void *scales_t)
 {
-    size_t packed_per_expert = (size_t)src->out_features * ((size_t)src->in_features / 2);
-    size_t scales_per_expert = (size_t)src->out_features * (size_t)mi4_layout_num_groups(src);
-    for (int e = 0; e < src->num_experts; e++)
-        mi4_layout_xpu_expert(src, e, packed + (size_t)e * packed_per_expert,
-                              (uint16_t *)scales_t + (size_t)e * scales_per_expert);
+    moeint4_backend_layout_to_xpu(src, packed, scales_t, NULL);
 }
 
-moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed,
-                                          void *scales_t)
+/* zeros_wanted: the caller is moeint4_layout_to_xpu, which takes every
+ * format (zero points into zeros_t, optional for GPTQ_SYM);
+ * moeint4_layout_gptq_to_xpu refuses formats with zero points. */
+static moeint4_status to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed, void *scales_t,
+                             uint8_t *zeros_t, int zeros_wanted)
 {
     mi4_clear_error();
     moeint4_quant_matrix normalized;
@@ -106,23 +116,42 @@ moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *caller, ui
         status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
-    if (src->format != MOEINT4_FORMAT_GPTQ_SYM)
+    int has_zeros = src->format != MOEINT4_FORMAT_GPTQ_SYM;
+    if (has_zeros && !zeros_wanted)
         return mi4_fail(MOEINT4_UNSUPPORTED,
-                        "src.format = %s: the XPU layout holds GPTQ symmetric (GPTQ_SYM) weights "
-                        "only",
+                        "src.format = %s has zero points: moeint4_layout_gptq_to_xpu converts "
+                        "GPTQ symmetric (GPTQ_SYM) weights only; moeint4_layout_to_xpu takes "
+                        "every format",
                         src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM");
     if (!packed)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "packed is NULL");
     if (!scales_t)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "scales_t is NULL");
-    /* Both outputs are exactly as large as the source's qweight and scales,
-     * whose byte counts validate_shape has checked. */
+    if (has_zeros && !zeros_t)
+        return mi4_fail(MOEINT4_INVALID_ARGUMENT,
+                        "zeros_t is NULL (src.format = %s has zero "
+                        "points)",
+                        src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM");
+    /* The outputs are as large as the source's qweight and scales (zeros:
+     * half the scales' bytes), whose byte counts validate_shape has checked. */
     if ((status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)
         return status;
     if (moeint4_quant_matrix_has_act_order(src))
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "src_g_idx is act-order: the XPU layout keeps groups contiguous along "
                         "IN and has no permutation");
-    moeint4_backend_layout_gptq_to_xpu(src, packed, scales_t);
+    moeint4_backend_layout_to_xpu(src, packed, scales_t, zeros_t);
     return MOEINT4_SUCCESS;
+}
+
+moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
+                                          void *scales_t)
+{
+    return to_xpu(src, packed, scales_t, NULL, 0);
+}
+
+moeint4_status moeint4_layout_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
+                                     void *scales_t, uint8_t *zeros_t)
+{
+    return to_xpu(src, packed, scales_t, zeros_t, 1);
 }

@@ -36,8 +36,8 @@ static const expected_set expected_sets[] = {
     { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* HIP serves every format, as int4 or bf16 device weights (gpu_weights). */
     { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
-    /* XPU: GPTQ symmetric only (vLLM's XPU W4A16 path has no zero points). */
-    { "xpu", FMT_GPTQ_SYM, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
+    /* XPU: every format (zero points through its _zp kernels). */
+    { "xpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
     /* test_conformance's own check that a refusal inside a set fails: a
      * registered backend that refuses everything, held to GPTQ_SYM g128. */
     { "conformance-self-check", FMT_GPTQ_SYM, GROUP_128, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1,

@@ -1,5 +1,5 @@
 /* Fuzzes the public layout conversions (moeint4_layout_validate,
- * _gptq_to_xpu, _dequantize_bf16, _dequantize_f32) with random quant
+ * _gptq_to_xpu, _to_xpu, _dequantize_bf16, _dequantize_f32) with random quant
  * matrices. Checked beyond the sanitizers: inputs never modified; on failure
  * the outputs are untouched and a message says why; on success the BF16
  * result is the F32 result rounded once, and the XPU bytes hold the codes
@@ -30,6 +30,26 @@ static void expect_failure_words(moeint4_status status)
         abort();
     if (status == MOEINT4_SUCCESS && moeint4_last_error()[0] != '\0')
         abort();
+}
+
+/* (code - zero) times the transposed scale gives the F32 value for each of
+ * the `values` weights of the XPU layout (zeros_t NULL: zero 8). */
+static int xpu_matches(const moeint4_quant_matrix *m, size_t values, size_t groups,
+                       const uint8_t *packed, const uint16_t *scales_t, const uint8_t *zeros_t,
+                       const float *f32)
+{
+    size_t in = (size_t)m->in_features;
+    size_t group = m->group_size > 0 ? (size_t)m->group_size : in;
+    int bf16_scales = m->scales_dtype == MOEINT4_DTYPE_BF16;
+    for (size_t i = 0; i < values; i++) {
+        size_t row = i / in, k = i % in, at = row * groups + k / group;
+        int code = (packed[i / 2] >> (4 * (int)(i % 2))) & 15;
+        int zero = zeros_t ? zeros_t[at] : 8;
+        float scale = bf16_scales ? tk_bf16_to_f32(scales_t[at]) : tk_f16_to_f32(scales_t[at]);
+        if ((float)(code - zero) * scale != f32[i])
+            return 0;
+    }
+    return 1;
 }
 
 /* Every call on the same matrix must agree with the others. */
@@ -78,20 +98,28 @@ static void convert_all(const moeint4_quant_matrix *m, int small)
             if (bf16[i] != tk_f32_to_bf16(f32[i]))
                 abort(); /* BF16 must be the F32 value rounded once */
     }
-    if (s_xpu == MOEINT4_SUCCESS) {
-        /* code - 8 times the transposed scale gives the F32 value */
-        size_t in = (size_t)m->in_features;
-        size_t group = m->group_size > 0 ? (size_t)m->group_size : in;
-        int bf16_scales = m->scales_dtype == MOEINT4_DTYPE_BF16;
-        for (size_t i = 0; i < values; i++) {
-            size_t row = i / in, k = i % in;
-            int code = (packed[i / 2] >> (4 * (int)(i % 2))) & 15;
-            uint16_t bits = scales_t[row * groups + k / group];
-            float scale = bf16_scales ? tk_bf16_to_f32(bits) : tk_f16_to_f32(bits);
-            if ((float)(code - 8) * scale != f32[i])
-                abort();
-        }
-    }
+    if (s_xpu == MOEINT4_SUCCESS && !xpu_matches(m, values, groups, packed, scales_t, NULL, f32))
+        abort();
+
+    /* the every-format call: succeeds wherever the symmetric one does, and
+     * only on valid matrices */
+    size_t zeros_t_bytes = scales_t_bytes / 2;
+    uint8_t *zeros_t = fz_alloc(zeros_t_bytes);
+    memset(packed, POISON, values / 2 + 1);
+    memset(scales_t, POISON, scales_t_bytes);
+    memset(zeros_t, POISON, zeros_t_bytes);
+    moeint4_status s_any = moeint4_layout_to_xpu(m, packed, scales_t, zeros_t);
+    expect_failure_words(s_any);
+    if (s_any != MOEINT4_SUCCESS &&
+        (!untouched(packed, values / 2 + 1) || !untouched(scales_t, scales_t_bytes) ||
+         !untouched(zeros_t, zeros_t_bytes)))
+        abort();
+    if ((s_any == MOEINT4_SUCCESS && valid != MOEINT4_SUCCESS) ||
+        (s_xpu == MOEINT4_SUCCESS && s_any != MOEINT4_SUCCESS))
+        abort();
+    if (s_any == MOEINT4_SUCCESS && !xpu_matches(m, values, groups, packed, scales_t, zeros_t, f32))
+        abort();
+    free(zeros_t);
     free(f32);
     free(bf16);
     free(packed);

@@ -192,41 +192,52 @@ static void check_decoded_block(const tk_matrix *m, const moeint4_quant_matrix *
 }
 
 /* The XPU layout computed here from the natural codes: byte j of row o holds
- * code(2j) in the low nibble and code(2j+1) in the high one. */
+ * code(2j) in the low nibble and code(2j+1) in the high one; zeros [E][OUT][G]
+ * the value subtracted. moeint4_layout_to_xpu takes every format;
+ * moeint4_layout_gptq_to_xpu GPTQ_SYM only (the same bytes), refusing the
+ * others with its outputs untouched. */
 static void check_xpu(const tk_matrix *m, const moeint4_quant_matrix *view, const char *label)
 {
     size_t packed_bytes = weight_count(m) / 2;
     size_t scales_count = group_count(m);
     uint8_t *packed = tk_poisoned_alloc(packed_bytes);
     uint16_t *scales_t = tk_poisoned_alloc(scales_count * sizeof(uint16_t));
-    assert_non_null(packed);
-    assert_non_null(scales_t);
+    uint8_t *zeros_t = tk_poisoned_alloc(scales_count);
+    assert_true(packed && scales_t && zeros_t);
     moeint4_status status = moeint4_layout_gptq_to_xpu(view, packed, scales_t);
     if (m->format != MOEINT4_FORMAT_GPTQ_SYM) {
         assert_int_equal(status, MOEINT4_UNSUPPORTED);
-        assert_non_null(strstr(moeint4_last_error(), "GPTQ_SYM"));
+        assert_non_null(strstr(moeint4_last_error(), "moeint4_layout_to_xpu takes every format"));
         assert_true(tk_still_poisoned(packed, packed_bytes));
         assert_true(tk_still_poisoned(scales_t, scales_count * sizeof(uint16_t)));
+        assert_int_equal(moeint4_layout_to_xpu(view, packed, scales_t, NULL),
+                         MOEINT4_INVALID_ARGUMENT);
+        assert_non_null(strstr(moeint4_last_error(), "zeros_t is NULL"));
+        assert_true(tk_still_poisoned(packed, packed_bytes));
     } else {
         assert_int_equal(status, MOEINT4_SUCCESS);
-        int in = m->in_features, out = m->out_features, groups = m->num_groups;
-        for (int e = 0; e < m->num_experts; e++)
-            for (int o = 0; o < out; o++) {
-                const uint8_t *codes = m->codes + ((size_t)e * out + o) * in;
-                const uint8_t *row = packed + ((size_t)e * out + o) * (size_t)(in / 2);
-                for (int j = 0; j < in / 2; j++)
-                    if (row[j] != (uint8_t)(codes[2 * j] | codes[2 * j + 1] << 4)) {
-                        print_error("%s: packed[%d][%d][%d] = 0x%02x, want 0x%02x\n", label, e, o,
-                                    j, row[j], codes[2 * j] | codes[2 * j + 1] << 4);
-                        fail();
-                    }
-                for (int g = 0; g < groups; g++)
-                    assert_int_equal(scales_t[((size_t)e * out + o) * groups + g],
-                                     m->scales[((size_t)e * groups + g) * out + o]);
-            }
     }
+    assert_int_equal(moeint4_layout_to_xpu(view, packed, scales_t, zeros_t), MOEINT4_SUCCESS);
+    int in = m->in_features, out = m->out_features, groups = m->num_groups;
+    for (int e = 0; e < m->num_experts; e++)
+        for (int o = 0; o < out; o++) {
+            const uint8_t *codes = m->codes + ((size_t)e * out + o) * in;
+            const uint8_t *row = packed + ((size_t)e * out + o) * (size_t)(in / 2);
+            for (int j = 0; j < in / 2; j++)
+                if (row[j] != (uint8_t)(codes[2 * j] | codes[2 * j + 1] << 4)) {
+                    print_error("%s: packed[%d][%d][%d] = 0x%02x, want 0x%02x\n", label, e, o, j,
+                                row[j], codes[2 * j] | codes[2 * j + 1] << 4);
+                    fail();
+                }
+            for (int g = 0; g < groups; g++) {
+                size_t at = ((size_t)e * out + o) * groups + g;
+                assert_int_equal(scales_t[at], m->scales[((size_t)e * groups + g) * out + o]);
+                assert_int_equal(zeros_t[at], tk_matrix_packed_zero(m, e, g, o));
+            }
+        }
     free(packed);
     free(scales_t);
+    free(zeros_t);
 }
 
 static void run_variant(const format_variant *variant, int group_size, moeint4_dtype dtype,

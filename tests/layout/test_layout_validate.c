@@ -31,6 +31,7 @@ typedef struct outputs {
     uint16_t *bf16;
     uint8_t *packed;
     uint16_t *scales_t;
+    uint8_t *zeros_t;
 } outputs;
 
 static void poison(outputs *o)
@@ -39,6 +40,7 @@ static void poison(outputs *o)
     memset(o->bf16, TK_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
     memset(o->packed, TK_POISON, OUTPUT_ELEMENTS);
     memset(o->scales_t, TK_POISON, OUTPUT_ELEMENTS * sizeof(uint16_t));
+    memset(o->zeros_t, TK_POISON, OUTPUT_ELEMENTS);
 }
 
 static void expect_message(const char *call, const char *needle1, const char *needle2)
@@ -66,6 +68,7 @@ static void expect_untouched(const outputs *o)
     assert_true(tk_still_poisoned(o->bf16, OUTPUT_ELEMENTS * sizeof(uint16_t)));
     assert_true(tk_still_poisoned(o->packed, OUTPUT_ELEMENTS));
     assert_true(tk_still_poisoned(o->scales_t, OUTPUT_ELEMENTS * sizeof(uint16_t)));
+    assert_true(tk_still_poisoned(o->zeros_t, OUTPUT_ELEMENTS));
 }
 
 /* validate and every conversion refuse `m` with `status` and a message
@@ -76,8 +79,9 @@ static void expect_refused(const moeint4_quant_matrix *m, moeint4_status status,
     outputs o = { tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(float)),
                   tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)),
                   tk_poisoned_alloc(OUTPUT_ELEMENTS),
-                  tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)) };
-    assert_true(o.f32 && o.bf16 && o.packed && o.scales_t);
+                  tk_poisoned_alloc(OUTPUT_ELEMENTS * sizeof(uint16_t)),
+                  tk_poisoned_alloc(OUTPUT_ELEMENTS) };
+    assert_true(o.f32 && o.bf16 && o.packed && o.scales_t && o.zeros_t);
     poison(&o);
     expect_status("validate", moeint4_layout_validate(m), status);
     expect_message("validate", needle1, needle2);
@@ -92,11 +96,15 @@ static void expect_refused(const moeint4_quant_matrix *m, moeint4_status status,
         expect_status("gptq_to_xpu", xpu, status);
         expect_message("gptq_to_xpu", needle1, needle2);
     }
+    /* moeint4_layout_to_xpu takes every format: the same refusals */
+    expect_status("to_xpu", moeint4_layout_to_xpu(m, o.packed, o.scales_t, o.zeros_t), status);
+    expect_message("to_xpu", needle1, needle2);
     expect_untouched(&o);
     free(o.f32);
     free(o.bf16);
     free(o.packed);
     free(o.scales_t);
+    free(o.zeros_t);
 }
 
 static void expect_accepted(const moeint4_quant_matrix *m)
@@ -290,7 +298,7 @@ static void test_overflowing_sizes(void **state)
     m.num_experts = 1 << 21;
     m.in_features = 1 << 21;
     m.out_features = 1 << 21;
-    outputs o = { tk_poisoned_alloc(64), tk_poisoned_alloc(64), NULL, NULL };
+    outputs o = { tk_poisoned_alloc(64), tk_poisoned_alloc(64), NULL, NULL, NULL };
     assert_int_equal(moeint4_layout_dequantize_f32(&m, o.f32), MOEINT4_INVALID_ARGUMENT);
     expect_message("dequantize_f32", "out:", "overflow");
     assert_int_equal(moeint4_layout_dequantize_bf16(&m, o.bf16), MOEINT4_INVALID_ARGUMENT);

@@ -51,6 +51,23 @@ def test_gptq_to_xpu_matches_numpy_and_vllm():
         assert np.array_equal(scales_t, load_vector(case, f"xpu_{proj}_scales"))
 
 
+@pytest.mark.parametrize("fmt,asym,zero_offset,group_size", CASES)
+def test_to_xpu_decodes_to_the_dequantized_weights(fmt, asym, zero_offset, group_size):
+    qweight, scales, qzeros = _matrix(13, fmt, asym, group_size=group_size)
+    packed, scales_t, zeros = moeint4.to_xpu(qweight, scales, qzeros, format=fmt,
+                                             zero_offset=zero_offset)
+    codes = np.empty(packed.shape[:2] + (2 * packed.shape[2],), dtype=np.float32)
+    codes[..., 0::2], codes[..., 1::2] = packed & 15, packed >> 4
+    per_group = codes.shape[2] // zeros.shape[2]  # [E, OUT, IN]: zeros and scales per group
+    value = ((codes - np.repeat(zeros, per_group, axis=2).astype(np.float32))
+             * np.repeat(scales_t.astype(np.float32), per_group, axis=2))
+    want = moeint4.dequantize_f32(qweight, scales, qzeros, format=fmt, zero_offset=zero_offset)
+    assert np.array_equal(value, want)  # exact
+    if not asym:  # the symmetric call's layout, zero points 8
+        assert np.all(zeros == 8)
+        assert np.array_equal(packed, moeint4.gptq_to_xpu(qweight, scales)[0])
+
+
 def test_bf16_scales_round_trip_as_uint16():
     qweight, scales, _ = _matrix(9, "gptq", False)
     bits = ref.float32_to_bf16(scales.astype(np.float32))

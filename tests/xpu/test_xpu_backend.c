@@ -1,5 +1,5 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
- * mode): what it refuses (asymmetric formats, with a reason), bad expert ids
+ * mode): the zero-point formats on every path, bad expert ids
  * and non-finite router weights found on the device (output untouched), the
  * asynchronous forward with a caller workspace, expert_map, determinism
  * across runs and chunkings, the oneDNN path against the reference, memory
@@ -129,25 +129,6 @@ static void test_backend_is_listed_available_in_test_mode(void **state)
         fail_msg("xpu not available in test mode: %s", info.reason);
     assert_string_equal(info.name, "xpu");
     assert_int_equal(info.device_pointers, 1);
-}
-
-static void test_asymmetric_formats_are_unsupported_with_reason(void **state)
-{
-    (void)state;
-    moeint4_context *ctx = xpu_context("0", "64");
-    tk_rng rng;
-    moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_AWQ };
-    for (int f = 0; f < 2; ++f) {
-        tk_layer layer;
-        make_layer(&layer, &rng, 1 + (uint64_t)f, formats[f], MOEINT4_DTYPE_F16, 0);
-        moeint4_weights_desc desc = tk_layer_desc(&layer);
-        moeint4_weights *weights = (moeint4_weights *)&layer; /* must stay untouched */
-        assert_int_equal(moeint4_weights_prepare(ctx, &desc, &weights), MOEINT4_UNSUPPORTED);
-        assert_ptr_equal(weights, (moeint4_weights *)&layer);
-        assert_non_null(strstr(moeint4_last_error(), "GPTQ symmetric int4 only"));
-        tk_layer_free(&layer);
-    }
-    moeint4_context_destroy(ctx);
 }
 
 static void test_bad_expert_id_found_on_device_output_untouched(void **state)
@@ -400,6 +381,50 @@ static void test_expert_map_determinism_and_onednn(void **state)
     tk_layer_free(&layer);
 }
 
+/* GPTQ asymmetric (zero points as stored and AutoGPTQ v1's zero - 1) and
+ * AWQ through the zero-point kernels: the GEMMs (11 tokens in one chunk),
+ * the one-token GEMVs (chunks of one token; the rows GEMVs by default, the
+ * staged ones under the walk and lanes entries, which have no zero-point
+ * variant) and the oneDNN path, each against the double reference. */
+static void test_zero_point_formats_every_path(void **state)
+{
+    (void)state;
+    struct {
+        moeint4_format format;
+        int zero_offset;
+    } cases[] = { { MOEINT4_FORMAT_GPTQ_ASYM, 0 },
+                  { MOEINT4_FORMAT_GPTQ_ASYM, 1 },
+                  { MOEINT4_FORMAT_AWQ, 0 } };
+    for (int c = 0; c < 3; ++c) {
+        tk_rng rng;
+        tk_layer layer;
+        tk_rng_seed(&rng, 40 + (uint64_t)c);
+        assert_int_equal(tk_layer_random(&layer, cases[c].format, cases[c].zero_offset, E, K, N,
+                                         GROUP, c == 2 ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F16,
+                                         c == 1, &rng),
+                         0);
+        float hidden[M * K], topk_weights[M * TOPK];
+        int32_t ids[M * TOPK];
+        tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+        tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+        double want[M * K];
+        tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 }; /* weight on the output */
+        tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
+                         M, want);
+        const char *paths[3][2] = { { "0", "0" }, { "1", "0" }, { "0", "1" } };
+        for (int p = 0; p < 3; ++p) {
+            uint8_t *out = run_once(paths[p][0], paths[p][1], &layer, MOEINT4_DTYPE_F32, hidden,
+                                    ids, topk_weights, 0);
+            double err = tk_relative_l2(MOEINT4_DTYPE_F32, out, want, (size_t)M * K);
+            print_message("format %d zero_offset %d path %d: relative L2 %.3g\n",
+                          (int)cases[c].format, cases[c].zero_offset, p, err);
+            assert_true(err < 1e-5); /* f32 sums, as the symmetric cases */
+            free(out);
+        }
+        tk_layer_free(&layer);
+    }
+}
+
 static void test_memory_accounting(void **state)
 {
     (void)state;
@@ -417,6 +442,14 @@ static void test_memory_accounting(void **state)
     moeint4_backend backend = MOEINT4_BACKEND_AUTO;
     assert_int_equal(moeint4_weights_backend(weights, &backend), MOEINT4_SUCCESS);
     assert_int_equal(backend, MOEINT4_BACKEND_XPU);
+    moeint4_weights_release(weights);
+    tk_layer_free(&layer);
+    /* AWQ: one byte of zero point per scale more */
+    make_layer(&layer, &rng, 5, MOEINT4_FORMAT_AWQ, MOEINT4_DTYPE_F16, 0);
+    weights = prepare(ctx, &layer);
+    size_t zeros = (size_t)E * 2 * N * (K / GROUP) + (size_t)E * K * (N / GROUP);
+    assert_int_equal(moeint4_weights_memory(weights, &host, &device), MOEINT4_SUCCESS);
+    assert_int_equal(device, w13 + w2 + zeros + E * sizeof(int32_t) + 6 * sizeof(int32_t));
     moeint4_weights_release(weights);
     tk_layer_free(&layer);
     moeint4_context_destroy(ctx);
@@ -550,11 +583,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_is_listed_available_in_test_mode),
-        cmocka_unit_test(test_asymmetric_formats_are_unsupported_with_reason),
         cmocka_unit_test(test_bad_expert_id_found_on_device_output_untouched),
         cmocka_unit_test(test_non_finite_router_weight_output_untouched),
         cmocka_unit_test(test_async_forward_with_workspace),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
+        cmocka_unit_test(test_zero_point_formats_every_path),
         cmocka_unit_test(test_memory_accounting),
         cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),
     };

@@ -238,11 +238,17 @@ static void make_setup(tk_rng *rng, int num_local, int num_tokens, int topk, int
  * the rows GEMVs (kernels/gemv_rows.cl, with `team`). */
 typedef struct gemm_dims {
     int E, K, N, M, topk, team, gemv, walk, lanes, rows;
+    int zp; /* 1: AWQ weights through the zero-point kernels (_zp), 2: GPTQ asymmetric */
 } gemm_dims;
 
 /* The kernel and global[0] of a GEMM test's launch over `columns`. */
 static mi4_xpu_kernel gemm_kernel(gemm_dims d, int w13)
 {
+    if (d.zp && d.rows > 0)
+        return w13 ? MI4_XPU_W13_GEMV_ROWS_ZP : MI4_XPU_W2_GEMV_ROWS_ZP;
+    if (d.zp)
+        return d.gemv ? (w13 ? MI4_XPU_W13_GEMV_ZP : MI4_XPU_W2_GEMV_ZP)
+                      : (w13 ? MI4_XPU_W13_GEMM_ZP : MI4_XPU_W2_GEMM_ZP);
     if (d.lanes > 0)
         return mi4_xpu_lanes_kernel(w13 ? d.K : d.N, w13);
     if (d.rows > 0)
@@ -287,32 +293,45 @@ static void expect_gemv_bits(mi4_xpu_runtime *rt, gemm_dims d, int w13, int colu
 
 typedef struct xpu_matrix {
     tk_matrix m;
-    void *packed_d, *scales_d;
+    void *packed_d, *scales_d, *zeros_d; /* zeros_d: NULL without zero points */
 } xpu_matrix;
 
+/* zp as gemm_dims.zp: 0 GPTQ symmetric, 1 AWQ, 2 GPTQ asymmetric with
+ * AutoGPTQ v1's zero_offset 1 (the value subtracted is the stored zero + 1) */
 static void make_matrix(mi4_xpu_runtime *rt, tk_rng *rng, xpu_matrix *x, int num_local, int in,
-                        int out, int group_size, moeint4_dtype scales_dtype)
+                        int out, int group_size, moeint4_dtype scales_dtype, int zp)
 {
-    assert_int_equal(tk_matrix_random(&x->m, MOEINT4_FORMAT_GPTQ_SYM, 0, num_local, in, out,
-                                      group_size, scales_dtype, 0.04, 0, rng),
+    moeint4_format format = zp == 1   ? MOEINT4_FORMAT_AWQ
+                            : zp == 2 ? MOEINT4_FORMAT_GPTQ_ASYM
+                                      : MOEINT4_FORMAT_GPTQ_SYM;
+    assert_int_equal(tk_matrix_random(&x->m, format, zp == 2, num_local, in, out, group_size,
+                                      scales_dtype, 0.04, 0, rng),
                      0);
     int groups = group_size == -1 ? 1 : in / group_size;
     size_t packed_bytes = (size_t)num_local * out * in / 2;
-    size_t scale_bytes = (size_t)num_local * out * groups * 2;
+    size_t zero_bytes = (size_t)num_local * out * groups;
     uint8_t *packed = malloc(packed_bytes);
-    uint16_t *scales = malloc(scale_bytes);
+    uint16_t *scales = malloc(2 * zero_bytes);
+    uint8_t *zeros = malloc(zero_bytes);
+    assert_true(packed && scales && zeros);
     moeint4_quant_matrix view = tk_matrix_view(&x->m);
-    assert_int_equal(moeint4_layout_gptq_to_xpu(&view, packed, scales), MOEINT4_SUCCESS);
+    if (zp)
+        assert_int_equal(moeint4_layout_to_xpu(&view, packed, scales, zeros), MOEINT4_SUCCESS);
+    else
+        assert_int_equal(moeint4_layout_gptq_to_xpu(&view, packed, scales), MOEINT4_SUCCESS);
     x->packed_d = xt_upload(rt, packed, packed_bytes);
-    x->scales_d = xt_upload(rt, scales, scale_bytes);
+    x->scales_d = xt_upload(rt, scales, 2 * zero_bytes);
+    x->zeros_d = zp ? xt_upload(rt, zeros, zero_bytes) : NULL;
     free(packed);
     free(scales);
+    free(zeros);
 }
 
 static void free_matrix(mi4_xpu_runtime *rt, xpu_matrix *x)
 {
     rt->ops->free(rt, x->packed_d);
     rt->ops->free(rt, x->scales_d);
+    rt->ops->free(rt, x->zeros_d);
     tk_matrix_free(&x->m);
 }
 
@@ -338,7 +357,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     gemm_setup g;
     make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes || d.rows ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w13;
-    make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype);
+    make_matrix(rt, &rng, &w13, E, K, 2 * N, group_size, scales_dtype, d.zp);
     size_t esize = tk_dtype_size(dtype);
     uint8_t *hidden = malloc((size_t)M * K * 4);
     float *got = malloc((size_t)M * TOPK * N * 4);
@@ -359,10 +378,12 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
         MI4_XPU_PTR(w13.scales_d), MI4_XPU_INT(bf16),      MI4_XPU_INT(k_dim),
         MI4_XPU_INT(n_dim),        MI4_XPU_INT(gs),        MI4_XPU_INT(act),
         MI4_XPU_FLOAT(limit),      MI4_XPU_FLOAT(alpha),   MI4_XPU_FLOAT(beta),
-        MI4_XPU_INT(team),         MI4_XPU_PTR(act_d)
+        MI4_XPU_INT(team),         MI4_XPU_PTR(act_d),     MI4_XPU_PTR(w13.zeros_d)
     };
-    /* two groups past the last tile: they must write nothing */
-    xt_launch(rt, gemm_kernel(d, 1), gemm_width(d, N), (size_t)g.num_tiles + 2, 20, args);
+    /* two groups past the last tile: they must write nothing; the zeros
+     * only for the _zp kernels */
+    xt_launch(rt, gemm_kernel(d, 1), gemm_width(d, N), (size_t)g.num_tiles + 2, d.zp ? 21 : 20,
+              args);
     xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
     expect_gemv_bits(rt, d, 1, N, (size_t)g.num_tiles + 2, 20, args, got,
                      (size_t)g.num_slots * N * 4);
@@ -414,7 +435,7 @@ static void test_w13_every_activation_and_dtype(void **state)
     moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_F16, MOEINT4_DTYPE_BF16 };
     /* K = 640: 20 pieces of 32 codes, uneven over the team's work-items; 8-row
      * tiles stage it in two blocks; ~13 slots per expert: 2 tiles each */
-    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0, 0, 0, 0 };
+    gemm_dims dims = { 3, 640, 24, 20, 2, 8, 0, 0, 0, 0, 0 };
     for (int d = 0; d < 3; ++d)
         for (int act = 0; act < 3; ++act) {
             dims.team = 4 << (act + d) % 4; /* 4, 8, 16, 32 */
@@ -429,16 +450,16 @@ static void test_w13_every_activation_and_dtype(void **state)
 static void test_w13_word_path_and_long_rows(void **state)
 {
     (void)state;
-    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0, 0, 0 }; /* 77 words; per-channel scales */
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0, 0, 0, 0 }; /* 77 words; per-channel scales */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 110);
     words.gemv = 1;
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 113);
-    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0, 0, 0, 0 }; /* one piece per row */
+    gemm_dims short_rows = { 3, 32, 96, 20, 2, 4, 0, 0, 0, 0, 0 }; /* one piece per row */
     check_w13(short_rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_BF16,
               112);
     for (int gemv = 0; gemv < 2; ++gemv) {
         gemm_dims one_token = {
-            4, 4352, 40, 1, 2, 16, gemv, 0, 0, 0
+            4, 4352, 40, 1, 2, 16, gemv, 0, 0, 0, 0
         }; /* 4352 > 4096: two blocks */
         check_w13(one_token, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128,
                   MOEINT4_DTYPE_BF16, 111);
@@ -455,7 +476,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     gemm_setup g;
     make_setup(&rng, E, M, TOPK, d.gemv || d.walk || d.lanes || d.rows ? 1 : MI4_XPU_TILE_ROWS, &g);
     xpu_matrix w2;
-    make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype);
+    make_matrix(rt, &rng, &w2, E, N, K, group_size, scales_dtype, d.zp);
     size_t act_bytes = (size_t)M * TOPK * N * 4;
     float *act = malloc(act_bytes), *got = malloc((size_t)M * TOPK * K * 4);
     assert_true(act && got);
@@ -468,14 +489,15 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     void *out_d = xt_upload(rt, NULL, (size_t)g.num_slots * K * 4);
     int num_local = E, k_dim = K, n_dim = N, team = d.lanes > 0 ? mi4_xpu_lanes_team(N) : d.team;
     int gs = group_size == -1 ? N : group_size, bf16 = scales_dtype == MOEINT4_DTYPE_BF16;
-    mi4_xpu_arg args[] = { MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),
-                           MI4_XPU_PTR(sorted_d),    MI4_XPU_PTR(act_d),
-                           MI4_XPU_PTR(weights_d),   MI4_XPU_INT(on_input),
-                           MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d),
-                           MI4_XPU_INT(bf16),        MI4_XPU_INT(k_dim),
-                           MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
-                           MI4_XPU_INT(team),        MI4_XPU_PTR(out_d) };
-    xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, 14, args);
+    mi4_xpu_arg args[] = {
+        MI4_XPU_PTR(route_d),     MI4_XPU_INT(num_local),   MI4_XPU_PTR(sorted_d),
+        MI4_XPU_PTR(act_d),       MI4_XPU_PTR(weights_d),   MI4_XPU_INT(on_input),
+        MI4_XPU_PTR(w2.packed_d), MI4_XPU_PTR(w2.scales_d), MI4_XPU_INT(bf16),
+        MI4_XPU_INT(k_dim),       MI4_XPU_INT(n_dim),       MI4_XPU_INT(gs),
+        MI4_XPU_INT(team),        MI4_XPU_PTR(out_d),       MI4_XPU_PTR(w2.zeros_d)
+    };
+    xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, d.zp ? 15 : 14,
+              args);
     xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
     expect_gemv_bits(rt, d, 0, K, (size_t)g.num_tiles + 2, 14, args, got,
                      (size_t)g.num_slots * K * 4);
@@ -509,7 +531,7 @@ static void test_w2_router_weight_and_groups(void **state)
     (void)state;
     /* N = 320: 10 pieces of 32 codes; K = 40 columns, not a whole number of
      * work-groups for any team; ~11 slots per expert: 2 tiles */
-    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0, 0, 0, 0 };
+    gemm_dims dims = { 4, 40, 320, 15, 3, 4, 0, 0, 0, 0, 0 };
     check_w2(dims, 0, 32, MOEINT4_DTYPE_F16, 200);
     dims.team = 32;
     check_w2(dims, 1, 64, MOEINT4_DTYPE_BF16, 201);
@@ -517,9 +539,9 @@ static void test_w2_router_weight_and_groups(void **state)
     check_w2(dims, 0, -1, MOEINT4_DTYPE_F16, 202);
     dims.gemv = 1;
     check_w2(dims, 1, 32, MOEINT4_DTYPE_F16, 205);
-    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0, 0, 0, 0 }; /* 41 words: one at a time */
+    gemm_dims words = { 4, 40, 328, 15, 3, 8, 0, 0, 0, 0, 0 }; /* 41 words: one at a time */
     check_w2(words, 0, -1, MOEINT4_DTYPE_F16, 203);
-    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1, 0, 0, 0 }; /* 4608 > 4096: two blocks */
+    gemm_dims one_token = { 4, 72, 4608, 1, 3, 32, 1, 0, 0, 0, 0 }; /* 4608 > 4096: two blocks */
     check_w2(one_token, 1, 128, MOEINT4_DTYPE_F16, 204);
 }
 
@@ -532,29 +554,31 @@ static void test_w2_router_weight_and_groups(void **state)
 static void test_gemv_walk(void **state)
 {
     (void)state;
-    gemm_dims pieces = { 4, 640, 200, 1, 2, 4, 0, 1, 0, 0 }; /* 20 pieces, 4 rounds of 64 columns */
+    gemm_dims pieces = {
+        4, 640, 200, 1, 2, 4, 0, 1, 0, 0, 0
+    }; /* 20 pieces, 4 rounds of 64 columns */
     check_w13(pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 400);
     pieces.team = 32, pieces.walk = 3, pieces.topk = 3;
     check_w13(pieces, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, -1,
               MOEINT4_DTYPE_BF16, 401);
-    gemm_dims two_blocks = { 4, 4352, 40, 1, 2, 16, 0, 1, 0, 0 };
+    gemm_dims two_blocks = { 4, 4352, 40, 1, 2, 16, 0, 1, 0, 0, 0 };
     check_w13(two_blocks, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128, MOEINT4_DTYPE_BF16,
               402);
-    gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2, 0, 0 }; /* per-channel scales of 616: words */
+    gemm_dims words = { 4, 616, 40, 1, 2, 8, 0, 2, 0, 0, 0 }; /* per-channel scales of 616: words */
     check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 403);
-    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1, 0, 0 };
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 1, 0, 0, 0 };
     check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 404);
-    gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1, 0, 0 };
+    gemm_dims three_pieces = { 4, 96, 100, 1, 3, 8, 0, 1, 0, 0, 0 };
     check_w13(three_pieces, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 1, 32, MOEINT4_DTYPE_BF16,
               405);
 
-    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 4, 0, 1, 0, 0 }; /* 10 pieces, 200 columns */
+    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 4, 0, 1, 0, 0, 0 }; /* 10 pieces, 200 columns */
     check_w2(w2_pieces, 0, 32, MOEINT4_DTYPE_F16, 410);
-    gemm_dims w2_blocks = { 4, 72, 4608, 1, 3, 32, 0, 2, 0, 0 };
+    gemm_dims w2_blocks = { 4, 72, 4608, 1, 3, 32, 0, 2, 0, 0, 0 };
     check_w2(w2_blocks, 1, 128, MOEINT4_DTYPE_F16, 411);
-    gemm_dims w2_words = { 4, 40, 328, 1, 3, 8, 0, 1, 0, 0 };
+    gemm_dims w2_words = { 4, 40, 328, 1, 3, 8, 0, 1, 0, 0, 0 };
     check_w2(w2_words, 0, -1, MOEINT4_DTYPE_BF16, 412);
-    gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1, 0, 0 };
+    gemm_dims w2_short = { 4, 100, 32, 1, 2, 4, 0, 1, 0, 0, 0 };
     check_w2(w2_short, 1, 32, MOEINT4_DTYPE_F16, 413);
 
     /* the host's grid: groups per compute unit spread over the tiles, at
@@ -575,25 +599,27 @@ static void test_gemv_walk(void **state)
 static void test_gemv_lanes(void **state)
 {
     (void)state;
-    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 0, 0, 0, 1, 0 }; /* team 32: 7 batches of 32 */
+    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 0, 0, 0, 1, 0, 0 }; /* team 32: 7 batches of 32 */
     check_w13(pieces20, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 500);
-    gemm_dims pieces136 = { 4, 4352, 40, 1, 3, 0, 0, 0, 3, 0 }; /* team 256: batches of 4 */
+    gemm_dims pieces136 = { 4, 4352, 40, 1, 3, 0, 0, 0, 3, 0, 0 }; /* team 256: batches of 4 */
     check_w13(pieces136, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, 128,
               MOEINT4_DTYPE_BF16, 501);
-    gemm_dims one_piece = { 4, 32, 96, 1, 2, 0, 0, 0, 1, 0 }; /* team 8 */
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 0, 0, 0, 1, 0, 0 }; /* team 8 */
     check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 502);
-    gemm_dims channel = { 4, 256, 50, 1, 2, 0, 0, 0, 2, 0 };
+    gemm_dims channel = { 4, 256, 50, 1, 2, 0, 0, 0, 2, 0, 0 };
     check_w13(channel, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 503);
-    gemm_dims two_each = { 3, 9216, 24, 1, 2, 0, 0, 0, 2, 0 }; /* 288 pieces: two for some */
+    gemm_dims two_each = { 3, 9216, 24, 1, 2, 0, 0, 0, 2, 0, 0 }; /* 288 pieces: two for some */
     check_w13(two_each, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 1, 64, MOEINT4_DTYPE_BF16, 504);
 
-    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 0, 0, 0, 1, 0 }; /* team 16 */
+    gemm_dims w2_pieces = { 4, 200, 320, 1, 3, 0, 0, 0, 1, 0, 0 }; /* team 16 */
     check_w2(w2_pieces, 0, 32, MOEINT4_DTYPE_F16, 510);
-    gemm_dims w2_long = { 4, 72, 4608, 1, 3, 0, 0, 0, 2, 0 };
+    gemm_dims w2_long = { 4, 72, 4608, 1, 3, 0, 0, 0, 2, 0, 0 };
     check_w2(w2_long, 1, 128, MOEINT4_DTYPE_BF16, 511);
-    gemm_dims w2_two_each = { 3, 40, 14336, 1, 2, 0, 0, 0, 1, 0 }; /* Mixtral's rows: 448 pieces */
+    gemm_dims w2_two_each = {
+        3, 40, 14336, 1, 2, 0, 0, 0, 1, 0, 0
+    }; /* Mixtral's rows: 448 pieces */
     check_w2(w2_two_each, 0, 128, MOEINT4_DTYPE_F16, 512);
-    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 0, 0, 0, 3, 0 };
+    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 0, 0, 0, 3, 0, 0 };
     check_w2(w2_channel, 1, -1, MOEINT4_DTYPE_BF16, 513);
 
     /* which rows fit, the teams, and the host's grid */
@@ -622,25 +648,25 @@ static void test_gemv_lanes(void **state)
 static void test_gemv_rows(void **state)
 {
     (void)state;
-    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 8, 0, 0, 0, 1 }; /* 2 or 3 pieces a work-item */
+    gemm_dims pieces20 = { 4, 640, 200, 1, 2, 8, 0, 0, 0, 1, 0 }; /* 2 or 3 pieces a work-item */
     check_w13(pieces20, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 520);
-    gemm_dims blocks2 = { 4, 4352, 40, 1, 3, 16, 0, 0, 0, 3 };
+    gemm_dims blocks2 = { 4, 4352, 40, 1, 3, 16, 0, 0, 0, 3, 0 };
     check_w13(blocks2, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, 128,
               MOEINT4_DTYPE_BF16, 521);
-    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 0, 0, 1 };
+    gemm_dims one_piece = { 4, 32, 96, 1, 2, 4, 0, 0, 0, 1, 0 };
     check_w13(one_piece, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_F16, 522);
-    gemm_dims channel = { 4, 256, 50, 1, 2, 32, 0, 0, 0, 2 };
+    gemm_dims channel = { 4, 256, 50, 1, 2, 32, 0, 0, 0, 2, 0 };
     check_w13(channel, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 523);
-    gemm_dims blocks3 = { 3, 9216, 24, 1, 2, 8, 0, 0, 0, 2 };
+    gemm_dims blocks3 = { 3, 9216, 24, 1, 2, 8, 0, 0, 0, 2, 0 };
     check_w13(blocks3, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 1, 64, MOEINT4_DTYPE_BF16, 524);
 
-    gemm_dims w2_short = { 4, 200, 320, 1, 3, 4, 0, 0, 0, 1 };
+    gemm_dims w2_short = { 4, 200, 320, 1, 3, 4, 0, 0, 0, 1, 0 };
     check_w2(w2_short, 0, 32, MOEINT4_DTYPE_F16, 530);
-    gemm_dims w2_blocks2 = { 4, 72, 4608, 1, 3, 8, 0, 0, 0, 2 };
+    gemm_dims w2_blocks2 = { 4, 72, 4608, 1, 3, 8, 0, 0, 0, 2, 0 };
     check_w2(w2_blocks2, 1, 128, MOEINT4_DTYPE_BF16, 531);
-    gemm_dims w2_mixtral = { 3, 40, 14336, 1, 2, 16, 0, 0, 0, 1 };
+    gemm_dims w2_mixtral = { 3, 40, 14336, 1, 2, 16, 0, 0, 0, 1, 0 };
     check_w2(w2_mixtral, 0, 128, MOEINT4_DTYPE_F16, 532);
-    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 32, 0, 0, 0, 3 };
+    gemm_dims w2_channel = { 4, 100, 768, 1, 2, 32, 0, 0, 0, 3, 0 };
     check_w2(w2_channel, 1, -1, MOEINT4_DTYPE_BF16, 533);
 
     /* which rows fit, the team, and the host's grid */
@@ -658,6 +684,42 @@ static void test_gemv_rows(void **state)
     /* Qwen3 w2, team 8: 32 rows a chunk, 64 chunks a tile, 8 tiles */
     assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 4, 132), 64 * G);
     assert_int_equal(mi4_xpu_gemv_rows_width(2048, 8, 1, 8, 1, 132), 17 * G);
+}
+
+/* The zero-point kernels (_zp: the GEMMs, the staged GEMVs, the rows
+ * GEMVs) on AWQ and GPTQ asymmetric weights (zeros 0-16): the 16-byte path
+ * with one and two staged blocks, the word path, per-channel scales, every
+ * activation and dtype; run under each variant's build options (codes in
+ * place, piece-major) by the test_xpu_kernels_variant_* entries. */
+static void test_zero_point_kernels(void **state)
+{
+    (void)state;
+    gemm_dims gemm = { 3, 640, 24, 20, 2, 8, 0, 0, 0, 0, 1 };
+    check_w13(gemm, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 32, MOEINT4_DTYPE_F16, 600);
+    gemm.zp = 2, gemm.team = 16;
+    check_w13(gemm, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SWIGLU_CLAMP, 1, -1, MOEINT4_DTYPE_BF16,
+              601);
+    gemm_dims words = { 3, 616, 40, 20, 2, 8, 0, 0, 0, 0, 2 }; /* 77 words, per-channel */
+    check_w13(words, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_GELU, 0, -1, MOEINT4_DTYPE_F16, 602);
+    words.gemv = 1, words.zp = 1;
+    check_w13(words, MOEINT4_DTYPE_F16, MOEINT4_ACTIVATION_SILU, 0, -1, MOEINT4_DTYPE_F16, 603);
+    gemm_dims gemv = { 4, 4352, 40, 1, 2, 16, 1, 0, 0, 0, 1 }; /* two staged blocks */
+    check_w13(gemv, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 0, 128, MOEINT4_DTYPE_BF16, 604);
+    gemm_dims rows = { 4, 4352, 40, 1, 3, 16, 0, 0, 0, 3, 2 };
+    check_w13(rows, MOEINT4_DTYPE_BF16, MOEINT4_ACTIVATION_SILU, 1, 64, MOEINT4_DTYPE_F16, 605);
+    rows.K = 640, rows.team = 8, rows.zp = 1;
+    check_w13(rows, MOEINT4_DTYPE_F32, MOEINT4_ACTIVATION_GELU, 0, 32, MOEINT4_DTYPE_BF16, 606);
+
+    gemm_dims w2 = { 4, 40, 320, 15, 3, 4, 0, 0, 0, 0, 1 };
+    check_w2(w2, 0, 32, MOEINT4_DTYPE_F16, 610);
+    w2.zp = 2, w2.gemv = 1;
+    check_w2(w2, 1, 64, MOEINT4_DTYPE_BF16, 611);
+    gemm_dims w2_words = { 4, 40, 328, 15, 3, 8, 0, 0, 0, 0, 1 };
+    check_w2(w2_words, 0, -1, MOEINT4_DTYPE_F16, 612);
+    gemm_dims w2_rows = { 3, 40, 14336, 1, 2, 16, 0, 0, 0, 1, 2 };
+    check_w2(w2_rows, 0, 128, MOEINT4_DTYPE_F16, 613);
+    w2_rows.N = 768, w2_rows.K = 104, w2_rows.team = 32, w2_rows.zp = 1;
+    check_w2(w2_rows, 1, -1, MOEINT4_DTYPE_BF16, 614);
 }
 
 /* ---- combine ---- */
@@ -772,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_gemv_walk),
         cmocka_unit_test(test_gemv_lanes),
         cmocka_unit_test(test_gemv_rows),
+        cmocka_unit_test(test_zero_point_kernels),
         cmocka_unit_test(test_combine_is_exact_and_ordered),
         cmocka_unit_test(test_scales_transpose_for_onednn),
     };

@@ -1,5 +1,6 @@
-/* The Intel XPU backend plugin (libmoeint4-xpu.so): GPTQ symmetric int4 MoE
- * (vLLM's XPU W4A16 path) on Intel GPUs through Level Zero or OpenCL.
+/* The Intel XPU backend plugin (libmoeint4-xpu.so): int4 MoE (GPTQ symmetric
+ * as vLLM's XPU W4A16 path, and GPTQ asymmetric and AWQ through zero points)
+ * on Intel GPUs through Level Zero or OpenCL.
  *
  * Decisions (see also README.md next to this file):
  *  - Runtime choice. Without native handles: OpenCL first while oneDNN is
@@ -96,13 +97,6 @@ static int xpu_probe(void *user_data, int device_index, char *reason, size_t cap
 static int xpu_supports(void *user_data, const moeint4_problem *p, char *reason, size_t cap)
 {
     (void)user_data;
-    if (p->format != MOEINT4_FORMAT_GPTQ_SYM) {
-        snprintf(reason, cap,
-                 "xpu serves GPTQ symmetric int4 only (vLLM's XPU W4A16 path); %s has zero "
-                 "points",
-                 p->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ asymmetric");
-        return 0;
-    }
     if (p->struct_size >= offsetof(moeint4_problem, act_order) + sizeof p->act_order &&
         p->act_order) {
         snprintf(reason, cap,
@@ -234,8 +228,8 @@ static void xpu_release(void *backend_context, void *backend_weights)
     mi4_xpu_weights *w = backend_weights;
     if (!w)
         return;
-    void *buffers[] = { w->expert_map, w->w13_packed, w->w13_scales,
-                        w->w2_packed,  w->w2_scales,  w->errors };
+    void *buffers[] = { w->expert_map, w->w13_packed, w->w13_scales, w->w13_zeros,
+                        w->w2_packed,  w->w2_scales,  w->w2_zeros,   w->errors };
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
         ctx->rt->ops->free(ctx->rt, buffers[i]);
     free(w);
@@ -252,27 +246,35 @@ static moeint4_status upload(mi4_xpu_context *ctx, mi4_xpu_weights *w, const voi
 }
 
 /* One projection: the layout module's XPU conversion on the host (the
- * backend entry that skips the checks prepare has already made), then up. */
+ * backend entry that skips the checks prepare has already made), then up.
+ * Zero points (a byte per scale) only for formats that have them. */
 static moeint4_status upload_projection(mi4_xpu_context *ctx, mi4_xpu_weights *w,
                                         const moeint4_quant_matrix *m, const char *name,
-                                        uint8_t **packed, uint16_t **scales, char *err, size_t cap)
+                                        uint8_t **packed, uint16_t **scales, uint8_t **zeros,
+                                        char *err, size_t cap)
 {
     size_t rows = (size_t)m->num_experts * (size_t)m->out_features;
     size_t packed_bytes = rows * (size_t)(m->in_features / 2);
-    size_t scale_bytes = rows * (size_t)moeint4_num_groups(m->in_features, m->group_size) * 2;
+    size_t zero_bytes = rows * (size_t)moeint4_num_groups(m->in_features, m->group_size);
+    size_t scale_bytes = zero_bytes * 2;
+    int has_zeros = m->format != MOEINT4_FORMAT_GPTQ_SYM;
     uint8_t *host_packed = malloc(packed_bytes ? packed_bytes : 1);
     uint16_t *host_scales = malloc(scale_bytes ? scale_bytes : 1);
+    uint8_t *host_zeros = has_zeros ? malloc(zero_bytes ? zero_bytes : 1) : NULL;
     moeint4_status st = MOEINT4_OUT_OF_MEMORY;
-    if (!host_packed || !host_scales) {
+    if (!host_packed || !host_scales || (has_zeros && !host_zeros)) {
         mi4_xpu_fail(err, cap, st, "xpu: no host memory to convert %s", name);
     } else {
-        moeint4_backend_layout_gptq_to_xpu(m, host_packed, host_scales);
+        moeint4_backend_layout_to_xpu(m, host_packed, host_scales, host_zeros);
         st = upload(ctx, w, host_packed, packed_bytes, (void **)packed, err, cap);
         if (st == MOEINT4_SUCCESS)
             st = upload(ctx, w, host_scales, scale_bytes, (void **)scales, err, cap);
+        if (st == MOEINT4_SUCCESS && has_zeros)
+            st = upload(ctx, w, host_zeros, zero_bytes, (void **)zeros, err, cap);
     }
     free(host_packed);
     free(host_scales);
+    free(host_zeros);
     return st;
 }
 
@@ -280,9 +282,6 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
                                   void **backend_weights, char *err, size_t cap)
 {
     mi4_xpu_context *ctx = backend_context;
-    if (desc->format != MOEINT4_FORMAT_GPTQ_SYM)
-        return mi4_xpu_fail(err, cap, MOEINT4_UNSUPPORTED,
-                            "xpu serves GPTQ symmetric int4 only (format %d)", (int)desc->format);
     mi4_xpu_weights *w = calloc(1, sizeof *w);
     int32_t *map = malloc((size_t)desc->num_experts * sizeof(int32_t));
     if (!w || !map) {
@@ -305,9 +304,11 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     moeint4_status st = upload(ctx, w, map, (size_t)desc->num_experts * sizeof(int32_t),
                                (void **)&w->expert_map, err, cap);
     if (st == MOEINT4_SUCCESS)
-        st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, err, cap);
+        st = upload_projection(ctx, w, &w13, "w13", &w->w13_packed, &w->w13_scales, &w->w13_zeros,
+                               err, cap);
     if (st == MOEINT4_SUCCESS)
-        st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, err, cap);
+        st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, &w->w2_zeros, err,
+                               cap);
     /* error records: the synchronous one clear, the sticky one empty */
     const int32_t records[6] = { INT32_MAX, INT32_MAX, 0, 0, 0, 0 };
     if (st == MOEINT4_SUCCESS)

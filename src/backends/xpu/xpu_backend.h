@@ -86,6 +86,8 @@ typedef struct mi4_xpu_weights {
     uint16_t *w13_scales; /* device [E_l, 2N, K/g] */
     uint8_t *w2_packed;   /* device [E_l, K, N/2] */
     uint16_t *w2_scales;  /* device [E_l, K, N/g] */
+    uint8_t *w13_zeros;   /* device [E_l, 2N, K/g], or NULL: zero point 8 (GPTQ symmetric) */
+    uint8_t *w2_zeros;    /* device [E_l, K, N/g], or NULL */
     /* device [6]: [0, 2) the synchronous forwards' error record (reset by
      * each), [2, 6) the sticky record of asynchronous forwards that
      * forward_check reads and clears (kernels/routing.cl) */

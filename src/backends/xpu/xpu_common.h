@@ -23,6 +23,12 @@ typedef enum mi4_xpu_kernel {
     MI4_XPU_W2_GEMV_LANES2,
     MI4_XPU_W13_GEMV_ROWS,
     MI4_XPU_W2_GEMV_ROWS,
+    MI4_XPU_W13_GEMM_ZP, /* the same with zero points: one more argument, the zeros */
+    MI4_XPU_W2_GEMM_ZP,
+    MI4_XPU_W13_GEMV_ZP,
+    MI4_XPU_W2_GEMV_ZP,
+    MI4_XPU_W13_GEMV_ROWS_ZP,
+    MI4_XPU_W2_GEMV_ROWS_ZP,
     MI4_XPU_COMBINE,
     MI4_XPU_COPY_OUT,
     MI4_XPU_RECORD_MERGE,

@@ -233,16 +233,18 @@ static moeint4_status dnnl_matmul(fwd_state *s, int64_t M, int64_t N, int64_t K,
  * only whole SVM allocations may back the OpenCL buffers oneDNN is given.
  * Otherwise the expert is dequantized just in time into the weight buffer. */
 static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed, const uint16_t *scales,
-                                        int expert, int out, int in, int group_size, int rows,
-                                        const void *a, float *c)
+                                        const uint8_t *zeros, int expert, int out, int in,
+                                        int group_size, int rows, const void *a, float *c)
 {
     const mi4_xpu_weights *w = s->w;
-    int bf16 = w->scales_bf16, groups = in / group_size;
+    int bf16 = w->scales_bf16, groups = in / group_size, has_zeros = zeros != NULL;
     moeint4_dtype operands = mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     int mdt = (int)operands;
     size_t expert_bytes = (size_t)out * (size_t)(in / 2);
     moeint4_status st;
-    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && operands != MOEINT4_DTYPE_F32) {
+    /* oneDNN's int4 weights take the one zero point 8 (mi4_xpu_dnnl_matmul_int4) */
+    if (mi4_xpu_dnnl_has_int4(s->ctx->dnnl) && !bf16 && !has_zeros &&
+        operands != MOEINT4_DTYPE_F32) {
         mi4_xpu_arg args[] = { MI4_XPU_PTR(scales), MI4_XPU_INT(expert), MI4_XPU_INT(out),
                                MI4_XPU_INT(groups), MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_S]) };
         st = launch(s, MI4_XPU_DNNL_SCALES_T, (size_t)out, (size_t)groups, 5, args);
@@ -255,12 +257,15 @@ static moeint4_status expert_projection(fwd_state *s, const uint8_t *packed, con
                                              s->dnnl[MI4_XPU_DNNL_W], s->dnnl[MI4_XPU_DNNL_S], c,
                                              s->err, s->cap);
     }
+    /* without zero points the kernel reads no zeros: any valid pointer */
+    const void *zeros_arg = has_zeros ? (const void *)zeros : (const void *)packed;
     mi4_xpu_arg args[] = {
-        MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales), MI4_XPU_INT(bf16),
-        MI4_XPU_INT(expert),     MI4_XPU_INT(out),    MI4_XPU_INT(in),
-        MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),    MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_W])
+        MI4_XPU_PTR(packed),     MI4_XPU_PTR(scales),   MI4_XPU_INT(bf16),
+        MI4_XPU_INT(expert),     MI4_XPU_INT(out),      MI4_XPU_INT(in),
+        MI4_XPU_INT(group_size), MI4_XPU_INT(mdt),      MI4_XPU_PTR(s->dnnl[MI4_XPU_DNNL_W]),
+        MI4_XPU_PTR(zeros_arg),  MI4_XPU_INT(has_zeros)
     };
-    st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 9, args);
+    st = launch(s, MI4_XPU_DNNL_DEQUANT, (size_t)in, (size_t)out, 11, args);
     return st ? st : dnnl_matmul(s, rows, out, in, a, s->dnnl[MI4_XPU_DNNL_W], c);
 }
 
@@ -302,13 +307,14 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
                                    MI4_XPU_PTR(s->buf.slot_out) };
     moeint4_status st = launch(s, MI4_XPU_DNNL_GATHER, (size_t)K, (size_t)rows, 12, gather_args);
     if (!st)
-        st = expert_projection(s, w->w13_packed, w->w13_scales, expert, 2 * N, K, w->group13, rows,
-                               s->dnnl[MI4_XPU_DNNL_A], s->dnnl[MI4_XPU_DNNL_C13]);
+        st =
+            expert_projection(s, w->w13_packed, w->w13_scales, w->w13_zeros, expert, 2 * N, K,
+                              w->group13, rows, s->dnnl[MI4_XPU_DNNL_A], s->dnnl[MI4_XPU_DNNL_C13]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_ACTIVATE, (size_t)N, (size_t)rows, 9, act_args);
     if (!st)
-        st = expert_projection(s, w->w2_packed, w->w2_scales, expert, K, N, w->group2, rows,
-                               s->dnnl[MI4_XPU_DNNL_A2], s->dnnl[MI4_XPU_DNNL_C2]);
+        st = expert_projection(s, w->w2_packed, w->w2_scales, w->w2_zeros, expert, K, N, w->group2,
+                               rows, s->dnnl[MI4_XPU_DNNL_A2], s->dnnl[MI4_XPU_DNNL_C2]);
     if (!st)
         st = launch(s, MI4_XPU_DNNL_SCATTER, (size_t)K, (size_t)rows, 9, scatter_args);
     return st;
@@ -361,8 +367,10 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     int team13 = mi4_xpu_gemm_team(K, s->ctx->gemm_team);
     int team2 = mi4_xpu_gemm_team(N, s->ctx->gemm_team);
     /* the kernels and their teams (an argument of each): one-token chunks
-     * take the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones */
-    int walk = gemv ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
+     * take the GEMVs, or with MOEINT4_XPU_GEMV_WALK the walking ones (those
+     * and the lanes GEMVs have no zero-point variant: not for such weights) */
+    int has_zeros = w->w13_zeros != NULL;
+    int walk = gemv && !has_zeros ? s->ctx->gemv_walk : 0, units = s->rt->compute_units;
     mi4_xpu_kernel k13 = walk > 0 ? MI4_XPU_W13_GEMV_WALK
                          : gemv   ? MI4_XPU_W13_GEMV
                                   : MI4_XPU_W13_GEMM;
@@ -372,7 +380,7 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     size_t width2 = walk > 0 ? mi4_xpu_gemv_walk_width(K, team2, max_tiles, walk, units)
                              : mi4_xpu_gemm_width(K, team2);
     /* ... or with MOEINT4_XPU_GEMV_LANES the lanes ones, where the rows fit */
-    int lanes = gemv ? s->ctx->gemv_lanes : 0;
+    int lanes = gemv && !has_zeros ? s->ctx->gemv_lanes : 0;
     if (lanes > 0 && mi4_xpu_lanes_fit(K, gs13)) {
         k13 = mi4_xpu_lanes_kernel(K, 1);
         width13 = mi4_xpu_gemv_lanes_width(N, K, 2, max_tiles, lanes, units);
@@ -399,6 +407,15 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
         width2 = mi4_xpu_gemv_rows_width(K, rows_team, 1, max_tiles, rows_gemv, units);
     }
 
+    if (has_zeros) { /* the same kernels with zero points */
+        k13 = k13 == MI4_XPU_W13_GEMV_ROWS ? MI4_XPU_W13_GEMV_ROWS_ZP
+              : gemv                       ? MI4_XPU_W13_GEMV_ZP
+                                           : MI4_XPU_W13_GEMM_ZP;
+        k2 = k2 == MI4_XPU_W2_GEMV_ROWS ? MI4_XPU_W2_GEMV_ROWS_ZP
+             : gemv                     ? MI4_XPU_W2_GEMV_ZP
+                                        : MI4_XPU_W2_GEMM_ZP;
+    }
+
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
         st = run_dnnl_experts(s, hidden, topk_weights);
@@ -423,7 +440,8 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                MI4_XPU_FLOAT(alpha),
                                MI4_XPU_FLOAT(beta),
                                MI4_XPU_INT(team13),
-                               MI4_XPU_PTR(s->buf.act) };
+                               MI4_XPU_PTR(s->buf.act),
+                               MI4_XPU_PTR(w->w13_zeros) };
     mi4_xpu_arg w2_args[] = { MI4_XPU_PTR(s->buf.route),
                               MI4_XPU_INT(num_local),
                               MI4_XPU_PTR(s->buf.sorted),
@@ -437,7 +455,8 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                               MI4_XPU_INT(N),
                               MI4_XPU_INT(gs2),
                               MI4_XPU_INT(team2),
-                              MI4_XPU_PTR(s->buf.slot_out) };
+                              MI4_XPU_PTR(s->buf.slot_out),
+                              MI4_XPU_PTR(w->w2_zeros) };
     int gated = !s->async;
     mi4_xpu_arg combine_args[] = { MI4_XPU_PTR(s->buf.slot_expert),
                                    MI4_XPU_PTR(s->buf.slot_out),
@@ -448,9 +467,10 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
                                    MI4_XPU_PTR(s->record),
                                    MI4_XPU_INT(gated),
                                    MI4_XPU_PTR(target) };
-    st = launch(s, k13, width13, max_tiles, 20, w13_args);
+    /* the zeros, the last argument, only for the zero-point kernels */
+    st = launch(s, k13, width13, max_tiles, has_zeros ? 21 : 20, w13_args);
     if (!st)
-        st = launch(s, k2, width2, max_tiles, 14, w2_args);
+        st = launch(s, k2, width2, max_tiles, has_zeros ? 15 : 14, w2_args);
     if (!st)
         st = launch(s, MI4_XPU_COMBINE, (size_t)K, (size_t)num_tokens, 9, combine_args);
     return st;

@@ -1,6 +1,10 @@
 /* Int4 grouped GEMMs on the XPU layout. Weights: packed [E, OUT, IN/2] bytes
- * (low nibble = even column), uint4b8 codes (value = code - 8); scales
- * [E, OUT, IN/group] as f16 or bf16 bits.
+ * (low nibble = even column); scales [E, OUT, IN/group] as f16 or bf16 bits;
+ * value = (code - zero) * scale, zero = 8 (GPTQ symmetric, uint4b8) or, in
+ * the _zp kernels (GPTQ asymmetric, AWQ), zeros [E, OUT, IN/group] bytes.
+ * Each kernel body takes its zero points as a pointer that the symmetric
+ * entries pass as a literal 0, so after inlining their code is what it was
+ * without zero points (the constant 8 folds into the decode).
  *
  * A work-group of MI4_GROUP work-items owns one tile of sorted slots of one
  * expert (mi4_find_tile: the routing's tile list; groups past its end
@@ -50,25 +54,38 @@
 #define MI4_PIECE_STRIDE(pieces) 1
 #define MI4_CODE_AT(k, pieces) (k)
 #endif
-#define MI4_MAGIC 0x4B000000u          /* 2^23 as float bits */
-#define MI4_MAGIC_MINUS_8 8388616.0f   /* 2^23 + 8 */
+#define MI4_MAGIC 0x4B000000u /* 2^23 as float bits */
 
-/* (code - 8) of nibble i of word, exact */
-#define MI4_CODE(word, i) (as_float((((word) >> (4 * (i))) & 15u) | MI4_MAGIC) - MI4_MAGIC_MINUS_8)
-
-/* sum over the 8 codes of word of (code - 8) * x, x = a then b, in a fixed
- * order */
-float mi4_dot_word_values(uint word, float4 a, float4 b)
+/* The zero point of (row, group) as a float: 8 without zero points. */
+float mi4_load_zero(__global const uchar *zeros, long index)
 {
-    return (MI4_CODE(word, 0) * a.x + MI4_CODE(word, 1) * a.y + MI4_CODE(word, 2) * a.z +
-            MI4_CODE(word, 3) * a.w) +
-           (MI4_CODE(word, 4) * b.x + MI4_CODE(word, 5) * b.y + MI4_CODE(word, 6) * b.z +
-            MI4_CODE(word, 7) * b.w);
+    return zeros ? (float)zeros[index] : 8.0f;
 }
 
-/* 2^23 + 8 16^i: what a code at nibble i, read where it stands as the
- * float 2^23 + 16^i code, has above 16^i (code - 8) */
-#define MI4_CODE_OFFSET(i) (8388608.0f + 8.0f * (float)(1u << (4 * (i))))
+/* (code - zero) of nibble i of word, exact (2^23 + code - (2^23 + zero)) */
+#define MI4_CODE(word, i, zero)                                                                    \
+    (as_float((((word) >> (4 * (i))) & 15u) | MI4_MAGIC) - (8388608.0f + (zero)))
+
+/* sum over the 8 codes of word of (code - zero) * x, x = a then b, in a
+ * fixed order */
+float mi4_dot_word_values_z(uint word, float4 a, float4 b, float zero)
+{
+    return (MI4_CODE(word, 0, zero) * a.x + MI4_CODE(word, 1, zero) * a.y +
+            MI4_CODE(word, 2, zero) * a.z + MI4_CODE(word, 3, zero) * a.w) +
+           (MI4_CODE(word, 4, zero) * b.x + MI4_CODE(word, 5, zero) * b.y +
+            MI4_CODE(word, 6, zero) * b.z + MI4_CODE(word, 7, zero) * b.w);
+}
+
+float mi4_dot_word_values(uint word, float4 a, float4 b)
+{
+    return mi4_dot_word_values_z(word, a, b, 8.0f);
+}
+
+/* 2^23 + zero 16^i: what a code at nibble i, read where it stands as the
+ * float 2^23 + 16^i code, has above 16^i (code - zero); exact for zeros up
+ * to 16 (16^5 = 2^20 < 2^23) */
+#define MI4_CODE_OFFSET_Z(i, zero) (8388608.0f + (zero) * (float)(1u << (4 * (i))))
+#define MI4_CODE_OFFSET(i) MI4_CODE_OFFSET_Z(i, 8.0f)
 
 /* Codes in place (MOEINT4_XPU_BUILD_OPTIONS=-DMI4_NIBBLES_IN_PLACE=1):
  * nibble i < 5 of a word is masked where it stands, 2^23 + 16^i code as a
@@ -80,8 +97,9 @@ float mi4_dot_word_values(uint word, float4 a, float4 b)
  * (|x| < 2^-110) and the device flushes it. 25 instead of 31 integer and
  * float operations per word (no shift per nibble). Staged paths only (the
  * walking GEMVs' global activations use mi4_dot_word_values). */
-#define MI4_CODE_IN_PLACE(word, i)                                                                 \
-    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) - MI4_CODE_OFFSET(i))
+#define MI4_CODE_IN_PLACE_Z(word, i, zero)                                                         \
+    (as_float(((word) & (15u << (4 * (i)))) | MI4_MAGIC) - MI4_CODE_OFFSET_Z(i, zero))
+#define MI4_CODE_IN_PLACE(word, i) MI4_CODE_IN_PLACE_Z(word, i, 8.0f)
 /* 16^-(p < 5 ? p : p - 5) for position p of a word (the one-token GEMVs of
  * gemv_lanes.cl and gemv_rows.cl always decode in place) */
 float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p - 5)) << 23); }
@@ -91,32 +109,38 @@ float mi4_staged_scale(int p) { return as_float((uint)(127 - 4 * (p < 5 ? p : p 
 #if MI4_NIBBLES_IN_PLACE
 #define MI4_STAGED(value, k) ((value) * mi4_staged_scale((k) & 7))
 
-float mi4_dot_word(uint word, __local const float4 *x, int stride)
+float mi4_dot_word(uint word, __local const float4 *x, int stride, float zero)
 {
     float4 a = x[0], b = x[stride];
     uint high = word >> 20;
-    return (MI4_CODE_IN_PLACE(word, 0) * a.x + MI4_CODE_IN_PLACE(word, 1) * a.y +
-            MI4_CODE_IN_PLACE(word, 2) * a.z + MI4_CODE_IN_PLACE(word, 3) * a.w) +
-           (MI4_CODE_IN_PLACE(word, 4) * b.x + MI4_CODE_IN_PLACE(high, 0) * b.y +
-            MI4_CODE_IN_PLACE(high, 1) * b.z + MI4_CODE_IN_PLACE(high, 2) * b.w);
+    return (MI4_CODE_IN_PLACE_Z(word, 0, zero) * a.x + MI4_CODE_IN_PLACE_Z(word, 1, zero) * a.y +
+            MI4_CODE_IN_PLACE_Z(word, 2, zero) * a.z + MI4_CODE_IN_PLACE_Z(word, 3, zero) * a.w) +
+           (MI4_CODE_IN_PLACE_Z(word, 4, zero) * b.x + MI4_CODE_IN_PLACE_Z(high, 0, zero) * b.y +
+            MI4_CODE_IN_PLACE_Z(high, 1, zero) * b.z + MI4_CODE_IN_PLACE_Z(high, 2, zero) * b.w);
 }
 #else
 #define MI4_STAGED(value, k) (value)
 
 /* The same with x from local memory (two float4, `stride` float4 apart). */
-float mi4_dot_word(uint word, __local const float4 *x, int stride)
+float mi4_dot_word(uint word, __local const float4 *x, int stride, float zero)
 {
-    return mi4_dot_word_values(word, x[0], x[stride]);
+    return mi4_dot_word_values_z(word, x[0], x[stride], zero);
 }
 #endif
 
 /* The 32 codes of a piece against its activations: the piece's eight
  * float4 lie `stride` float4 apart (see mi4_rows_dot). */
+float mi4_dot_piece_z(uint4 piece, __local const float4 *x, int stride, float zero)
+{
+    return (mi4_dot_word(piece.x, x, stride, zero) +
+            mi4_dot_word(piece.y, x + 2 * stride, stride, zero)) +
+           (mi4_dot_word(piece.z, x + 4 * stride, stride, zero) +
+            mi4_dot_word(piece.w, x + 6 * stride, stride, zero));
+}
+
 float mi4_dot_piece(uint4 piece, __local const float4 *x, int stride)
 {
-    return (mi4_dot_word(piece.x, x, stride) + mi4_dot_word(piece.y, x + 2 * stride, stride)) +
-           (mi4_dot_word(piece.z, x + 4 * stride, stride) +
-            mi4_dot_word(piece.w, x + 6 * stride, stride));
+    return mi4_dot_piece_z(piece, x, stride, 8.0f);
 }
 
 /* The group of code k: a shift for power-of-two group sizes (integer
@@ -138,12 +162,13 @@ int mi4_group_shift(int group_size)
 typedef struct mi4_expert_rows {
     __global const uint4 *packed; /* the expert's first row */
     __global const ushort *scales;
+    __global const uchar *zeros; /* 0: zero point 8 */
     int pieces, groups, group_size, group_shift, cols, halves, scales_bf16;
 } mi4_expert_rows;
 
 mi4_expert_rows mi4_expert_rows_at(__global const uchar *packed, __global const ushort *scales,
-                                   int expert, int out_rows, int in, int cols, int halves,
-                                   int group_size, int scales_bf16)
+                                   __global const uchar *zeros, int expert, int out_rows, int in,
+                                   int cols, int halves, int group_size, int scales_bf16)
 {
     mi4_expert_rows w;
     w.pieces = in / 32;
@@ -152,6 +177,7 @@ mi4_expert_rows mi4_expert_rows_at(__global const uchar *packed, __global const 
     w.group_shift = mi4_group_shift(group_size);
     w.packed = (__global const uint4 *)packed + (long)expert * out_rows * w.pieces;
     w.scales = scales + (long)expert * out_rows * w.groups;
+    w.zeros = zeros ? zeros + (long)expert * out_rows * w.groups : 0;
     w.cols = cols;
     w.halves = halves;
     w.scales_bf16 = scales_bf16;
@@ -172,9 +198,10 @@ mi4_expert_rows mi4_expert_rows_at(__global const uchar *packed, __global const 
  * results unused past the end) of each row and their scales, so that all of
  * them are in flight before any is used. */
 void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
-                    __global const ushort *s0, __global const ushort *s1, int scales_bf16,
+                    __global const ushort *s0, __global const ushort *s1,
+                    __global const uchar *z0, __global const uchar *z1, int scales_bf16,
                     int group_size, int group_shift, int kb0, int c, int team, int pieces,
-                    int halves, uint4 *g, uint4 *u, float *sg, float *su)
+                    int halves, uint4 *g, uint4 *u, float *sg, float *su, float *zg, float *zu)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
@@ -184,13 +211,15 @@ void mi4_load_batch(__global const uint4 *p0, __global const uint4 *p1,
         sg[a] = mi4_load_scale(s0, scales_bf16, group);
         u[a] = halves == 2 ? p1[ca] : g[a];
         su[a] = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+        zg[a] = mi4_load_zero(z0, group);
+        zu[a] = halves == 2 ? mi4_load_zero(z1, group) : 8.0f;
     }
 }
 
 /* Multiplies a loaded batch with the staged activations into acc. */
 void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pieces,
                    int max_rows, int rows, int halves, const uint4 *g, const uint4 *u,
-                   const float *sg, const float *su, float *acc)
+                   const float *sg, const float *su, const float *zg, const float *zu, float *acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_AHEAD; ++a) {
@@ -202,9 +231,10 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
             for (int r = 0; r < max_rows; ++r)
                 if (r < rows) {
                     __local const float4 *xr = x + r * (block / 4);
-                    acc[r] += mi4_dot_piece(g[a], xr, stride) * sg[a];
+                    acc[r] += mi4_dot_piece_z(g[a], xr, stride, zg[a]) * sg[a];
                     if (halves == 2)
-                        acc[MI4_TILE_ROWS + r] += mi4_dot_piece(u[a], xr, stride) * su[a];
+                        acc[MI4_TILE_ROWS + r] +=
+                            mi4_dot_piece_z(u[a], xr, stride, zu[a]) * su[a];
                 }
         }
     }
@@ -218,9 +248,11 @@ void mi4_use_batch(__local const float4 *xs, int block, int c, int team, int pie
  * slower on the H200: more registers, fewer work-groups per SM.) */
 void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_rows, int rows,
                int halves, __global const uchar *w0, __global const uchar *w1,
-               __global const ushort *s0, __global const ushort *s1, int scales_bf16,
-               int group_size, int vec, int team, int lane, int preloaded, const uint4 *first_g,
-               const uint4 *first_u, const float *first_sg, const float *first_su, float *acc)
+               __global const ushort *s0, __global const ushort *s1, __global const uchar *z0,
+               __global const uchar *z1, int scales_bf16, int group_size, int vec, int team,
+               int lane, int preloaded, const uint4 *first_g, const uint4 *first_u,
+               const float *first_sg, const float *first_su, const float *first_zg,
+               const float *first_zu, float *acc)
 {
     int group_shift = mi4_group_shift(group_size);
     if (vec) { /* 16-byte pieces of 32 codes */
@@ -228,7 +260,7 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
         __global const uint4 *p1 = (__global const uint4 *)w1 + kb0 / 32;
         int pieces = kbn / 32, step = team * MI4_AHEAD;
         uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-        float sg[MI4_AHEAD], su[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD], zg[MI4_AHEAD], zu[MI4_AHEAD];
         for (int c = lane; c < pieces; c += step) {
             if (preloaded && c == lane) { /* the batch mi4_rows_dot loaded (MI4_PRELOAD) */
 #pragma unroll
@@ -237,12 +269,15 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
                     u[a] = first_u[a];
                     sg[a] = first_sg[a];
                     su[a] = first_su[a];
+                    zg[a] = first_zg[a];
+                    zu[a] = first_zu[a];
                 }
             } else {
-                mi4_load_batch(p0, p1, s0, s1, scales_bf16, group_size, group_shift, kb0, c,
-                               team, pieces, halves, g, u, sg, su);
+                mi4_load_batch(p0, p1, s0, s1, z0, z1, scales_bf16, group_size, group_shift, kb0,
+                               c, team, pieces, halves, g, u, sg, su, zg, zu);
             }
-            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, acc);
+            mi4_use_batch(xs, block, c, team, pieces, max_rows, rows, halves, g, u, sg, su, zg,
+                          zu, acc);
         }
         return;
     }
@@ -255,13 +290,14 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
         int group = mi4_group_of(kb0 + 8 * c, group_size, group_shift);
         float sg = mi4_load_scale(s0, scales_bf16, group);
         float su = halves == 2 ? mi4_load_scale(s1, scales_bf16, group) : 0.0f;
+        float zg = mi4_load_zero(z0, group), zu = halves == 2 ? mi4_load_zero(z1, group) : 8.0f;
         __local const float4 *x = xs + 2 * c;
 #pragma unroll
         for (int r = 0; r < max_rows; ++r)
             if (r < rows) {
-                acc[r] += mi4_dot_word(g, x + r * (block / 4), 1) * sg;
+                acc[r] += mi4_dot_word(g, x + r * (block / 4), 1, zg) * sg;
                 if (halves == 2)
-                    acc[MI4_TILE_ROWS + r] += mi4_dot_word(u, x + r * (block / 4), 1) * su;
+                    acc[MI4_TILE_ROWS + r] += mi4_dot_word(u, x + r * (block / 4), 1, zu) * su;
             }
     }
 }
@@ -274,7 +310,8 @@ void mi4_block(__local const float4 *xs, int block, int kb0, int kbn, int max_ro
 void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const long *x_row,
                   int max_rows, int rows, int in, int halves, __global const uchar *w0,
                   __global const uchar *w1, __global const ushort *s0, __global const ushort *s1,
-                  int scales_bf16, int group_size, int team, int lane, int active, float *acc)
+                  __global const uchar *z0, __global const uchar *z1, int scales_bf16,
+                  int group_size, int team, int lane, int active, float *acc)
 {
     int vec = in % 32 == 0 && group_size % 32 == 0 && ((size_t)w0 & 15) == 0 &&
               ((size_t)w1 & 15) == 0;
@@ -288,16 +325,16 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
         int kbn = min(block, in - kb0);
 #if MI4_PRELOAD /* the first batch, before the staging */
         uint4 g[MI4_AHEAD], u[MI4_AHEAD];
-        float sg[MI4_AHEAD], su[MI4_AHEAD];
+        float sg[MI4_AHEAD], su[MI4_AHEAD], zg[MI4_AHEAD], zu[MI4_AHEAD];
         int preloaded = vec && active && lane < kbn / 32;
         if (preloaded)
             mi4_load_batch((__global const uint4 *)w0 + kb0 / 32,
-                           (__global const uint4 *)w1 + kb0 / 32, s0, s1, scales_bf16, group_size,
-                           mi4_group_shift(group_size), kb0, lane, team, kbn / 32, halves, g, u,
-                           sg, su);
-#define MI4_FIRST_BATCH preloaded, g, u, sg, su
+                           (__global const uint4 *)w1 + kb0 / 32, s0, s1, z0, z1, scales_bf16,
+                           group_size, mi4_group_shift(group_size), kb0, lane, team, kbn / 32,
+                           halves, g, u, sg, su, zg, zu);
+#define MI4_FIRST_BATCH preloaded, g, u, sg, su, zg, zu
 #else /* no arrays: the SPIR-V is built at -O0, where unused ones stay private memory */
-#define MI4_FIRST_BATCH 0, 0, 0, 0, 0
+#define MI4_FIRST_BATCH 0, 0, 0, 0, 0, 0, 0
 #endif
 #pragma unroll
         for (int r = 0; r < MI4_TILE_ROWS; ++r)
@@ -308,10 +345,10 @@ void mi4_rows_dot(__local float4 *xs, __global const uchar *x, int dtype, const 
         barrier(CLK_LOCAL_MEM_FENCE);
         int span = active ? kbn : 0;
         if (max_rows == 1 || rows == 1)
-            mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, scales_bf16,
+            mi4_block(xs, block, kb0, span, 1, 1, halves, w0, w1, s0, s1, z0, z1, scales_bf16,
                       group_size, vec, team, lane, MI4_FIRST_BATCH, acc);
         else
-            mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1,
+            mi4_block(xs, block, kb0, span, max_rows, rows, halves, w0, w1, s0, s1, z0, z1,
                       scales_bf16, group_size, vec, team, lane, MI4_FIRST_BATCH, acc);
 #undef MI4_FIRST_BATCH
         barrier(CLK_LOCAL_MEM_FENCE); /* all have read the block (xs is reused after) */
@@ -363,7 +400,8 @@ float mi4_team_total(__local const float4 *xs, int h, int r, int team, int lane)
     route, num_local, sorted_slots, hidden, dtype, topk_weights, weight_on_input, topk, packed,   \
         scales, scales_bf16, K, N, group_size, act_kind, limit, alpha, beta, team, act_out
 
-void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
+/* zeros: [E, 2N, K/group] bytes, or a literal 0 (zero point 8) */
+void mi4_w13(__local float4 *xs, int max_rows, __global const uchar *zeros, MI4_W13_PARAMS)
 {
     long x_row[MI4_TILE_ROWS];
     float acc[2 * MI4_TILE_ROWS];
@@ -379,11 +417,13 @@ void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
     __global const uchar *w_up = w_gate + (long)N * (K / 2);
     __global const ushort *s_gate = scales + ((long)expert * 2 * N + col) * groups;
     __global const ushort *s_up = s_gate + (long)N * groups;
+    __global const uchar *z_gate = zeros ? zeros + ((long)expert * 2 * N + col) * groups : 0;
+    __global const uchar *z_up = zeros ? z_gate + (long)N * groups : 0;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         x_row[r] = r < max_rows && r < rows ? (long)(sorted_slots[row0 + r] / topk) * K : 0;
-    mi4_rows_dot(xs, hidden, dtype, x_row, max_rows, rows, K, 2, w_gate, w_up, s_gate, s_up, scales_bf16,
-                 group_size, team, lane, active, acc);
+    mi4_rows_dot(xs, hidden, dtype, x_row, max_rows, rows, K, 2, w_gate, w_up, s_gate, s_up,
+                 z_gate, z_up, scales_bf16, group_size, team, lane, active, acc);
     mi4_team_store(xs, acc, max_rows, rows, 2);
     /* lane r % team finishes row r: teams have at least 4 lanes, tiles at
      * most 8 rows (two steps written out: as a loop over r, PoCL 3.1 ran
@@ -422,11 +462,21 @@ void mi4_w13(__local float4 *xs, int max_rows, MI4_W13_PARAMS)
         PARAMS)                                                                                   \
     {                                                                                             \
         __local float4 xs[MI4_XBLOCK / 4];                                                        \
-        body(xs, max_rows, ARGS);                                                                 \
+        body(xs, max_rows, 0, ARGS);                                                              \
+    }
+/* The same with zero points: one more argument, the zeros, last. */
+#define MI4_ENTRY_ZP(name, body, max_rows, PARAMS, ARGS)                                          \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
+        PARAMS, __global const uchar *zeros)                                                      \
+    {                                                                                             \
+        __local float4 xs[MI4_XBLOCK / 4];                                                        \
+        body(xs, max_rows, zeros, ARGS);                                                          \
     }
 
 MI4_ENTRY(mi4_w13_gemm, mi4_w13, MI4_TILE_ROWS, MI4_W13_PARAMS, MI4_W13_ARGS)
 MI4_ENTRY(mi4_w13_gemv, mi4_w13, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ENTRY_ZP(mi4_w13_gemm_zp, mi4_w13, MI4_TILE_ROWS, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ENTRY_ZP(mi4_w13_gemv_zp, mi4_w13, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
 
 /* w2: slot_out[slot][k] (f32) = (router weight unless applied on the input)
  * * sum_n act[slot][n] * W2[e][k][n]. */
@@ -439,7 +489,8 @@ MI4_ENTRY(mi4_w13_gemv, mi4_w13, 1, MI4_W13_PARAMS, MI4_W13_ARGS)
     route, num_local, sorted_slots, act, topk_weights, weight_on_input, packed, scales,          \
         scales_bf16, K, N, group_size, team, slot_out
 
-void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
+/* zeros: [E, K, N/group] bytes, or a literal 0 (zero point 8) */
+void mi4_w2(__local float4 *xs, int max_rows, __global const uchar *zeros, MI4_W2_PARAMS)
 {
     long a_row[MI4_TILE_ROWS];
     float acc[2 * MI4_TILE_ROWS];
@@ -453,11 +504,12 @@ void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
     int groups = N / group_size;
     __global const uchar *w = packed + ((long)expert * K + col) * (N / 2);
     __global const ushort *s = scales + ((long)expert * K + col) * groups;
+    __global const uchar *z = zeros ? zeros + ((long)expert * K + col) * groups : 0;
 #pragma unroll
     for (int r = 0; r < MI4_TILE_ROWS; ++r)
         a_row[r] = r < max_rows && r < rows ? (long)sorted_slots[row0 + r] * N : 0;
-    mi4_rows_dot(xs, (__global const uchar *)act, MI4_DT_F32, a_row, max_rows, rows, N, 1, w, w, s, s,
-                 scales_bf16, group_size, team, lane, active, acc);
+    mi4_rows_dot(xs, (__global const uchar *)act, MI4_DT_F32, a_row, max_rows, rows, N, 1, w, w, s,
+                 s, z, z, scales_bf16, group_size, team, lane, active, acc);
     mi4_team_store(xs, acc, max_rows, rows, 1);
 #pragma unroll
     for (int i = 0; i < 2; ++i) { /* as in mi4_w13 */
@@ -472,6 +524,8 @@ void mi4_w2(__local float4 *xs, int max_rows, MI4_W2_PARAMS)
 
 MI4_ENTRY(mi4_w2_gemm, mi4_w2, MI4_TILE_ROWS, MI4_W2_PARAMS, MI4_W2_ARGS)
 MI4_ENTRY(mi4_w2_gemv, mi4_w2, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_ENTRY_ZP(mi4_w2_gemm_zp, mi4_w2, MI4_TILE_ROWS, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_ENTRY_ZP(mi4_w2_gemv_zp, mi4_w2, 1, MI4_W2_PARAMS, MI4_W2_ARGS)
 
 /* out[m][k] = sum over the token's local slots, in slot order (deterministic);
  * a token with no local slot gets 0. Rounded once to dtype. */

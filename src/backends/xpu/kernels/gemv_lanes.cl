@@ -193,7 +193,7 @@ void mi4_w13_lanes(__local float *red, __local float *part, int ppl, MI4_W13_PAR
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
     mi4_expert_rows w =
-        mi4_expert_rows_at(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
+        mi4_expert_rows_at(packed, scales, 0, expert, 2 * N, K, N, 2, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, hidden, dtype, (long)(slot / topk) * K, group_size, team,
                    scale, act_kind, limit, alpha, beta, act_out, (long)slot * N, ppl);
 }
@@ -206,7 +206,7 @@ void mi4_w2_lanes(__local float *red, __local float *part, int ppl, MI4_W2_PARAM
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
     mi4_expert_rows w =
-        mi4_expert_rows_at(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
+        mi4_expert_rows_at(packed, scales, 0, expert, K, N, K, 1, group_size, scales_bf16);
     mi4_lanes_walk(&w, red, part, (__global const uchar *)act, MI4_DT_F32, (long)slot * N,
                    group_size, team, scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K, ppl);
 }

@@ -59,14 +59,14 @@ void mi4_rows_stage(__local float4 *xs, __global const uchar *x, int dtype, long
 }
 
 /* Code i of a word already ORed with 2^23's bits (mi4_rows_piece_dot) as
- * (code - 8) 16^i: one AND a code, where MI4_CODE_IN_PLACE masks and ORs
+ * (code - zero) 16^i: one AND a code, where MI4_CODE_IN_PLACE masks and ORs
  * each code (on the H200 the Mixtral w13 GEMV took 58.4 instead of 67.7 us,
  * bench/results/xpu-2026-12-03-rows.md). The same values. */
-#define MI4_CODE_MASKED(v, i)                                                                      \
-    (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) - MI4_CODE_OFFSET(i))
+#define MI4_CODE_MASKED(v, i, zero)                                                                \
+    (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) - MI4_CODE_OFFSET_Z(i, zero))
 
 /* A piece's 32 codes against its staged activations (8 float4). */
-float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
+float mi4_rows_piece_dot(uint4 piece, __local const float4 *x, float zero)
 {
     uint words[4] = { piece.x, piece.y, piece.z, piece.w };
     float s = 0.0f;
@@ -80,14 +80,14 @@ float mi4_rows_piece_dot(uint4 piece, __local const float4 *x)
         /* nibbles 0-4 where they stand, 5-7 shifted down; bit 23 of `low`
          * (nibble 5's top bit) is cleared by every mask */
         uint low = (w & 0x007fffffu) | MI4_MAGIC, high = (w >> 20) | MI4_MAGIC;
-        s = fma(MI4_CODE_MASKED(low, 0), a.x, s);
-        s = fma(MI4_CODE_MASKED(low, 1), a.y, s);
-        s = fma(MI4_CODE_MASKED(low, 2), a.z, s);
-        s = fma(MI4_CODE_MASKED(low, 3), a.w, s);
-        s = fma(MI4_CODE_MASKED(low, 4), b.x, s);
-        s = fma(MI4_CODE_MASKED(high, 0), b.y, s);
-        s = fma(MI4_CODE_MASKED(high, 1), b.z, s);
-        s = fma(MI4_CODE_MASKED(high, 2), b.w, s);
+        s = fma(MI4_CODE_MASKED(low, 0, zero), a.x, s);
+        s = fma(MI4_CODE_MASKED(low, 1, zero), a.y, s);
+        s = fma(MI4_CODE_MASKED(low, 2, zero), a.z, s);
+        s = fma(MI4_CODE_MASKED(low, 3, zero), a.w, s);
+        s = fma(MI4_CODE_MASKED(low, 4, zero), b.x, s);
+        s = fma(MI4_CODE_MASKED(high, 0, zero), b.y, s);
+        s = fma(MI4_CODE_MASKED(high, 1, zero), b.z, s);
+        s = fma(MI4_CODE_MASKED(high, 2, zero), b.w, s);
 #endif
     }
     return s;
@@ -110,26 +110,31 @@ float mi4_rows_scale(uint bits, int scales_bf16)
 }
 
 /* Loads the batch of pieces i, i + team, ... (MI4_ROWS_AHEAD of them; past
- * the end: the last piece, unused) of row r and their scales' bits. */
+ * the end: the last piece, unused) of row r, their scales' bits and zero
+ * points (rz: the row's, or 0). */
 void mi4_rows_load(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
-                   int p0, int count, int i, int team, uint4 *piece, uint *bits)
+                   __global const uchar *rz, int p0, int count, int i, int team, uint4 *piece,
+                   uint *bits, float *zero)
 {
 #pragma unroll
     for (int a = 0; a < MI4_ROWS_AHEAD; ++a) {
         int p = p0 + min(i + a * team, count - 1);
+        int group = mi4_group_of(32 * p, w->group_size, w->group_shift);
         piece[a] = r[p];
-        bits[a] = rs[mi4_group_of(32 * p, w->group_size, w->group_shift)];
+        bits[a] = rs[group];
+        zero[a] = mi4_load_zero(rz, group);
     }
 }
 
 /* The batch's products added to acc in order. */
 float mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count, int i, int team,
-                   const uint4 *piece, const uint *bits, float acc)
+                   const uint4 *piece, const uint *bits, const float *zero, float acc)
 {
 #pragma unroll
     for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
         if (i + a * team < count)
-            acc += mi4_rows_piece_dot(piece[a], xs + (i + a * team) * (MI4_ROWS_PIECE / 4)) *
+            acc += mi4_rows_piece_dot(piece[a], xs + (i + a * team) * (MI4_ROWS_PIECE / 4),
+                                      zero[a]) *
                    mi4_rows_scale(bits[a], w->scales_bf16);
     return acc;
 }
@@ -139,31 +144,34 @@ float mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count
  * MI4_ROWS_PIPELINE=1 the next batch's loads go out before this batch's
  * arithmetic (two batches of registers). */
 float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
-                   __local const float4 *xs, int p0, int count, int q, int team)
+                   __global const uchar *rz, __local const float4 *xs, int p0, int count, int q,
+                   int team)
 {
     float acc = 0.0f;
     uint4 piece[MI4_ROWS_AHEAD];
     uint bits[MI4_ROWS_AHEAD];
+    float zero[MI4_ROWS_AHEAD];
     int stride = team * MI4_ROWS_AHEAD;
 #if MI4_ROWS_PIPELINE
     if (q < count)
-        mi4_rows_load(w, r, rs, p0, count, q, team, piece, bits);
+        mi4_rows_load(w, r, rs, rz, p0, count, q, team, piece, bits, zero);
     for (int i = q; i < count; i += stride) {
         uint4 next[MI4_ROWS_AHEAD];
         uint next_bits[MI4_ROWS_AHEAD];
+        float next_zero[MI4_ROWS_AHEAD];
         int more = i + stride < count;
         if (more)
-            mi4_rows_load(w, r, rs, p0, count, i + stride, team, next, next_bits);
-        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+            mi4_rows_load(w, r, rs, rz, p0, count, i + stride, team, next, next_bits, next_zero);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, zero, acc);
         if (more) /* the last batch leaves `next` unset */
 #pragma unroll
             for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
-                piece[a] = next[a], bits[a] = next_bits[a];
+                piece[a] = next[a], bits[a] = next_bits[a], zero[a] = next_zero[a];
     }
 #else
     for (int i = q; i < count; i += stride) {
-        mi4_rows_load(w, r, rs, p0, count, i, team, piece, bits);
-        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, acc);
+        mi4_rows_load(w, r, rs, rz, p0, count, i, team, piece, bits, zero);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, zero, acc);
     }
 #endif
     return acc;
@@ -193,16 +201,17 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
         long row = (long)(slot % w->halves) * w->cols + col;
         __global const uint4 *r = w->packed + row * w->pieces;
         __global const ushort *rs = w->scales + row * w->groups;
+        __global const uchar *rz = w->zeros ? w->zeros + row * w->groups : 0;
         float acc = 0.0f;
         if (once)
-            acc = mi4_rows_sum(w, r, rs, xs, 0, w->pieces, q, team);
+            acc = mi4_rows_sum(w, r, rs, rz, xs, 0, w->pieces, q, team);
         else
             for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
                 int count = min(MI4_ROWS_XBLOCK, in - kb);
                 barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
                 mi4_rows_stage(xs, x, dtype, x_at + kb, count);
                 barrier(CLK_LOCAL_MEM_FENCE);
-                acc += mi4_rows_sum(w, r, rs, xs, kb / 32, count / 32, q, team);
+                acc += mi4_rows_sum(w, r, rs, rz, xs, kb / 32, count / 32, q, team);
             }
         __local float *red = sums + buf * MI4_GROUP;
         red[lid] = acc;
@@ -227,32 +236,52 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
     __local float4 xs[MI4_ROWS_XBLOCK / 32 * MI4_ROWS_PIECE / 4];                                  \
     __local float sums[2 * MI4_GROUP]
 
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
-mi4_w13_gemv_rows(MI4_W13_PARAMS)
+/* zeros: [E, 2N, K/group] bytes, or a literal 0 (zero point 8) */
+void mi4_w13_rows(__local float4 *xs, __local float *sums, __global const uchar *zeros,
+                  MI4_W13_PARAMS)
 {
-    MI4_ROWS_LOCALS;
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
         return; /* the whole work-group */
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? topk_weights[slot] : 1.0f;
-    mi4_expert_rows w =
-        mi4_expert_rows_at(packed, scales, expert, 2 * N, K, N, 2, group_size, scales_bf16);
+    mi4_expert_rows w = mi4_expert_rows_at(packed, scales, zeros, expert, 2 * N, K,
+                                           N, 2, group_size, scales_bf16);
     mi4_rows_walk(&w, xs, sums, hidden, dtype, (long)(slot / topk) * K, team, scale, act_kind,
                   limit, alpha, beta, act_out, (long)slot * N);
 }
 
-__kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void
-mi4_w2_gemv_rows(MI4_W2_PARAMS)
+void mi4_w2_rows(__local float4 *xs, __local float *sums, __global const uchar *zeros,
+                 MI4_W2_PARAMS)
 {
-    MI4_ROWS_LOCALS;
     int expert, row0;
     if (!mi4_find_tile(route, num_local, (int)get_group_id(1), 1, &expert, &row0))
         return; /* the whole work-group */
     int slot = sorted_slots[row0];
     float scale = weight_on_input ? 1.0f : topk_weights[slot];
-    mi4_expert_rows w =
-        mi4_expert_rows_at(packed, scales, expert, K, N, K, 1, group_size, scales_bf16);
+    mi4_expert_rows w = mi4_expert_rows_at(packed, scales, zeros, expert, K, N, K,
+                                           1, group_size, scales_bf16);
     mi4_rows_walk(&w, xs, sums, (__global const uchar *)act, MI4_DT_F32, (long)slot * N, team,
                   scale, 0, 0.0f, 0.0f, 0.0f, slot_out, (long)slot * K);
 }
+
+/* Without zero points (the GEMMs' arguments) and with them (one more, last). */
+#define MI4_ROWS_ENTRY(name, body, PARAMS, ARGS)                                                  \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
+        PARAMS)                                                                                   \
+    {                                                                                             \
+        MI4_ROWS_LOCALS;                                                                          \
+        body(xs, sums, 0, ARGS);                                                                  \
+    }
+#define MI4_ROWS_ENTRY_ZP(name, body, PARAMS, ARGS)                                               \
+    __kernel __attribute__((reqd_work_group_size(MI4_GROUP, 1, 1))) MI4_SIMD_WIDTH void name(     \
+        PARAMS, __global const uchar *zeros)                                                      \
+    {                                                                                             \
+        MI4_ROWS_LOCALS;                                                                          \
+        body(xs, sums, zeros, ARGS);                                                              \
+    }
+
+MI4_ROWS_ENTRY(mi4_w13_gemv_rows, mi4_w13_rows, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ROWS_ENTRY(mi4_w2_gemv_rows, mi4_w2_rows, MI4_W2_PARAMS, MI4_W2_ARGS)
+MI4_ROWS_ENTRY_ZP(mi4_w13_gemv_rows_zp, mi4_w13_rows, MI4_W13_PARAMS, MI4_W13_ARGS)
+MI4_ROWS_ENTRY_ZP(mi4_w2_gemv_rows_zp, mi4_w2_rows, MI4_W2_PARAMS, MI4_W2_ARGS)

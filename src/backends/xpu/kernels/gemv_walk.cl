@@ -245,8 +245,8 @@ void mi4_walk_words(const mi4_walk_rows *w, __local const float4 *xs, int kb0, i
         int span = w->n0 + j * w->step < w->cols ? kbn : 0;
         mi4_block(xs, MI4_XBLOCK, kb0, span, 1, 1, w->halves, w->packed + row * in_bytes,
                   w->packed + up * in_bytes, w->scales + row * w->groups,
-                  w->scales + up * w->groups, w->scales_bf16, w->group_size, 0, team, lane, 0,
-                  0, 0, 0, 0, t); /* the word path (vec 0): no preloaded batch */
+                  w->scales + up * w->groups, 0, 0, w->scales_bf16, w->group_size, 0, team,
+                  lane, 0, 0, 0, 0, 0, 0, 0, t); /* the word path (vec 0): no preloaded batch */
         acc[j] = t[0];
         acc[MI4_WALK_COLUMNS + j] = t[MI4_TILE_ROWS];
     }

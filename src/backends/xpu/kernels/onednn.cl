@@ -22,10 +22,12 @@ __kernel void mi4_dnnl_gather(__global const int *route, int num_local, int expe
     mi4_store(a_out, out_dtype, (long)r * K + k, x);
 }
 
-/* w_out[o][i] = (code - 8) * scale for one expert of a packed [E, OUT, IN/2]. */
+/* w_out[o][i] = (code - zero) * scale for one expert of a packed [E, OUT,
+ * IN/2]; zero = 8, or zeros[E, OUT, IN/group] where has_zeros. */
 __kernel void mi4_dnnl_dequant(__global const uchar *packed, __global const ushort *scales,
                                int scales_bf16, int expert, int out_features, int in_features,
-                               int group_size, int out_dtype, __global uchar *w_out)
+                               int group_size, int out_dtype, __global uchar *w_out,
+                               __global const uchar *zeros, int has_zeros)
 {
     int i = (int)get_global_id(0);
     int o = (int)get_global_id(1);
@@ -34,8 +36,10 @@ __kernel void mi4_dnnl_dequant(__global const uchar *packed, __global const usho
     long row = (long)expert * out_features + o;
     uint byte = packed[row * (in_features / 2) + i / 2];
     int code = (int)((i & 1) ? (byte >> 4) : (byte & 15u));
-    float scale = mi4_load_scale(scales, scales_bf16, row * (in_features / group_size) + i / group_size);
-    mi4_store(w_out, out_dtype, (long)o * in_features + i, (float)(code - 8) * scale);
+    long group = row * (in_features / group_size) + i / group_size;
+    float scale = mi4_load_scale(scales, scales_bf16, group);
+    float zero = mi4_load_zero(has_zeros ? zeros : 0, group);
+    mi4_store(w_out, out_dtype, (long)o * in_features + i, ((float)code - zero) * scale);
 }
 
 /* c13 [rows, 2N] f32 -> a2 [rows, N] in out_dtype (the w2 matmul's input). */
