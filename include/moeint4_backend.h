@@ -169,6 +169,22 @@ MOEINT4_API void moeint4_backend_layout_to_xpu(const moeint4_quant_matrix *valid
 MOEINT4_API void moeint4_backend_layout_gptq_to_xpu(const moeint4_quant_matrix *validated,
                                                     uint8_t *packed, void *scales_t);
 
+/* Act-order (GPTQ desc_act) weights for kernels that need contiguous groups:
+ * the layout module's sorted copy of a validated descriptor whose w13 or w2
+ * g_idx is act-order. *sorted_desc (no g_idx) describes w13 with its input
+ * rows sorted by group and its gate/up rows in w2's sort order, and w2 with
+ * its input rows sorted, so that W2' act(W13' x') = W2 act(W13 x) for
+ * x'[i] = x[input_perm[e][i]]; *input_perm is [E_l][K]. Both stay valid
+ * until moeint4_backend_sorted_free(*sorted). OUT_OF_MEMORY (message in err)
+ * or SUCCESS. */
+typedef struct moeint4_backend_sorted moeint4_backend_sorted;
+MOEINT4_API moeint4_status moeint4_backend_sort_act_order(const moeint4_weights_desc *validated,
+                                                          moeint4_backend_sorted **sorted,
+                                                          const moeint4_weights_desc **sorted_desc,
+                                                          const int32_t **input_perm, char *err,
+                                                          size_t err_cap);
+MOEINT4_API void moeint4_backend_sorted_free(moeint4_backend_sorted *sorted);
+
 /* ------------------------------------------------------------------------ */
 /* Header-only kit                                                           */
 /* ------------------------------------------------------------------------ */

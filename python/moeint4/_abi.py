@@ -340,6 +340,9 @@ FUNCTIONS: List[Function] = [
     ("moeint4_backend_layout_gptq_to_xpu", None, [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p]),
     ("moeint4_backend_layout_to_xpu", None,
      [POINTER(QuantMatrix), POINTER(c_uint8), c_void_p, POINTER(c_uint8)]),
+    ("moeint4_backend_sort_act_order", STATUS,
+     [c_void_p, POINTER(c_void_p), POINTER(c_void_p), POINTER(c_void_p), c_char_p, c_size_t]),
+    ("moeint4_backend_sorted_free", None, [c_void_p]),
     # include/moeint4.h, Checkpoints
     ("moeint4_checkpoint_open", STATUS,
      [c_char_p, POINTER(CheckpointOptions), POINTER(c_void_p)]),

@@ -143,3 +143,36 @@ moeint4_status mi4_layout_sort_act_order(const moeint4_weights_desc *desc, mi4_l
     *out = s;
     return MOEINT4_SUCCESS;
 }
+
+/* The plugin kit's view of a sorted copy (moeint4_backend.h). */
+struct moeint4_backend_sorted {
+    mi4_layout_sorted sorted;
+};
+
+moeint4_status moeint4_backend_sort_act_order(const moeint4_weights_desc *desc,
+                                              moeint4_backend_sorted **sorted,
+                                              const moeint4_weights_desc **sorted_desc,
+                                              const int32_t **input_perm, char *err, size_t err_cap)
+{
+    moeint4_backend_sorted *s = mi4_malloc(sizeof *s);
+    if (!s)
+        return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,
+                             "no memory to sort act-order experts");
+    moeint4_status status = mi4_layout_sort_act_order(desc, &s->sorted, err, err_cap);
+    if (status != MOEINT4_SUCCESS) {
+        mi4_free(s);
+        return status;
+    }
+    *sorted = s;
+    *sorted_desc = &s->sorted.desc;
+    *input_perm = s->sorted.input_perm;
+    return MOEINT4_SUCCESS;
+}
+
+void moeint4_backend_sorted_free(moeint4_backend_sorted *sorted)
+{
+    if (!sorted)
+        return;
+    mi4_layout_sorted_free(&sorted->sorted);
+    mi4_free(sorted);
+}

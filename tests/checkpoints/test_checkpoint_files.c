@@ -2,6 +2,7 @@
  * status and a message naming the file and the tensor, and nothing crashes
  * or leaks (the reliability run repeats this under ASan and valgrind). Then
  * the API's own argument checks, and prepare from several threads. */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,41 +223,6 @@ static void test_single_file(void **state)
     assert_null(ck);
 }
 
-/* Act-order: the XPU backend refuses it (its layout keeps groups contiguous)
- * and the oracle moves on to a backend that serves it. Runs where the XPU
- * plugin is built (PoCL's CPU device in CI); says so when it is not. */
-static void test_act_order_and_the_oracle(void **state)
-{
-    (void)state;
-    moeint4_checkpoint *ck;
-    /* symmetric, so that act-order is the one thing the XPU backend lacks */
-    assert_int_equal(moeint4_checkpoint_open(ck_path("qwen3_moe_gptq_fused", NULL), NULL, &ck),
-                     MOEINT4_SUCCESS);
-    moeint4_backend_info xpu = { .struct_size = sizeof xpu };
-    assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &xpu), MOEINT4_SUCCESS);
-    moeint4_context *ctx;
-    moeint4_weights *w = NULL;
-    if (xpu.compiled && xpu.available) {
-        moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_XPU };
-        assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
-        expect_error(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_UNSUPPORTED,
-                     "xpu does not serve act-order g_idx");
-        assert_null(w);
-        moeint4_context_destroy(ctx);
-    } else {
-        print_message("xpu not available (%s): its refusal is not exercised here\n", xpu.reason);
-    }
-    /* AUTO: whatever comes first, a backend that serves act-order takes it */
-    assert_int_equal(moeint4_context_create(NULL, &ctx), MOEINT4_SUCCESS);
-    assert_int_equal(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_SUCCESS);
-    moeint4_backend chosen;
-    assert_int_equal(moeint4_weights_backend(w, &chosen), MOEINT4_SUCCESS);
-    assert_true(chosen != MOEINT4_BACKEND_XPU);
-    moeint4_weights_release(w);
-    moeint4_context_destroy(ctx);
-    moeint4_checkpoint_close(ck);
-}
-
 /* moeint4_checkpoint_prepare on one layer from several threads at once: the
  * stacked arrays one call builds must not be freed under another's prepare
  * (each thread's forward matches a forward of weights prepared alone). */
@@ -323,6 +289,58 @@ static void *prepare_worker_main(void *arg)
     return NULL;
 }
 
+/* Act-order on every backend: the XPU backend sorts the weights into
+ * contiguous groups at prepare and gathers x by the sort order on the
+ * device. Where the XPU plugin runs (PoCL's CPU device in CI) its forward of
+ * a symmetric and an asymmetric act-order checkpoint matches the CPU
+ * backend's (both f32 throughout); says so where it does not run. AUTO takes
+ * whatever comes first. */
+static void test_act_order_on_every_backend(void **state)
+{
+    (void)state;
+    moeint4_backend_info xpu = { .struct_size = sizeof xpu };
+    assert_int_equal(moeint4_backend_query(MOEINT4_BACKEND_XPU, &xpu), MOEINT4_SUCCESS);
+    if (!xpu.compiled || !xpu.available)
+        print_message("xpu not available (%s): its act-order path is not exercised here\n",
+                      xpu.reason);
+    const char *names[] = { "qwen3_moe_gptq_fused", "qwen3_moe_gptq_v1_act_order" };
+    float hidden[PREPARE_TOKENS * 128], want[PREPARE_TOKENS * 128], got[PREPARE_TOKENS * 128];
+    for (int i = 0; i < PREPARE_TOKENS * 128; i++)
+        hidden[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+    for (int c = 0; c < 2; c++) {
+        moeint4_checkpoint *ck;
+        assert_int_equal(moeint4_checkpoint_open(ck_path(names[c], NULL), NULL, &ck),
+                         MOEINT4_SUCCESS);
+        moeint4_context *cpu = one_thread_cpu_context();
+        assert_non_null(cpu);
+        assert_int_equal(prepare_and_forward(cpu, ck, hidden, want), MOEINT4_SUCCESS);
+        moeint4_context_destroy(cpu);
+        if (xpu.compiled && xpu.available) {
+            moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_XPU };
+            moeint4_context *ctx;
+            assert_int_equal(moeint4_context_create(&o, &ctx), MOEINT4_SUCCESS);
+            moeint4_status st = prepare_and_forward(ctx, ck, hidden, got);
+            if (st != MOEINT4_SUCCESS)
+                fail_msg("%s on xpu: %s", names[c], moeint4_last_error());
+            double diff = 0, norm = 0;
+            for (int i = 0; i < PREPARE_TOKENS * 128; i++) {
+                diff += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+                norm += (double)want[i] * want[i];
+            }
+            print_message("%s: xpu against cpu, relative L2 %.3g\n", names[c], sqrt(diff / norm));
+            assert_true(norm > 0 && sqrt(diff / norm) < 1e-5); /* f32 sums in both */
+            moeint4_context_destroy(ctx);
+        }
+        moeint4_context *ctx;
+        moeint4_weights *w = NULL;
+        assert_int_equal(moeint4_context_create(NULL, &ctx), MOEINT4_SUCCESS);
+        assert_int_equal(moeint4_checkpoint_prepare(ctx, ck, 0, &w), MOEINT4_SUCCESS);
+        moeint4_weights_release(w);
+        moeint4_context_destroy(ctx);
+        moeint4_checkpoint_close(ck);
+    }
+}
+
 static void test_prepare_from_threads(void **state)
 {
     (void)state;
@@ -359,7 +377,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_single_file),
-        cmocka_unit_test(test_act_order_and_the_oracle),
+        cmocka_unit_test(test_act_order_on_every_backend),
         cmocka_unit_test(test_prepare_from_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

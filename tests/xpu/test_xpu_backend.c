@@ -1,5 +1,5 @@
 /* The XPU backend through the public ABI on PoCL's CPU device (OpenCL test
- * mode): the zero-point formats on every path, bad expert ids
+ * mode): the zero-point formats and act-order on every path, bad expert ids
  * and non-finite router weights found on the device (output untouched), the
  * asynchronous forward with a caller workspace, expert_map, determinism
  * across runs and chunkings, the oneDNN path against the reference, memory
@@ -425,6 +425,60 @@ static void test_zero_point_formats_every_path(void **state)
     }
 }
 
+/* Act-order g_idx (every group still group_size rows, in a shuffled order:
+ * g_idx[e][k] = ((7k + e) mod IN) / GROUP), GPTQ symmetric and asymmetric:
+ * the XPU backend sorts the weights at prepare and gathers x on the device;
+ * on the GEMMs, one-token chunks and the oneDNN path its output matches the
+ * CPU backend's (which sorts likewise and is held to the double reference
+ * by the conformance test) within f32 sums. */
+static void test_act_order_every_path(void **state)
+{
+    (void)state;
+    for (int asym = 0; asym < 2; ++asym) {
+        tk_rng rng;
+        tk_layer layer;
+        tk_rng_seed(&rng, 60 + (uint64_t)asym);
+        assert_int_equal(tk_layer_random(&layer,
+                                         asym ? MOEINT4_FORMAT_GPTQ_ASYM : MOEINT4_FORMAT_GPTQ_SYM,
+                                         0, E, K, N, GROUP, MOEINT4_DTYPE_F16, asym, &rng),
+                         0);
+        assert_int_equal(tk_layer_add_g_idx(&layer), 0);
+        for (int e = 0; e < layer.w13.num_experts; ++e) { /* the local experts */
+            for (int k = 0; k < K; ++k)
+                layer.w13.g_idx[e * K + k] = ((7 * k + e) % K) / GROUP;
+            for (int n = 0; n < N; ++n)
+                layer.w2.g_idx[e * N + n] = ((7 * n + e) % N) / GROUP;
+        }
+        float hidden[M * K], topk_weights[M * TOPK], want[M * K];
+        int32_t ids[M * TOPK];
+        tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+        tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
+        moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU };
+        moeint4_context *cpu;
+        assert_int_equal(moeint4_context_create(&o, &cpu), MOEINT4_SUCCESS);
+        moeint4_weights *weights = prepare(cpu, &layer);
+        moeint4_forward_args args =
+            tk_forward_args(MOEINT4_DTYPE_F32, M, TOPK, hidden, ids, topk_weights, want, NULL);
+        assert_int_equal(moeint4_forward(cpu, weights, &args), MOEINT4_SUCCESS);
+        moeint4_weights_release(weights);
+        moeint4_context_destroy(cpu);
+        double want_d[M * K];
+        for (int i = 0; i < M * K; ++i)
+            want_d[i] = want[i];
+        const char *paths[3][2] = { { "0", "0" }, { "1", "0" }, { "0", "1" } };
+        for (int p = 0; p < 3; ++p) {
+            uint8_t *out = run_once(paths[p][0], paths[p][1], &layer, MOEINT4_DTYPE_F32, hidden,
+                                    ids, topk_weights, 0);
+            double err = tk_relative_l2(MOEINT4_DTYPE_F32, out, want_d, (size_t)M * K);
+            print_message("act-order %s path %d: relative L2 against the CPU %.3g\n",
+                          asym ? "asym" : "sym", p, err);
+            assert_true(err < 1e-5);
+            free(out);
+        }
+        tk_layer_free(&layer);
+    }
+}
+
 static void test_memory_accounting(void **state)
 {
     (void)state;
@@ -588,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_async_forward_with_workspace),
         cmocka_unit_test(test_expert_map_determinism_and_onednn),
         cmocka_unit_test(test_zero_point_formats_every_path),
+        cmocka_unit_test(test_act_order_every_path),
         cmocka_unit_test(test_memory_accounting),
         cmocka_unit_test(test_native_opencl_handles_and_svm_used_in_place),
     };

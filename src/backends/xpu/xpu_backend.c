@@ -97,12 +97,6 @@ static int xpu_probe(void *user_data, int device_index, char *reason, size_t cap
 static int xpu_supports(void *user_data, const moeint4_problem *p, char *reason, size_t cap)
 {
     (void)user_data;
-    if (p->struct_size >= offsetof(moeint4_problem, act_order) + sizeof p->act_order &&
-        p->act_order) {
-        snprintf(reason, cap,
-                 "xpu does not serve act-order g_idx (its int4 layout keeps groups contiguous)");
-        return 0;
-    }
     if (p->hidden_size % 8 != 0 || p->intermediate_size % 8 != 0) {
         snprintf(reason, cap, "xpu needs hidden_size and intermediate_size multiples of 8");
         return 0;
@@ -228,8 +222,8 @@ static void xpu_release(void *backend_context, void *backend_weights)
     mi4_xpu_weights *w = backend_weights;
     if (!w)
         return;
-    void *buffers[] = { w->expert_map, w->w13_packed, w->w13_scales, w->w13_zeros,
-                        w->w2_packed,  w->w2_scales,  w->w2_zeros,   w->errors };
+    void *buffers[] = { w->expert_map, w->w13_packed, w->w13_scales, w->w13_zeros, w->w2_packed,
+                        w->w2_scales,  w->w2_zeros,   w->input_perm, w->errors };
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
         ctx->rt->ops->free(ctx->rt, buffers[i]);
     free(w);
@@ -299,6 +293,22 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     for (int e = 0; e < desc->num_experts; ++e)
         map[e] = desc->expert_map ? desc->expert_map[e] : e;
     moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
+    /* act-order: the layout module's sorted copy, and its input permutation
+     * for the forward's gather (mi4_gather_input) */
+    moeint4_backend_sorted *sorted = NULL;
+    const int32_t *input_perm = NULL;
+    if (moeint4_quant_matrix_has_act_order(&w13) || moeint4_quant_matrix_has_act_order(&w2)) {
+        const moeint4_weights_desc *sorted_desc = NULL;
+        moeint4_status sort_st =
+            moeint4_backend_sort_act_order(desc, &sorted, &sorted_desc, &input_perm, err, cap);
+        if (sort_st != MOEINT4_SUCCESS) {
+            free(w);
+            free(map);
+            return sort_st;
+        }
+        w13 = moeint4_desc_w13(sorted_desc);
+        w2 = moeint4_desc_w2(sorted_desc);
+    }
     /* copies share the queue (and Level Zero's completion event) with forward() */
     pthread_mutex_lock(&ctx->lock);
     moeint4_status st = upload(ctx, w, map, (size_t)desc->num_experts * sizeof(int32_t),
@@ -309,6 +319,10 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     if (st == MOEINT4_SUCCESS)
         st = upload_projection(ctx, w, &w2, "w2", &w->w2_packed, &w->w2_scales, &w->w2_zeros, err,
                                cap);
+    if (st == MOEINT4_SUCCESS && input_perm)
+        st = upload(ctx, w, input_perm,
+                    (size_t)desc->num_local_experts * (size_t)desc->hidden_size * sizeof(int32_t),
+                    (void **)&w->input_perm, err, cap);
     /* error records: the synchronous one clear, the sticky one empty */
     const int32_t records[6] = { INT32_MAX, INT32_MAX, 0, 0, 0, 0 };
     if (st == MOEINT4_SUCCESS)
@@ -319,6 +333,7 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
                              mi4_xpu_chunk_scratch(w, ctx->reserve_tokens, 8, NULL, NULL), NULL,
                              err, cap);
     pthread_mutex_unlock(&ctx->lock);
+    moeint4_backend_sorted_free(sorted);
     free(map);
     if (st != MOEINT4_SUCCESS) {
         xpu_release(ctx, w);

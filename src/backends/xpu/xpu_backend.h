@@ -60,6 +60,7 @@ typedef struct mi4_xpu_chunk_buffers {
     int32_t *sorted;      /* [S] */
     float *act;           /* [S, N] */
     float *slot_out;      /* [S, K] */
+    float *gathered;      /* [S, K] act-order weights' inputs (input_perm), else NULL */
 } mi4_xpu_chunk_buffers;
 
 typedef struct mi4_xpu_context {
@@ -88,6 +89,9 @@ typedef struct mi4_xpu_weights {
     uint16_t *w2_scales;  /* device [E_l, K, N/g] */
     uint8_t *w13_zeros;   /* device [E_l, 2N, K/g], or NULL: zero point 8 (GPTQ symmetric) */
     uint8_t *w2_zeros;    /* device [E_l, K, N/g], or NULL */
+    /* device [E_l, K] for act-order weights (sorted at prepare: the w13
+     * kernels read x gathered by it, mi4_gather_input), or NULL */
+    int32_t *input_perm;
     /* device [6]: [0, 2) the synchronous forwards' error record (reset by
      * each), [2, 6) the sticky record of asynchronous forwards that
      * forward_check reads and clears (kernels/routing.cl) */

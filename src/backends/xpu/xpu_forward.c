@@ -28,7 +28,12 @@ typedef struct fwd_state {
     void *queue;
     int64_t chunk_tokens;
     int use_dnnl; /* oneDNN may serve experts of this forward */
-    int reset;    /* the next routing launch resets the error record first */
+    /* what the w13 GEMMs and the oneDNN gather read as the chunk's input:
+     * the caller's hidden states (dtype, topk), or for act-order weights
+     * the gathered rows (f32, one per slot: topk 1) */
+    const void *input;
+    int input_dtype, input_topk;
+    int reset; /* the next routing launch resets the error record first */
     mi4_xpu_chunk_buffers buf;
     void **dnnl; /* ctx->scratch.dnnl */
     char *err;
@@ -277,7 +282,7 @@ static moeint4_status expert_dnnl(fwd_state *s, int expert, int rows, const void
     const mi4_xpu_weights *w = s->w;
     const moeint4_forward_args *a = s->args;
     int K = w->hidden, N = w->intermediate, num_local = w->num_local;
-    int dtype = (int)a->dtype, topk = a->topk, act_kind = (int)a->activation;
+    int dtype = s->input_dtype, topk = s->input_topk, act_kind = (int)a->activation;
     int on_input = a->apply_router_weight_on_input != 0;
     int mdt = (int)mi4_xpu_dnnl_dtype(s->ctx->dnnl, s->args->dtype);
     float limit = a->swiglu_limit, alpha = a->swiglu_alpha, beta = a->swiglu_beta;
@@ -417,18 +422,32 @@ static moeint4_status run_chunk(fwd_state *s, int64_t first_token, int64_t token
     }
 
     moeint4_status st = route(s, first_token, tokens, 1, tile_rows);
+    s->input = hidden, s->input_dtype = dtype, s->input_topk = topk;
+    if (!st && w->input_perm) { /* act-order: x gathered by each slot's expert's sort order */
+        int num_slots = (int)slots;
+        mi4_xpu_arg gather_args[] = { MI4_XPU_PTR(s->buf.slot_expert),
+                                      MI4_XPU_PTR(w->input_perm),
+                                      MI4_XPU_PTR(hidden),
+                                      MI4_XPU_INT(dtype),
+                                      MI4_XPU_INT(num_slots),
+                                      MI4_XPU_INT(topk),
+                                      MI4_XPU_INT(K),
+                                      MI4_XPU_PTR(s->buf.gathered) };
+        st = launch(s, MI4_XPU_GATHER_INPUT, (size_t)K, slots, 8, gather_args);
+        s->input = s->buf.gathered, s->input_dtype = MOEINT4_DTYPE_F32, s->input_topk = 1;
+    }
     if (!st && s->use_dnnl && slots >= (size_t)s->ctx->onednn_min_tokens)
-        st = run_dnnl_experts(s, hidden, topk_weights);
+        st = run_dnnl_experts(s, s->input, topk_weights);
     if (st)
         return st;
     mi4_xpu_arg w13_args[] = { MI4_XPU_PTR(s->buf.route),
                                MI4_XPU_INT(num_local),
                                MI4_XPU_PTR(s->buf.sorted),
-                               MI4_XPU_PTR(hidden),
-                               MI4_XPU_INT(dtype),
+                               MI4_XPU_PTR(s->input),
+                               MI4_XPU_INT(s->input_dtype),
                                MI4_XPU_PTR(topk_weights),
                                MI4_XPU_INT(on_input),
-                               MI4_XPU_INT(topk),
+                               MI4_XPU_INT(s->input_topk),
                                MI4_XPU_PTR(w->w13_packed),
                                MI4_XPU_PTR(w->w13_scales),
                                MI4_XPU_INT(bf16),
@@ -482,6 +501,8 @@ int64_t mi4_xpu_chunk_tokens(const mi4_xpu_context *ctx, const mi4_xpu_weights *
     int64_t chunk = ctx->chunk_tokens;
     if (chunk <= 0) {
         size_t per_token = (size_t)topk * ((size_t)w->hidden + (size_t)w->intermediate) * 4;
+        if (w->input_perm) /* the gathered inputs */
+            per_token += (size_t)topk * (size_t)w->hidden * 4;
         chunk = (int64_t)(MI4_XPU_SCRATCH_BUDGET / per_token);
     }
     if (chunk > MI4_XPU_MAX_CHUNK_TOKENS)

@@ -27,6 +27,8 @@ size_t mi4_xpu_chunk_scratch(const mi4_xpu_weights *w, int64_t tokens, int topk,
     buf->sorted = take(base, &at, slots * sizeof(int32_t));
     buf->act = take(base, &at, slots * (size_t)w->intermediate * sizeof(float));
     buf->slot_out = take(base, &at, slots * (size_t)w->hidden * sizeof(float));
+    buf->gathered =
+        w->input_perm ? take(base, &at, slots * (size_t)w->hidden * sizeof(float)) : NULL;
     return at;
 }
 

@@ -161,3 +161,23 @@ __kernel void mi4_record_merge(__global const int *errors, __global const int *t
     sticky[2] = id_first ? topk_ids[slot] : as_int(topk_weights[slot]);
     sticky[3] = topk;
 }
+
+/* Act-order weights (sorted into contiguous groups at prepare): each local
+ * slot's input row gathered by its expert's sort order, as f32 (exact),
+ * gathered[slot][k] = x[slot / topk][input_perm[e][k]]; the GEMMs then read
+ * one row per slot (topk 1, dtype f32). Slots of other experts and bad
+ * slots (slot_expert < 0) are skipped: nothing reads their rows. */
+__kernel void mi4_gather_input(__global const int *slot_expert, __global const int *input_perm,
+                               __global const uchar *hidden, int dtype, int num_slots, int topk,
+                               int K, __global float *gathered)
+{
+    int k = (int)get_global_id(0);
+    int slot = (int)get_global_id(1);
+    if (k >= K || slot >= num_slots)
+        return;
+    int e = slot_expert[slot];
+    if (e < 0)
+        return;
+    gathered[(long)slot * K + k] =
+        mi4_load(hidden, dtype, (long)(slot / topk) * K + input_perm[(long)e * K + k]);
+}
