@@ -381,6 +381,23 @@ static void test_expert_map_determinism_and_onednn(void **state)
     tk_layer_free(&layer);
 }
 
+/* The forward (f32, router weight on the output) through the GEMMs (one
+ * chunk), one-token chunks (the GEMVs) and the oneDNN path, each within f32
+ * sums (relative L2 1e-5) of `want`. */
+static void expect_every_path(const tk_layer *layer, const float *hidden, const int32_t *ids,
+                              const float *topk_weights, const double *want, const char *label)
+{
+    const char *paths[3][2] = { { "0", "0" }, { "1", "0" }, { "0", "1" } };
+    for (int p = 0; p < 3; ++p) {
+        uint8_t *out = run_once(paths[p][0], paths[p][1], layer, MOEINT4_DTYPE_F32, hidden, ids,
+                                topk_weights, 0);
+        double err = tk_relative_l2(MOEINT4_DTYPE_F32, out, want, (size_t)M * K);
+        print_message("%s, path %d: relative L2 %.3g\n", label, p, err);
+        assert_true(err < 1e-5);
+        free(out);
+    }
+}
+
 /* GPTQ asymmetric (zero points as stored and AutoGPTQ v1's zero - 1) and
  * AWQ through the zero-point kernels: the GEMMs (11 tokens in one chunk),
  * the one-token GEMVs (chunks of one token; the rows GEMVs by default, the
@@ -411,16 +428,10 @@ static void test_zero_point_formats_every_path(void **state)
         tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 }; /* weight on the output */
         tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
                          M, want);
-        const char *paths[3][2] = { { "0", "0" }, { "1", "0" }, { "0", "1" } };
-        for (int p = 0; p < 3; ++p) {
-            uint8_t *out = run_once(paths[p][0], paths[p][1], &layer, MOEINT4_DTYPE_F32, hidden,
-                                    ids, topk_weights, 0);
-            double err = tk_relative_l2(MOEINT4_DTYPE_F32, out, want, (size_t)M * K);
-            print_message("format %d zero_offset %d path %d: relative L2 %.3g\n",
-                          (int)cases[c].format, cases[c].zero_offset, p, err);
-            assert_true(err < 1e-5); /* f32 sums, as the symmetric cases */
-            free(out);
-        }
+        char label[64];
+        snprintf(label, sizeof label, "format %d zero_offset %d", (int)cases[c].format,
+                 cases[c].zero_offset);
+        expect_every_path(&layer, hidden, ids, topk_weights, want, label);
         tk_layer_free(&layer);
     }
 }
@@ -465,16 +476,9 @@ static void test_act_order_every_path(void **state)
         double want_d[M * K];
         for (int i = 0; i < M * K; ++i)
             want_d[i] = want[i];
-        const char *paths[3][2] = { { "0", "0" }, { "1", "0" }, { "0", "1" } };
-        for (int p = 0; p < 3; ++p) {
-            uint8_t *out = run_once(paths[p][0], paths[p][1], &layer, MOEINT4_DTYPE_F32, hidden,
-                                    ids, topk_weights, 0);
-            double err = tk_relative_l2(MOEINT4_DTYPE_F32, out, want_d, (size_t)M * K);
-            print_message("act-order %s path %d: relative L2 against the CPU %.3g\n",
-                          asym ? "asym" : "sym", p, err);
-            assert_true(err < 1e-5);
-            free(out);
-        }
+        expect_every_path(&layer, hidden, ids, topk_weights, want_d,
+                          asym ? "act-order asym (against the CPU)"
+                               : "act-order sym (against the CPU)");
         tk_layer_free(&layer);
     }
 }
