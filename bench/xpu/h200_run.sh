@@ -70,6 +70,10 @@ for preset in qwen3-30b-a3b mixtral-8x7b; do
   echo "== $preset: moeint4 bench --backend xpu"
   timeout 90 "$CLI" bench --backend xpu --preset $preset --tokens 1,8,64,512 --iters 10 \
     --json "$OUT/xpu-$preset.json"
+  # the zero-point kernels (AWQ) at one token, per kernel, next to the above
+  echo "== $preset AWQ: M = 1, device time per kernel"
+  MOEINT4_XPU_PROFILE=1 timeout 60 "$CLI" bench --backend xpu --preset $preset --format awq \
+    --tokens 1 --iters 30 --json "$OUT/xpu-$preset-awq-m1.json"
 done
 if [ "${DIAG:-0}" = 1 ]; then
   echo "== mixtral-8x7b: M = 1, 1000 forwards, SM clock sampled every 50 ms (nvidia-smi, $OUT/clocks.txt)"
