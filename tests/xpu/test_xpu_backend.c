@@ -109,6 +109,25 @@ static void make_problem(tk_layer *layer, tk_rng *rng, uint64_t seed, float *hid
     tk_route_random(rng, M, E, TOPK, ids, topk_weights);
 }
 
+/* A GPTQ layer (symmetric, or asymmetric with an expert_map) with act-order
+ * g_idx: every group still group_size rows, in a shuffled order, g_idx[e][k]
+ * = ((7k + e) mod IN) / GROUP. */
+static void make_act_order_layer(tk_layer *layer, tk_rng *rng, uint64_t seed, int asym)
+{
+    tk_rng_seed(rng, seed);
+    assert_int_equal(tk_layer_random(layer,
+                                     asym ? MOEINT4_FORMAT_GPTQ_ASYM : MOEINT4_FORMAT_GPTQ_SYM, 0,
+                                     E, K, N, GROUP, MOEINT4_DTYPE_F16, asym, rng),
+                     0);
+    assert_int_equal(tk_layer_add_g_idx(layer), 0);
+    for (int e = 0; e < layer->w13.num_experts; ++e) { /* the local experts */
+        for (int k = 0; k < K; ++k)
+            layer->w13.g_idx[e * K + k] = ((7 * k + e) % K) / GROUP;
+        for (int n = 0; n < N; ++n)
+            layer->w2.g_idx[e * N + n] = ((7 * n + e) % N) / GROUP;
+    }
+}
+
 static moeint4_weights *prepare(moeint4_context *ctx, const tk_layer *layer)
 {
     moeint4_weights_desc desc = tk_layer_desc(layer);
@@ -237,8 +256,13 @@ static void test_async_forward_with_workspace(void **state)
     make_problem(&layer, &rng, 5, hidden, ids, topk_weights);
     size_t row = (size_t)K * 4;
     uint8_t *sync_out = malloc((size_t)M * row), *async_out = malloc((size_t)M * row);
-    for (int c = 0; c < 2; ++c) {
-        moeint4_context *ctx = xpu_context(chunkings[c], "64");
+    /* c = 2, 3: an act-order layer, whose workspace holds the gathered inputs too */
+    for (int c = 0; c < 4; ++c) {
+        if (c == 2) {
+            tk_layer_free(&layer);
+            make_act_order_layer(&layer, &rng, 6, 1);
+        }
+        moeint4_context *ctx = xpu_context(chunkings[c % 2], "64");
         moeint4_weights *weights = prepare(ctx, &layer);
         device_io io;
         io_upload(ctx, &io, MOEINT4_DTYPE_F32, hidden, ids, topk_weights);
@@ -436,30 +460,18 @@ static void test_zero_point_formats_every_path(void **state)
     }
 }
 
-/* Act-order g_idx (every group still group_size rows, in a shuffled order:
- * g_idx[e][k] = ((7k + e) mod IN) / GROUP), GPTQ symmetric and asymmetric:
+/* Act-order layers (make_act_order_layer), GPTQ symmetric and asymmetric:
  * the XPU backend sorts the weights at prepare and gathers x on the device;
  * on the GEMMs, one-token chunks and the oneDNN path its output matches the
- * CPU backend's (which sorts likewise and is held to the double reference
- * by the conformance test) within f32 sums. */
+ * CPU backend's (which sorts likewise; tests/checkpoints holds its
+ * act-order forward to a double reference) within f32 sums. */
 static void test_act_order_every_path(void **state)
 {
     (void)state;
     for (int asym = 0; asym < 2; ++asym) {
         tk_rng rng;
         tk_layer layer;
-        tk_rng_seed(&rng, 60 + (uint64_t)asym);
-        assert_int_equal(tk_layer_random(&layer,
-                                         asym ? MOEINT4_FORMAT_GPTQ_ASYM : MOEINT4_FORMAT_GPTQ_SYM,
-                                         0, E, K, N, GROUP, MOEINT4_DTYPE_F16, asym, &rng),
-                         0);
-        assert_int_equal(tk_layer_add_g_idx(&layer), 0);
-        for (int e = 0; e < layer.w13.num_experts; ++e) { /* the local experts */
-            for (int k = 0; k < K; ++k)
-                layer.w13.g_idx[e * K + k] = ((7 * k + e) % K) / GROUP;
-            for (int n = 0; n < N; ++n)
-                layer.w2.g_idx[e * N + n] = ((7 * n + e) % N) / GROUP;
-        }
+        make_act_order_layer(&layer, &rng, 60 + (uint64_t)asym, asym);
         float hidden[M * K], topk_weights[M * TOPK], want[M * K];
         int32_t ids[M * TOPK];
         tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
