@@ -323,7 +323,7 @@ static void kit_project(const tk_matrix *m, int e, const double *x, double *y)
         for (int k = 0; k < m->in_features; k++) {
             int g = m->g_idx ? m->g_idx[(size_t)e * m->in_features + k] : k / group;
             double value = (tk_matrix_code(m, e, o, k) - tk_matrix_packed_zero(m, e, g, o)) *
-                           tk_matrix_scale(m, e, o, g * group);
+                           tk_matrix_scale(m, e, o, k); /* column k's group, g_idx's */
             sum += value * x[k];
         }
         y[o] = sum;

@@ -65,7 +65,9 @@ int tk_matrix_random(tk_matrix *m, moeint4_format format, int zero_offset, int n
 void tk_matrix_free(tk_matrix *m);
 /* A public-ABI view of the packed arrays. */
 moeint4_quant_matrix tk_matrix_view(const tk_matrix *m);
-/* Exact dequantized value (code - zero) * scale of expert e, row o, column i. */
+/* Exact dequantized value (code - zero) * scale of expert e, row o, column i;
+ * column i's group is g_idx[e][i] when the matrix has a g_idx (act-order
+ * when it is not k / group_size), else i / group_size. */
 double tk_matrix_value(const tk_matrix *m, int e, int o, int i);
 /* The parts of that value: natural code 0..15 (read from the packed qweight
  * when the codes were dropped), zero (value subtracted) and scale. */

@@ -241,16 +241,24 @@ moeint4_quant_matrix tk_matrix_view(const tk_matrix *m)
     return view;
 }
 
+/* The group of input i of expert e: g_idx's (act-order) when the matrix has one. */
+static int group_of(const tk_matrix *m, int e, int i)
+{
+    if (m->group_size == -1)
+        return 0;
+    return m->g_idx ? m->g_idx[(size_t)e * (size_t)m->in_features + (size_t)i] : i / m->group_size;
+}
+
 double tk_matrix_scale(const tk_matrix *m, int e, int o, int i)
 {
-    int group = m->group_size == -1 ? 0 : i / m->group_size;
+    int group = group_of(m, e, i);
     uint16_t bits = m->scales[((size_t)e * m->num_groups + group) * m->out_features + o];
     return m->scales_dtype == MOEINT4_DTYPE_F16 ? tk_f16_to_f32(bits) : tk_bf16_to_f32(bits);
 }
 
 int tk_matrix_zero(const tk_matrix *m, int e, int o, int i)
 {
-    int group = m->group_size == -1 ? 0 : i / m->group_size;
+    int group = group_of(m, e, i);
     return m->zeros[((size_t)e * m->num_groups + group) * m->out_features + o];
 }
 

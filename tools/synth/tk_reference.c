@@ -9,7 +9,8 @@
 #include "synth.h"
 
 /* y[OUT] = W[e] x, in double: per group, sum (code - zero) * x exactly-ish
- * in double, then one multiply by the group's scale. */
+ * in double, then one multiply by the group's scale; with a g_idx (groups
+ * not contiguous when act-order), each column times its own group's. */
 static void project(const tk_matrix *m, int e, const double *x, double *y)
 {
     int in = m->in_features, out = m->out_features;
@@ -17,6 +18,13 @@ static void project(const tk_matrix *m, int e, const double *x, double *y)
     for (int o = 0; o < out; o++) {
         const uint8_t *codes = m->codes + ((size_t)e * out + o) * in;
         double sum = 0.0;
+        if (m->g_idx) {
+            for (int i = 0; i < in; i++)
+                sum += (double)(codes[i] - tk_matrix_zero(m, e, o, i)) *
+                       tk_matrix_scale(m, e, o, i) * x[i];
+            y[o] = sum;
+            continue;
+        }
         for (int g = 0; g < m->num_groups; g++) {
             int zero = tk_matrix_zero(m, e, o, g * group);
             double acc = 0.0;
