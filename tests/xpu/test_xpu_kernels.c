@@ -2,7 +2,9 @@
  * double computations: routing (counts, offsets, sort, expert_map, tile
  * list, bad ids and non-finite router weights in the error record),
  * the w13 GEMM with each fused activation, the w2 GEMM with the router
- * weight, and the combine (bit-exact: fixed summation order). */
+ * weight, the GEMVs (staged, walking, lanes, rows), the zero-point twins
+ * (AWQ, GPTQ asymmetric), and the combine (bit-exact: fixed summation
+ * order). */
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
