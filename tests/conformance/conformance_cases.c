@@ -64,7 +64,9 @@ static void name_case(conf_case *c, const char *format_name)
              conf_dtype_name(c->dtype), conf_dtype_name(l->scales_dtype), l->num_experts, c->topk,
              l->hidden_size, l->intermediate_size, (long long)c->num_tokens,
              l->expert_map ? "_map" : "", c->apply_router_weight_on_input ? "_rwi" : "",
-             l->with_g_idx ? "_gidx" : "");
+             l->act_order    ? "_actorder"
+             : l->with_g_idx ? "_gidx"
+                             : "");
 }
 
 static void set_activation(conf_case *c, int which, int limit_choice)
@@ -98,6 +100,10 @@ static void small_case(conf_case *c, int f, int g, int v)
     l->num_experts = expert_counts[tk_rng_below(&rng, 7)];
     if (l->expert_map && l->num_experts < 3)
         l->num_experts = 4; /* so that some experts really map to -1 */
+    /* half the g_idx cases of GPTQ with groups act-order (no draw: the other
+     * choices stay as they were) */
+    l->act_order =
+        l->with_g_idx && l->format != MOEINT4_FORMAT_AWQ && l->group_size != -1 && v % 2 == 0;
     l->hidden_size = pick_size(l->group_size, tk_rng_below(&rng, 8));
     l->intermediate_size = pick_size(l->group_size, tk_rng_below(&rng, 8));
     l->seed = 1000u + (uint64_t)combination * 100u + (uint64_t)v;

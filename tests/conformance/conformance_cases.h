@@ -15,7 +15,9 @@ typedef struct conf_layer_spec {
     int num_experts, hidden_size, intermediate_size;
     moeint4_dtype scales_dtype;
     int expert_map; /* 1: about a third of the experts map to -1 */
-    int with_g_idx; /* trivial g_idx arrays */
+    int with_g_idx; /* g_idx arrays: trivial (k / group_size) ... */
+    int act_order;  /* ... or act-order: g_idx[e][k] = ((11 k + e) mod IN) / group_size
+                       (every group keeps group_size rows; GPTQ, grouped) */
     uint64_t seed;
 } conf_layer_spec;
 

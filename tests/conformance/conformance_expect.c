@@ -29,19 +29,21 @@ typedef struct expected_set {
     int expert_map;       /* 1: must serve expert-parallel (expert_map) layers */
     int g_idx;            /* 1: must accept trivial g_idx arrays */
     int router_on_input;  /* 1: must serve apply_router_weight_on_input */
+    int act_order;        /* 1: must serve act-order g_idx (GPTQ desc_act) */
 } expected_set;
 
 static const expected_set expected_sets[] = {
-    /* The CPU serves every format, group size, activation and dtype. */
-    { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
-    /* HIP serves every format, as int4 or bf16 device weights (gpu_weights). */
-    { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
-    /* XPU: every format (zero points through its _zp kernels). */
-    { "xpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1 },
+    /* The CPU serves every format, group size, activation, dtype and act-order. */
+    { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 1 },
+    /* HIP serves every format, as int4 or bf16 device weights (gpu_weights);
+     * act-order in BF16 only (an INT4 context refuses it): not required. */
+    { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 0 },
+    /* XPU: every format (zero points through its _zp kernels) and act-order. */
+    { "xpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 1 },
     /* test_conformance's own check that a refusal inside a set fails: a
      * registered backend that refuses everything, held to GPTQ_SYM g128. */
     { "conformance-self-check", FMT_GPTQ_SYM, GROUP_128, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1,
-      1, 1 },
+      1, 1, 0 },
 };
 
 static unsigned format_bit(moeint4_format format, int zero_offset)
@@ -72,20 +74,20 @@ static const expected_set *set_of(const char *backend_name)
 
 static int in_set(const expected_set *set, moeint4_format format, int zero_offset, int group_size,
                   moeint4_activation activation, moeint4_dtype dtype, moeint4_dtype scales_dtype,
-                  int expert_map, int g_idx, int router_on_input)
+                  int expert_map, int g_idx, int act_order, int router_on_input)
 {
     return set && (set->formats & format_bit(format, zero_offset)) &&
            (set->group_sizes & group_bit(group_size)) && (set->activations & BIT(activation)) &&
            (set->dtypes & BIT(dtype)) && (set->scales & BIT(scales_dtype)) &&
            (!expert_map || set->expert_map) && (!g_idx || set->g_idx) &&
-           (!router_on_input || set->router_on_input);
+           (!act_order || set->act_order) && (!router_on_input || set->router_on_input);
 }
 
 int conf_expected_supported(const char *backend_name, const conf_case *c)
 {
     const conf_layer_spec *l = &c->layer;
     return in_set(set_of(backend_name), l->format, l->zero_offset, l->group_size, c->activation,
-                  c->dtype, l->scales_dtype, l->expert_map, l->with_g_idx,
+                  c->dtype, l->scales_dtype, l->expert_map, l->with_g_idx, l->act_order,
                   c->apply_router_weight_on_input);
 }
 
@@ -94,7 +96,7 @@ int conf_expected_supported_parts(const char *backend_name, moeint4_format forma
                                   moeint4_dtype dtype, moeint4_dtype scales_dtype)
 {
     return in_set(set_of(backend_name), format, zero_offset, group_size, activation, dtype,
-                  scales_dtype, 0, 0, 0);
+                  scales_dtype, 0, 0, 0, 0);
 }
 
 /* ---- tolerances from the stated precision ----

@@ -49,6 +49,14 @@ static int slot_load(layer_slot *slot, moeint4_context *ctx, const conf_layer_sp
                         spec->scales_dtype, spec->expert_map, &rng) != 0 ||
         (spec->with_g_idx && tk_layer_add_g_idx(&slot->layer) != 0))
         return -1;
+    if (spec->act_order) { /* 11 shares no factor with any IN of the matrix */
+        tk_matrix *m[2] = { &slot->layer.w13, &slot->layer.w2 };
+        for (int p = 0; p < 2; p++)
+            for (int e = 0; e < m[p]->num_experts; e++)
+                for (int k = 0; k < m[p]->in_features; k++)
+                    m[p]->g_idx[(size_t)e * m[p]->in_features + k] =
+                        ((11 * k + e) % m[p]->in_features) / m[p]->group_size;
+    }
     moeint4_weights_desc desc = tk_layer_desc(&slot->layer);
     slot->prepare_status = moeint4_weights_prepare(ctx, &desc, &slot->weights);
     if (slot->prepare_status != MOEINT4_SUCCESS)

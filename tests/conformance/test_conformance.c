@@ -111,7 +111,7 @@ static void test_matrix_coverage(void **state)
 {
     const suite *s = *state;
     int activations[3] = { 0 }, dtypes[4] = { 0 }, scales[4] = { 0 }, topk[9] = { 0 };
-    int maps = 0, on_input = 0, g_idx = 0, large = 0, formats[4][2] = { { 0 } },
+    int maps = 0, on_input = 0, g_idx = 0, act_order = 0, large = 0, formats[4][2] = { { 0 } },
         groups[129] = { 0 };
     int tokens_1 = 0, tokens_300 = 0, not_multiple_of_16 = 0;
     for (int i = 0; i < s->num_cases; i++) {
@@ -123,6 +123,7 @@ static void test_matrix_coverage(void **state)
         maps += c->layer.expert_map;
         on_input += c->apply_router_weight_on_input;
         g_idx += c->layer.with_g_idx;
+        act_order += c->layer.act_order;
         large += c->large;
         formats[c->layer.format][c->layer.zero_offset]++;
         groups[c->layer.group_size == -1 ? 0 : c->layer.group_size]++;
@@ -138,7 +139,7 @@ static void test_matrix_coverage(void **state)
     assert_true(scales[MOEINT4_DTYPE_F16] > 0 && scales[MOEINT4_DTYPE_BF16] > 0);
     for (int k = 1; k <= 8; k++)
         assert_true(topk[k] > 0);
-    assert_true(maps > 0 && on_input > 0 && g_idx > 0 && large > 0);
+    assert_true(maps > 0 && on_input > 0 && g_idx > 0 && act_order > 0 && large > 0);
     assert_true(formats[MOEINT4_FORMAT_GPTQ_SYM][0] > 0 &&
                 formats[MOEINT4_FORMAT_GPTQ_ASYM][0] > 0 &&
                 formats[MOEINT4_FORMAT_GPTQ_ASYM][1] > 0 && formats[MOEINT4_FORMAT_AWQ][0] > 0);
