@@ -154,6 +154,9 @@ moeint4_status moeint4_backend_sort_act_order(const moeint4_weights_desc *desc,
                                               const moeint4_weights_desc **sorted_desc,
                                               const int32_t **input_perm, char *err, size_t err_cap)
 {
+    *sorted = NULL, *sorted_desc = desc, *input_perm = NULL;
+    if (!mi4_layout_desc_has_act_order(desc))
+        return MOEINT4_SUCCESS; /* nothing to sort: the descriptor as it is */
     moeint4_backend_sorted *s = mi4_malloc(sizeof *s);
     if (!s)
         return mi4_fail_into(err, err_cap, MOEINT4_OUT_OF_MEMORY,

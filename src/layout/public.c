@@ -117,21 +117,20 @@ static moeint4_status to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed
     if (status != MOEINT4_SUCCESS)
         return status;
     int has_zeros = src->format != MOEINT4_FORMAT_GPTQ_SYM;
+    const char *format_name = src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM";
     if (has_zeros && !zeros_wanted)
         return mi4_fail(MOEINT4_UNSUPPORTED,
                         "src.format = %s has zero points: moeint4_layout_gptq_to_xpu converts "
                         "GPTQ symmetric (GPTQ_SYM) weights only; moeint4_layout_to_xpu takes "
                         "every format",
-                        src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM");
+                        format_name);
     if (!packed)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "packed is NULL");
     if (!scales_t)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT, "scales_t is NULL");
     if (has_zeros && !zeros_t)
         return mi4_fail(MOEINT4_INVALID_ARGUMENT,
-                        "zeros_t is NULL (src.format = %s has zero "
-                        "points)",
-                        src->format == MOEINT4_FORMAT_AWQ ? "AWQ" : "GPTQ_ASYM");
+                        "zeros_t is NULL (src.format = %s has zero points)", format_name);
     /* The outputs are as large as the source's qweight and scales (zeros:
      * half the scales' bytes), whose byte counts validate_shape has checked. */
     if ((status = mi4_layout_validate_data(src, SOURCE_NAME)) != MOEINT4_SUCCESS)

@@ -405,6 +405,18 @@ static void test_expert_map_determinism_and_onednn(void **state)
     tk_layer_free(&layer);
 }
 
+/* A random f32 batch for `layer` (rng continues) and its double reference
+ * (SiLU, router weight on the output). */
+static void make_batch(const tk_layer *layer, tk_rng *rng, float *hidden, int32_t *ids,
+                       float *topk_weights, double *want)
+{
+    tk_fill_activations(rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
+    tk_route_random(rng, M, E, TOPK, ids, topk_weights);
+    tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 };
+    tk_reference_moe(layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL, M,
+                     want);
+}
+
 /* The forward (f32, router weight on the output) through the GEMMs (one
  * chunk), one-token chunks (the GEMVs) and the oneDNN path, each within f32
  * sums (relative L2 1e-5) of `want`. */
@@ -446,12 +458,8 @@ static void test_zero_point_formats_every_path(void **state)
                          0);
         float hidden[M * K], topk_weights[M * TOPK];
         int32_t ids[M * TOPK];
-        tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
-        tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
         double want[M * K];
-        tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 }; /* weight on the output */
-        tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
-                         M, want);
+        make_batch(&layer, &rng, hidden, ids, topk_weights, want);
         char label[64];
         snprintf(label, sizeof label, "format %d zero_offset %d", (int)cases[c].format,
                  cases[c].zero_offset);
@@ -474,12 +482,8 @@ static void test_act_order_every_path(void **state)
         make_act_order_layer(&layer, &rng, 60 + (uint64_t)asym, asym);
         float hidden[M * K], topk_weights[M * TOPK], want[M * K];
         int32_t ids[M * TOPK];
-        tk_fill_activations(&rng, MOEINT4_DTYPE_F32, M * K, 1.0, hidden);
-        tk_route_random(&rng, M, E, TOPK, ids, topk_weights);
         double reference[M * K];
-        tk_activation act = { MOEINT4_ACTIVATION_SILU, 0, 0, 0, 0 }; /* weight on the output */
-        tk_reference_moe(&layer, MOEINT4_DTYPE_F32, hidden, M, TOPK, ids, topk_weights, &act, NULL,
-                         M, reference);
+        make_batch(&layer, &rng, hidden, ids, topk_weights, reference);
         moeint4_context_options o = { .struct_size = sizeof o, .backend = MOEINT4_BACKEND_CPU };
         moeint4_context *cpu;
         assert_int_equal(moeint4_context_create(&o, &cpu), MOEINT4_SUCCESS);

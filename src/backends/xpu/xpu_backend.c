@@ -292,23 +292,19 @@ static moeint4_status xpu_prepare(void *backend_context, const moeint4_weights_d
     w->scales_bf16 = moeint4_desc_scales_dtype(desc) == MOEINT4_DTYPE_BF16;
     for (int e = 0; e < desc->num_experts; ++e)
         map[e] = desc->expert_map ? desc->expert_map[e] : e;
-    moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     /* act-order: the layout module's sorted copy, and its input permutation
-     * for the forward's gather (mi4_gather_input) */
+     * for the forward's gather (mi4_gather_input); else desc as it is */
     moeint4_backend_sorted *sorted = NULL;
+    const moeint4_weights_desc *held = NULL;
     const int32_t *input_perm = NULL;
-    if (moeint4_quant_matrix_has_act_order(&w13) || moeint4_quant_matrix_has_act_order(&w2)) {
-        const moeint4_weights_desc *sorted_desc = NULL;
-        moeint4_status sort_st =
-            moeint4_backend_sort_act_order(desc, &sorted, &sorted_desc, &input_perm, err, cap);
-        if (sort_st != MOEINT4_SUCCESS) {
-            free(w);
-            free(map);
-            return sort_st;
-        }
-        w13 = moeint4_desc_w13(sorted_desc);
-        w2 = moeint4_desc_w2(sorted_desc);
+    moeint4_status sort_st =
+        moeint4_backend_sort_act_order(desc, &sorted, &held, &input_perm, err, cap);
+    if (sort_st != MOEINT4_SUCCESS) {
+        free(w);
+        free(map);
+        return sort_st;
     }
+    moeint4_quant_matrix w13 = moeint4_desc_w13(held), w2 = moeint4_desc_w2(held);
     /* copies share the queue (and Level Zero's completion event) with forward() */
     pthread_mutex_lock(&ctx->lock);
     moeint4_status st = upload(ctx, w, map, (size_t)desc->num_experts * sizeof(int32_t),
