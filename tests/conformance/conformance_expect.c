@@ -35,9 +35,9 @@ typedef struct expected_set {
 static const expected_set expected_sets[] = {
     /* The CPU serves every format, group size, activation, dtype and act-order. */
     { "cpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 1 },
-    /* HIP serves every format, as int4 or bf16 device weights (gpu_weights);
-     * act-order in BF16 only (an INT4 context refuses it): not required. */
-    { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 0 },
+    /* HIP serves every format and act-order, as int4 or bf16 device weights
+     * (gpu_weights). */
+    { "hip", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 1 },
     /* XPU: every format (zero points through its _zp kernels) and act-order. */
     { "xpu", ALL_FORMATS, ALL_GROUPS, ALL_ACTIVATIONS, ALL_DTYPES, ALL_DTYPES, 1, 1, 1, 1 },
     /* test_conformance's own check that a refusal inside a set fails: a

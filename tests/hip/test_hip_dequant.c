@@ -115,8 +115,11 @@ static void shuffle_g_idx(tk_matrix *m, tk_rng *rng)
     }
 }
 
-/* How a check expects prepare to hold the weights. */
-typedef enum held_as { HELD_AS_ENV_MODE, HELD_AS_BF16, REFUSED_IN_INT4 } held_as;
+/* How a check expects prepare to hold the weights: as the environment's
+ * mode (byte-identical to the layout module's dequantization), as BF16, or
+ * (act-order in int4 mode) as int4 codes of the layout module's sorted copy,
+ * whose values test_hip_forward's test_int4_act_order checks. */
+typedef enum held_as { HELD_AS_ENV_MODE, HELD_AS_BF16, HELD_AS_SORTED_INT4 } held_as;
 
 static void check_layer_held(plugin *p, void *context, moeint4_format format, int zero_offset,
                              int group_size, moeint4_dtype scales_dtype, uint64_t seed,
@@ -138,16 +141,18 @@ static void check_layer_held(plugin *p, void *context, moeint4_format format, in
     void *weights = NULL;
     char err[512] = "";
     moeint4_status status = p->iface->prepare(context, &desc, &weights, err, sizeof err);
-    if (expect == REFUSED_IN_INT4) {
-        /* INT4 named explicitly: act-order is refused, with the reason */
-        assert_int_equal(status, MOEINT4_UNSUPPORTED);
-        assert_non_null(strstr(err, "act-order"));
-        tk_layer_free(&layer);
-        return;
-    }
     if (status != MOEINT4_SUCCESS)
         print_error("prepare: %s\n", err);
     assert_int_equal(status, MOEINT4_SUCCESS);
+    size_t host_bytes = 0, device_bytes = 0;
+    if (expect == HELD_AS_SORTED_INT4) { /* int4-sized: codes, scales, zeros, the order */
+        p->iface->memory_usage(context, weights, &host_bytes, &device_bytes);
+        size_t weights_count = (size_t)experts * 3 * hidden * intermediate;
+        assert_true(device_bytes >= weights_count / 2 && device_bytes < weights_count);
+        p->iface->release(context, weights);
+        tk_layer_free(&layer);
+        return;
+    }
 
     size_t w13_count = (size_t)experts * 2 * intermediate * hidden;
     size_t w2_count = (size_t)experts * hidden * intermediate;
@@ -162,7 +167,6 @@ static void check_layer_held(plugin *p, void *context, moeint4_format format, in
     compare_projection(&layer.w13, w13, "w13");
     compare_projection(&layer.w2, w2, "w2");
 
-    size_t host_bytes = 0, device_bytes = 0;
     p->iface->memory_usage(context, weights, &host_bytes, &device_bytes);
     /* bf16 weights, or (int4 mode) the int4 codes and their group scales */
     if (expect == HELD_AS_BF16 || hip_test_weights_env_is("bf16"))
@@ -184,21 +188,21 @@ static void check_format(plugin *p, moeint4_format format, int zero_offset, int 
                      HELD_AS_ENV_MODE);
 }
 
-/* The BF16 weights of act-order checkpoints: each input column uses the group
- * its g_idx names, byte-identical to the layout module's dequantization. The
- * int4 layout has no g_idx: under AUTO such weights are held as BF16, and a
- * context that named INT4 refuses them. */
+/* Act-order checkpoints: in BF16 mode each input column uses the group its
+ * g_idx names, byte-identical to the layout module's dequantization; in
+ * int4 mode (and so under AUTO) the weights are the layout module's sorted
+ * copy as int4 codes. */
 static void test_act_order(void **state)
 {
     plugin *p = *state;
     const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
-    held_as in_this_context = hip_test_weights_env_is("int4") ? REFUSED_IN_INT4 : HELD_AS_BF16;
+    held_as in_this_context = hip_test_weights_env_is("bf16") ? HELD_AS_BF16 : HELD_AS_SORTED_INT4;
     check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1,
                      in_this_context);
     check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_SYM, 0, 128, MOEINT4_DTYPE_BF16, 3001, 1,
                      in_this_context);
 
-    /* An AUTO context (no option, no environment) holds them as BF16. */
+    /* An AUTO context (no option, no environment) holds them as int4. */
     char *saved = mode ? strdup(mode) : NULL;
     unsetenv("MOEINT4_HIP_WEIGHTS");
     moeint4_context_options options;
@@ -210,7 +214,7 @@ static void test_act_order(void **state)
         p->iface->context_create(p->iface->user_data, &options, &auto_context, err, sizeof err),
         MOEINT4_SUCCESS);
     check_layer_held(p, auto_context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3002, 1,
-                     HELD_AS_BF16);
+                     HELD_AS_SORTED_INT4);
     p->iface->context_destroy(p->iface->user_data, auto_context);
     if (saved) {
         setenv("MOEINT4_HIP_WEIGHTS", saved, 1);

@@ -36,9 +36,9 @@ static void test_variants_and_tiles(void **state)
 {
     (void)state;
     const char *variants[] = { "mma", "fma" };
-    const char *tiles[] = { "16",  "16n",    "64",  "128", "128d", "256", "8v", "w128",
-                            "w256", "direct", "w64", "q8",  "q16",  "q32", "q64", "q128",
-                            "d8",   "q256", "qw64", "qw128", "qw32" };
+    const char *tiles[] = { "16",   "16n",  "64",     "128",  "128d", "256",   "8v",
+                            "w128", "w256", "direct", "w64",  "q8",   "q16",   "q32",
+                            "q64",  "q128", "d8",     "q256", "qw64", "qw128", "qw32" };
     for (int v = 0; v < 2; v++) {
         moeint4_context *ctx = hip_test_context(variants[v]);
         tk_layer layer;
@@ -189,15 +189,14 @@ static void test_int4_grouped_gemm_tiles(void **state)
                 assert_true(forced_bytes < expand_bytes);
             /* the warp-specialized tiles (q256 and the qw tiles) also on a grid
              * of 2 persistent blocks: many tiles a block */
-            const int persistent =
-                strncmp(tiles[t], "qw", 2) == 0 || strcmp(tiles[t], "q256") == 0;
+            const int persistent = strncmp(tiles[t], "qw", 2) == 0 || strcmp(tiles[t], "q256") == 0;
             const int wide = persistent || strcmp(tiles[t], "q128") == 0;
             for (int capped = 0; capped < (persistent ? 2 : 1); capped++) {
                 if (capped)
                     setenv("MOEINT4_HIP_Q256_BLOCKS", "2", 1);
                 for (int i = 0; i < (wide ? 5 : 3); i++) {
-                    hip_test_case c = default_case(
-                        i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16, sizes[i], 3, seed++);
+                    hip_test_case c = default_case(i == 1 ? MOEINT4_DTYPE_F32 : MOEINT4_DTYPE_BF16,
+                                                   sizes[i], 3, seed++);
                     c.on_input = i == 2 || i == 4;
                     print_message("format %d, tile %s, M = %lld%s\n", (int)formats[f], tiles[t],
                                   (long long)sizes[i], capped ? ", 2 blocks" : "");
@@ -274,12 +273,12 @@ static void test_int4_tile_dequant(void **state)
         unsetenv("MOEINT4_HIP_INT4_PREFILL");
         size_t bytes_expanded = 0, bytes_dequant = 0;
         setenv("MOEINT4_HIP_TILE", "w256", 1); /* a tile that reads BF16 (the default may not) */
-        assert_int_equal(moeint4_forward_workspace_size(expanded, 512, 4, MOEINT4_DTYPE_BF16,
-                                                        &bytes_expanded),
-                         MOEINT4_SUCCESS);
-        assert_int_equal(moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16,
-                                                        &bytes_dequant),
-                         MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_forward_workspace_size(expanded, 512, 4, MOEINT4_DTYPE_BF16, &bytes_expanded),
+            MOEINT4_SUCCESS);
+        assert_int_equal(
+            moeint4_forward_workspace_size(dequant, 512, 4, MOEINT4_DTYPE_BF16, &bytes_dequant),
+            MOEINT4_SUCCESS);
         unsetenv("MOEINT4_HIP_TILE");
         print_message("layer %d (%s): workspace %zu (expansion) / %zu (dequantizing tiles)\n", l,
                       layers[l].gemm, bytes_expanded, bytes_dequant);
@@ -300,8 +299,8 @@ static void test_int4_tile_dequant(void **state)
                 c.on_input = i == 2;
                 print_message("layer %d (%s), tile %s, M = %lld\n", l, layers[l].gemm, tiles[t],
                               (long long)sizes[i]);
-                double *want = i == 0 ? malloc((size_t)sizes[i] * layers[l].hidden * sizeof(double))
-                                      : NULL;
+                double *want =
+                    i == 0 ? malloc((size_t)sizes[i] * layers[l].hidden * sizeof(double)) : NULL;
                 assert_int_equal(hip_test_forward(ctx, expanded, &layer, &c, got_expanded, want),
                                  MOEINT4_SUCCESS);
                 assert_int_equal(hip_test_forward(ctx, dequant, &same, &c, got_dequant, NULL),
@@ -311,7 +310,7 @@ static void test_int4_tile_dequant(void **state)
                 assert_memory_equal(got_expanded, got_dequant, used);
                 if (want) {
                     double e = tk_relative_l2(c.dtype, got_dequant, want,
-                                               (size_t)sizes[i] * layers[l].hidden);
+                                              (size_t)sizes[i] * layers[l].hidden);
                     assert_true(e <= HIP_TOLERANCE);
                     free(want);
                 }
@@ -355,8 +354,8 @@ static void test_decode_rings_and_grids(void **state)
                     setenv("MOEINT4_HIP_DECODE_X", x_modes[x], 1);
                     setenv("MOEINT4_HIP_DECODE_RING", rings[r], 1);
                     setenv("MOEINT4_HIP_DECODE_BLOCKS", blocks[b], 1);
-                    hip_test_case c = default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 6,
-                                                   i == 2 ? 10 : 4, seed++);
+                    hip_test_case c =
+                        default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 6, i == 2 ? 10 : 4, seed++);
                     c.on_input = i == 1;
                     print_message("x %s, ring %s, blocks %s, M = %lld, top-k %d\n", x_modes[x],
                                   rings[r], blocks[b], (long long)c.num_tokens, c.topk);
@@ -373,8 +372,8 @@ static void test_decode_rings_and_grids(void **state)
             for (int i = 0; i < 3; i++) {
                 setenv("MOEINT4_HIP_DECODE_X", x_modes[x], 1);
                 setenv("MOEINT4_HIP_DECODE_RING", rings[r], 1);
-                hip_test_case c = default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 3,
-                                               i == 2 ? 3 : 2, seed++);
+                hip_test_case c =
+                    default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 3, i == 2 ? 3 : 2, seed++);
                 print_message("intermediate 200: x %s, ring %s, M = %lld, top-k %d\n", x_modes[x],
                               rings[r], (long long)c.num_tokens, c.topk);
                 double e = hip_test_error(ctx, w, &layer, &c);
@@ -444,6 +443,53 @@ static void test_expert_parallel(void **state)
     assert_true(device_bytes >= expected && device_bytes <= expected + 4096);
     moeint4_weights_release(w);
     tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
+}
+
+/* Act-order GPTQ (every group still group_size rows, shuffled: g_idx[e][k]
+ * = ((7k + e) mod IN) / group) in the environment's weights mode: int4 holds
+ * the layout module's sorted copy and converts each slot's input row in its
+ * expert's order, BF16 dequantizes through g_idx. Against the double
+ * reference (each column's group from g_idx) at every tile choice the
+ * token counts reach (the direct and routed GEMVs at 1, the int4 GEMM at
+ * 150), with the router weight on the output and on the input, and an
+ * expert_map. */
+static void test_act_order(void **state)
+{
+    (void)state;
+    moeint4_context *ctx = hip_test_context("mma");
+    const int hidden = 256, intermediate = 128, group = 32;
+    for (int asym = 0; asym < 2; asym++) {
+        tk_layer layer;
+        tk_rng rng;
+        tk_rng_seed(&rng, 900 + (uint64_t)asym);
+        assert_int_equal(
+            tk_layer_random(&layer, asym ? MOEINT4_FORMAT_GPTQ_ASYM : MOEINT4_FORMAT_GPTQ_SYM, asym,
+                            16, hidden, intermediate, group, MOEINT4_DTYPE_F16, asym, &rng),
+            0);
+        assert_int_equal(tk_layer_add_g_idx(&layer), 0);
+        for (int e = 0; e < layer.w13.num_experts; e++) {
+            for (int k = 0; k < hidden; k++)
+                layer.w13.g_idx[e * hidden + k] = ((7 * k + e) % hidden) / group;
+            for (int n = 0; n < intermediate; n++)
+                layer.w2.g_idx[e * intermediate + n] = ((7 * n + e) % intermediate) / group;
+        }
+        moeint4_weights_desc desc = tk_layer_desc(&layer);
+        moeint4_weights *w = NULL;
+        if (moeint4_weights_prepare(ctx, &desc, &w) != MOEINT4_SUCCESS)
+            fail_msg("prepare: %s", moeint4_last_error());
+        int64_t sizes[] = { 1, 7, 150 };
+        for (int i = 0; i < 3; i++)
+            for (int on_input = 0; on_input < 2; on_input++) {
+                hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 4,
+                                               950 + (uint64_t)(2 * i + on_input));
+                c.on_input = on_input;
+                double e = hip_test_error(ctx, w, &layer, &c);
+                assert_true(e <= HIP_TOLERANCE);
+            }
+        moeint4_weights_release(w);
+        tk_layer_free(&layer);
+    }
     moeint4_context_destroy(ctx);
 }
 
@@ -750,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_decode_rings_and_grids),
         cmocka_unit_test(test_dtypes_and_activations),
         cmocka_unit_test(test_expert_parallel),
+        cmocka_unit_test(test_act_order),
         cmocka_unit_test(test_bad_ids),
         cmocka_unit_test(test_bad_router_weights),
         cmocka_unit_test(test_caller_workspace),

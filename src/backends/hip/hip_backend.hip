@@ -172,6 +172,7 @@ void release_weights(mi4_hip_weights *w)
     mi4_hip_int4_free(&w->q13);
     mi4_hip_int4_free(&w->q2);
     (void)hipFree(w->expert_map);
+    (void)hipFree(w->input_perm);
     (void)hipFree(w->error_record);
     free(w);
 }
@@ -193,20 +194,25 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     w->hidden_size = desc->hidden_size;
     w->intermediate_size = desc->intermediate_size;
     w->int4 = ctx->gpu_weights == MOEINT4_GPU_WEIGHTS_INT4;
-    const moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
+    moeint4_quant_matrix w13 = moeint4_desc_w13(desc), w2 = moeint4_desc_w2(desc);
     /* The int4 layout keeps groups contiguous along IN: act-order weights
-     * take the BF16 emulation (whose dequantization applies g_idx) under
-     * AUTO, and are refused when INT4 was asked for by name. */
+     * are held as the layout module's sorted copy, and the forward converts
+     * each slot's input row in its expert's sort order (input_perm). The
+     * BF16 emulation's dequantization applies g_idx itself. */
+    moeint4_backend_sorted *sorted = nullptr;
+    const int32_t *input_perm = nullptr;
     if (w->int4 && (moeint4_quant_matrix_has_act_order(&w13) ||
                     moeint4_quant_matrix_has_act_order(&w2))) {
-        if (ctx->gpu_weights_explicit) {
+        const moeint4_weights_desc *sorted_desc = nullptr;
+        moeint4_status sort_st =
+            moeint4_backend_sort_act_order(desc, &sorted, &sorted_desc, &input_perm, err, err_cap);
+        if (sort_st != MOEINT4_SUCCESS) {
             free(w);
-            snprintf(err, err_cap,
-                     "hip: gpu_weights = INT4 does not serve act-order (non-trivial g_idx) "
-                     "weights; use BF16 (the option, or MOEINT4_HIP_WEIGHTS=bf16) or AUTO");
-            return MOEINT4_UNSUPPORTED;
+            return sort_st;
         }
-        w->int4 = 0;
+        desc = sorted_desc;
+        w13 = moeint4_desc_w13(desc);
+        w2 = moeint4_desc_w2(desc);
     }
     w->int4_mma = w->int4 && ctx->use_mma && mi4_hip_int4_mma_serves(desc);
     w->int4_tile_dequant = w->int4 && mi4_hip_int4_tile_dequant_serves(desc);
@@ -229,6 +235,11 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     if (st == MOEINT4_SUCCESS)
         st = mi4_hip_device_alloc((void **)&w->expert_map, map_bytes, "expert_map", err,
                                   err_cap);
+    const size_t perm_bytes =
+        input_perm ? (size_t)w->num_local_experts * (size_t)w->hidden_size * sizeof(int32_t) : 0;
+    if (st == MOEINT4_SUCCESS && input_perm)
+        st = mi4_hip_upload((void **)&w->input_perm, input_perm, perm_bytes, "input_perm (act-order)",
+                            err, err_cap);
     const size_t record_bytes = MI4_RECORD_WORDS * sizeof(int);
     if (st == MOEINT4_SUCCESS)
         st = mi4_hip_device_alloc((void **)&w->error_record, record_bytes, "bad-slot record",
@@ -258,12 +269,13 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
     if (st == MOEINT4_SUCCESS)
         st = w->int4 ? mi4_hip_int4_fill(&w2, &w->q2, err, err_cap)
                      : mi4_hip_dequantize(&w2, w->w2, err, err_cap);
+    moeint4_backend_sorted_free(sorted);
     if (st != MOEINT4_SUCCESS) {
         release_weights(w);
         return st;
     }
     w->device_bytes = w13_bytes + w2_bytes + mi4_hip_int4_bytes(&w->q13) +
-                      mi4_hip_int4_bytes(&w->q2) + map_bytes + record_bytes;
+                      mi4_hip_int4_bytes(&w->q2) + map_bytes + perm_bytes + record_bytes;
     *backend_weights = w;
     return MOEINT4_SUCCESS;
 }

@@ -37,7 +37,8 @@ moeint4_status record_failure(const volatile int *record, int num_experts, char 
 struct forward_shape {
     int64_t tokens, slots;
     mi4_hip_tile_config config;
-    bool per_slot;  /* router weight on the input: a converted row per slot */
+    bool per_slot;  /* a converted row per slot: the router weight on the input, or
+                       act-order int4 weights (the slot's expert's input order) */
     bool x_direct;  /* bf16 input read in place, no conversion */
     mi4_hip_workspace_plan plan;
 };
@@ -48,7 +49,7 @@ forward_shape shape_of(const mi4_hip_weights *w, const moeint4_forward_args *arg
     s.tokens = args->num_tokens;
     s.slots = s.tokens * args->topk;
     s.config = mi4_hip_choose_tile(s.tokens, s.slots, w);
-    s.per_slot = args->apply_router_weight_on_input != 0;
+    s.per_slot = args->apply_router_weight_on_input != 0 || w->input_perm != nullptr;
     s.x_direct = args->dtype == MOEINT4_DTYPE_BF16 && !s.per_slot &&
                  ((uintptr_t)args->hidden_states % 16) == 0;
     s.plan = mi4_hip_plan_workspace(w, s.slots, s.per_slot ? s.slots : s.tokens, !s.x_direct,
@@ -89,7 +90,7 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.x_per_slot = s.per_slot;
     g.topk = args->topk;
     g.topk_weights = args->topk_weights;
-    g.weight_on_output = !s.per_slot;
+    g.weight_on_output = args->apply_router_weight_on_input == 0;
     g.activation = args->activation;
     g.limit = args->swiglu_limit;
     g.alpha = args->swiglu_alpha;
@@ -113,8 +114,15 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
     hipError_t e = hipSuccess;
     if (!s.x_direct) {
         *step = "input conversion";
+        mi4_hip_convert_rows how;
+        how.per_slot = s.per_slot;
+        how.weight_on_input = args->apply_router_weight_on_input != 0;
+        how.input_perm = w->input_perm;
+        how.topk_ids = args->topk_ids;
+        how.expert_map = w->expert_map;
+        how.num_experts = w->num_experts;
         e = mi4_hip_launch_convert(args->hidden_states, args->dtype, s.tokens, w->hidden_size,
-                                   args->topk, args->topk_weights, s.per_slot,
+                                   args->topk, args->topk_weights, &how,
                                    (uint16_t *)(base + p.at_x), stream);
     }
     if (e == hipSuccess && w->int4 && mi4_hip_tile_is_int4_gemm(s.config)) {

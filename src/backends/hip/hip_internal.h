@@ -17,7 +17,7 @@
  * through the context's pool so that concurrent forwards on one context
  * never share them (hip_workspace.hip). */
 typedef struct mi4_hip_workspace {
-    void *device;            /* one allocation, carved up per forward (NULL: none yet) */
+    void *device; /* one allocation, carved up per forward (NULL: none yet) */
     size_t bytes;
     int *host_record;        /* mapped pinned memory: MI4_RECORD_WORDS (hip_slots.h) */
     int *host_record_device; /* the same memory as the device sees it */
@@ -26,9 +26,9 @@ typedef struct mi4_hip_workspace {
 
 typedef struct mi4_hip_context {
     int device;
-    int multiprocessors;     /* SM / CU count of the device */
-    int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
-    int gpu_weights;         /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
+    int multiprocessors;      /* SM / CU count of the device */
+    int use_mma;              /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
+    int gpu_weights;          /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
     int gpu_weights_explicit; /* 1: the option or MOEINT4_HIP_WEIGHTS named the mode (not AUTO) */
     pthread_mutex_t pool_lock;
     mi4_hip_workspace *free_workspaces;
@@ -66,15 +66,15 @@ MI4_HOST_DEVICE size_t mi4_int4_code_bytes(int inner_padded, size_t rows)
 }
 
 typedef struct mi4_hip_int4_matrix {
-    uint8_t *codes;          /* E_l x rows rows of inner_padded / 2 bytes (mi4_int4_row_offset) */
-    uint16_t *scales;        /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
-    uint8_t *zeros;          /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
+    uint8_t *codes;   /* E_l x rows rows of inner_padded / 2 bytes (mi4_int4_row_offset) */
+    uint16_t *scales; /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
+    uint8_t *zeros;   /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
     int experts, rows, inner, inner_padded, group_size, groups;
     int scales_bf16;
 } mi4_hip_int4_matrix;
 
 typedef struct mi4_hip_weights {
-    int num_experts;         /* global E */
+    int num_experts; /* global E */
     int num_local_experts;
     int hidden_size;         /* K */
     int intermediate_size;   /* N */
@@ -95,6 +95,8 @@ typedef struct mi4_hip_weights {
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
     mi4_hip_int4_matrix q2;  /* int4 [E_l][K][N] */
     int32_t *expert_map;     /* [E]: global -> local or -1 */
+    int32_t *input_perm;     /* int4 act-order weights (sorted at prepare): [E_l][K],
+                                row i of w13 takes x[input_perm[i]]; else NULL */
     int *error_record;       /* device MI4_RECORD_WORDS: the sticky record of
                                 asynchronous forwards (hip_slots.h) */
     size_t device_bytes;
@@ -122,7 +124,8 @@ static inline unsigned mi4_hip_stride_grid(int64_t work)
 #ifdef __cplusplus
 /* Makes `device` current for the scope and restores the caller's device, so
  * a framework's notion of the current device is left as it was. */
-class mi4_hip_device_scope {
+class mi4_hip_device_scope
+{
   public:
     explicit mi4_hip_device_scope(int device)
     {
@@ -214,8 +217,8 @@ moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explic
  * _fill (uploads and repacks). mi4_hip_int4_free releases it. */
 moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
                                   mi4_hip_int4_matrix *out, char *err, size_t err_cap);
-moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
-                                 char *err, size_t err_cap);
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out, char *err,
+                                 size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
 /* 1 when tile `config` reads BF16 weights, so that int4 weights w reach it
@@ -278,29 +281,29 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
 
 /* What the routing kernel leaves in the workspace for the GEMMs. */
 typedef struct mi4_hip_routing {
-    int *status;            /* device [0] bad-id flag, [1] first bad slot, [2] tiles */
-    int *sorted_slot;       /* [max_tiles * BM]: slot (m * topk + j) or -1 (padding) */
-    int *tile_expert;       /* [max_tiles]: local expert of each row tile */
+    int *status;      /* device [0] bad-id flag, [1] first bad slot, [2] tiles */
+    int *sorted_slot; /* [max_tiles * BM]: slot (m * topk + j) or -1 (padding) */
+    int *tile_expert; /* [max_tiles]: local expert of each row tile */
     int max_tiles;
-    int tile_rows;          /* BM */
-    int *route_scratch;     /* mi4_hip_route_scratch_bytes(); NULL: one-block routing only */
+    int tile_rows;      /* BM */
+    int *route_scratch; /* mi4_hip_route_scratch_bytes(); NULL: one-block routing only */
 } mi4_hip_routing;
 
 typedef struct mi4_hip_gemm_args {
     const mi4_hip_weights *weights;
     const mi4_hip_routing *routing;
-    const uint16_t *x_bf16;  /* GEMM1 input rows, bf16 [M or M*topk][K] */
-    int x_per_slot;          /* 1: x_bf16 has a row per slot (router weight applied) */
+    const uint16_t *x_bf16; /* GEMM1 input rows, bf16 [M or M*topk][K] */
+    int x_per_slot;         /* 1: x_bf16 has a row per slot (router weight applied) */
     int topk;
     const float *topk_weights;
-    int weight_on_output;    /* GEMM2 epilogue multiplies by the router weight */
+    int weight_on_output; /* GEMM2 epilogue multiplies by the router weight */
     int activation;
     float limit, alpha, beta;
-    uint16_t *act;           /* bf16 [max_tiles * BM][N] */
-    float *y;                /* f32 [M * topk][K] */
+    uint16_t *act; /* bf16 [max_tiles * BM][N] */
+    float *y;      /* f32 [M * topk][K] */
     int use_mma;
     hipStream_t stream;
-    int multiprocessors;     /* of the device: sizes the decode GEMVs' persistent grids */
+    int multiprocessors; /* of the device: sizes the decode GEMVs' persistent grids */
     /* Direct decode GEMVs (MI4_TILE_DIRECT): slots, and where gemm2 writes
      * the combined output (combine.check: ids, weights, the bad-slot record) */
     int64_t num_slots;
@@ -320,8 +323,8 @@ int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w);
 int mi4_hip_int4_routed_fits(int hidden, int intermediate);
 /* Input rows (bf16 [rows][inner]) into the order the int4 grouped GEMM
  * reads its token rows in (dst != src). */
-hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,
-                                       int inner, hipStream_t stream);
+hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows, int inner,
+                                       hipStream_t stream);
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 /* Raises the shared-memory limit of every GEMM kernel that needs it. */
@@ -335,14 +338,26 @@ hipError_t mi4_hip_check_kernel_image(void);
 size_t mi4_hip_route_scratch_bytes(int64_t num_slots, int num_local_experts);
 hipError_t mi4_hip_launch_route(const mi4_slot_check *check, int64_t num_slots, int num_local,
                                 const mi4_hip_routing *r, hipStream_t stream);
-/* x [M][K] (dtype) -> bf16 rows; per_slot: row m*topk+j = bf16(w[m,j] * x[m]). */
+/* How the input conversion lays x out: a row per token, or per slot (the
+ * router weight on the input, or act-order weights: each slot's row in its
+ * expert's sort order). */
+typedef struct mi4_hip_convert_rows {
+    int per_slot;              /* rows m*topk+j */
+    int weight_on_input;       /* per_slot rows times w[m,j] */
+    const int32_t *input_perm; /* per_slot: [E_l][K] gather order, or NULL */
+    const int32_t *topk_ids;   /* with input_perm: the slot's expert ... */
+    const int32_t *expert_map; /* ... through the map (bad or non-local ids: any row) */
+    int num_experts;
+} mi4_hip_convert_rows;
+/* x [M][K] (dtype) -> bf16 rows; per_slot: row m*topk+j = bf16(w[m,j] * x[m])
+ * (w = 1 unless weight_on_input), gathered by input_perm where given. */
 hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t num_tokens,
-                                  int hidden, int topk, const float *topk_weights, int per_slot,
-                                  uint16_t *x_bf16, hipStream_t stream);
+                                  int hidden, int topk, const float *topk_weights,
+                                  const mi4_hip_convert_rows *rows, uint16_t *x_bf16,
+                                  hipStream_t stream);
 /* out[m] = sum over local slots of y rows, in slot order; writes nothing
  * when the routing flagged a bad slot of a synchronous forward. */
 hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream);
-
 
 /* ---- hip_workspace.hip ---- */
 /* The alignment of a forward's scratch base and of each piece in it (a
@@ -377,8 +392,8 @@ void mi4_hip_workspace_free(mi4_hip_workspace *w);
 moeint4_status mi4_hip_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
                                const moeint4_forward_args *args, char *err, size_t err_cap);
 /* Synchronizes `stream`, reads and clears the weights' sticky record. */
-moeint4_status mi4_hip_forward_check(mi4_hip_context *ctx, const mi4_hip_weights *w,
-                                     void *stream, char *err, size_t err_cap);
+moeint4_status mi4_hip_forward_check(mi4_hip_context *ctx, const mi4_hip_weights *w, void *stream,
+                                     char *err, size_t err_cap);
 
 /* ---- hip_test_extras.hip (test builds only: MOEINT4_HIP_TEST_EXTRAS) ---- */
 /* The extra named `name` for get_proc_address, or NULL. */

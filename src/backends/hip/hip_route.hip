@@ -434,15 +434,22 @@ __device__ float load_as_f32(const void *x, moeint4_dtype dtype, size_t i)
 }
 
 __global__ void convert(const void *x, moeint4_dtype dtype, int64_t rows, int hidden, int topk,
-                        const float *topk_weights, int per_slot, uint16_t *x_bf16)
+                        const float *topk_weights, mi4_hip_convert_rows how, uint16_t *x_bf16)
 {
     int64_t total = rows * hidden;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t row = i / hidden;
-        int64_t token = per_slot ? row / topk : row;
-        float v = load_as_f32(x, dtype, (size_t)(token * hidden + i % hidden));
-        if (per_slot)
+        int64_t token = how.per_slot ? row / topk : row;
+        int column = (int)(i % hidden);
+        if (how.input_perm != nullptr) { /* act-order: the slot's expert's sort order */
+            int id = how.topk_ids[row];
+            int local = id >= 0 && id < how.num_experts ? how.expert_map[id] : -1;
+            if (local >= 0)
+                column = how.input_perm[(size_t)local * hidden + column];
+        }
+        float v = load_as_f32(x, dtype, (size_t)(token * hidden + column));
+        if (how.weight_on_input)
             v *= topk_weights[row];
         x_bf16[i] = mi4_dev_f32_to_bf16(v);
     }
@@ -482,12 +489,13 @@ hipError_t mi4_hip_launch_route(const mi4_slot_check *check, int64_t num_slots, 
 }
 
 hipError_t mi4_hip_launch_convert(const void *x, moeint4_dtype dtype, int64_t num_tokens,
-                                  int hidden, int topk, const float *topk_weights, int per_slot,
-                                  uint16_t *x_bf16, hipStream_t stream)
+                                  int hidden, int topk, const float *topk_weights,
+                                  const mi4_hip_convert_rows *how, uint16_t *x_bf16,
+                                  hipStream_t stream)
 {
-    int64_t rows = per_slot ? num_tokens * topk : num_tokens;
+    int64_t rows = how->per_slot ? num_tokens * topk : num_tokens;
     return mi4_launch(convert, dim3(grid_for(rows * hidden, 256)), dim3(256), 0, stream, x, dtype,
-                      rows, hidden, topk, topk_weights, per_slot, x_bf16);
+                      rows, hidden, topk, topk_weights, *how, x_bf16);
 }
 
 hipError_t mi4_hip_launch_combine(const mi4_combine_params *c, hipStream_t stream)
