@@ -95,8 +95,10 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
      * copies four whole 128-byte rows a copy; rows 8 apart share the swizzle) */
     const int piece = ptid % 8, first_row = ptid / 8;
     const int token_at = first_row * 64 + ((piece ^ (first_row & 7)) * 8);
-    /* code copies: 8 bytes `code_piece` of block rows code_row + 32 i */
+    /* code copies: piece `code_piece` (16 bytes of a chunk; q256: their 8
+     * bytes of its half) of block rows code_row + 32 i */
     const int code_piece = ptid % 4, code_row = ptid / 4;
+    constexpr int code_row_bytes = C::k_inputs / 2;
     auto signal = [&](qw_step s) { /* this warp's copies of step s landed */
         mi4_fence_proxy_async();
         __syncwarp();
@@ -148,24 +150,40 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                  * only dropped columns */
                 if (ptid == 0) {
                     mi4_mbar_expect_bytes(&sh.full[stage], C::token_bytes);
-                    mi4_tma_load_box(tokens, token_map, k * QW_K, tile * T, &sh.full[stage]);
+#pragma unroll
+                    for (int h = 0; h < C::halves; h++)
+                        mi4_tma_load_box(tokens + h * (C::half_bytes / 2), token_map,
+                                         k * C::k_inputs + h * QW_HALF, tile * T,
+                                         &sh.full[stage]);
                 }
             } else {
-                const uint16_t *a_k = p.a + k * QW_K + piece * 8;
                 /* rows past `valid` are not copied: only dropped columns read them */
 #pragma unroll
-                for (int i = 0; i < T / 16; i++)
-                    if (first_row + 16 * i < valid)
-                        mi4_copy16(tokens + token_at + i * 16 * 64,
-                                   a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
-            }
-            /* half k % 2 of chunk k / 2: bytes 8 (k % 2) .. + 7 of each 16 */
-            uint8_t *codes = (uint8_t *)(base + C::token_bytes);
-            const size_t code_at = (size_t)(k / 2) * MI4_INT4_CHUNK_BYTES + 8 * (k % 2);
+                for (int h = 0; h < C::halves; h++) {
+                    const uint16_t *a_k = p.a + k * C::k_inputs + h * QW_HALF + piece * 8;
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                qw_copy8(codes + (code_row + 32 * i) * 32 + 8 * code_piece,
-                         code_src[i] ? code_src[i] + code_at : q.codes, code_src[i] != nullptr);
+                    for (int i = 0; i < T / 16; i++)
+                        if (first_row + 16 * i < valid)
+                            mi4_copy16(tokens + h * (C::half_bytes / 2) + token_at + i * 16 * 64,
+                                       a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
+                }
+            }
+            uint8_t *codes = (uint8_t *)(base + C::token_bytes);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                uint8_t *dst = codes + (code_row + 32 * i) * code_row_bytes;
+                if constexpr (C::k_inputs == Q_CHUNK) /* chunk k, 16 bytes a piece */
+                    mi4_copy16(dst + 16 * code_piece,
+                               code_src[i] ? code_src[i] + (size_t)k * MI4_INT4_CHUNK_BYTES
+                                           : q.codes,
+                               code_src[i] != nullptr);
+                else /* half k % 2 of chunk k / 2: bytes 8 (k % 2) .. + 7 of each 16 */
+                    qw_copy8(dst + 8 * code_piece,
+                             code_src[i] ? code_src[i] + (size_t)(k / 2) * MI4_INT4_CHUNK_BYTES +
+                                               8 * (k % 2)
+                                         : q.codes,
+                             code_src[i] != nullptr);
+            }
             mi4_copy_commit();
             if (step - signaled >= C::lag) {
                 mi4_copy_wait<C::lag>();
@@ -296,7 +314,7 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     if ((int64_t)blockIdx.x >= tiles)
         return;
     const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
-    const int steps = q.inner_padded / QW_K;
+    const int steps = q.inner_padded / C::k_inputs;
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::stages; s++) {
             mi4_mbar_init(&sh.full[s], QW_PRODUCERS / 32 + (TOKEN_TMA ? 1 : 0));
@@ -358,7 +376,7 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
     memset(&token_map, 0, sizeof token_map);
     const bool token_tma = !GATED && mi4_tma_wanted() &&
                            mi4_tma_map_bf16(&token_map, p.a, (uint64_t)p.inner,
-                                            (uint64_t)a->routing->max_tiles * T, QW_K, T);
+                                            (uint64_t)a->routing->max_tiles * T, QW_HALF, T);
     if (token_tma)
         return mi4_launch(int4_ws_gemm<T, false, true>, dim3((unsigned)blocks), dim3(QW_THREADS),
                           C::smem, a->stream, p, q, token_map);

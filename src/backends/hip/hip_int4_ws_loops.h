@@ -32,12 +32,22 @@ MI4_DEVICE uint2 qw_load_shared8(const char *at)
     return v;
 }
 
-/* Scales and zero points of the chunk that stage step k of a tile reads. */
-MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int k)
+/* 16 bytes of shared memory by a shared-space load. */
+MI4_DEVICE uint4 qw_load_shared16(const char *at)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"((unsigned)__cvta_generic_to_shared(at)));
+    return v;
+}
+
+/* Scales and zero points of chunk `chunk` (128 inputs) of a tile's rows. */
+MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int chunk)
 {
     /* groups of one chunk or per channel (mi4_hip_int4_wgmma_serves): no
      * division a chunk */
-    const int group = q.group_size == Q_CHUNK ? k / 2 : k / 2 * Q_CHUNK / q.group_size;
+    const int group = q.group_size == Q_CHUNK ? chunk : chunk * Q_CHUNK / q.group_size;
     qw_scale_bits b;
     b.lo = r.valid_lo ? q.scales[r.at_lo + group] : 0;
     b.hi = r.valid_hi ? q.scales[r.at_hi + group] : 0;
@@ -46,16 +56,17 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
     return b;
 }
 
-/* A consumer thread's view of the ring's codes: its 8 bytes of rows lo and
- * hi of the stage taken last, and the scales of its chunk (exact: and of
- * the chunk before it, which the tile's accumulators still take). */
+/* A consumer thread's view of the ring's codes: its piece of rows lo and hi
+ * of the stage taken last (16 bytes of a whole chunk; q256: the 8 of its
+ * half), and the scales of its chunk (exact: and of the chunk before it,
+ * which the tile's accumulators still take). */
 template <int T> struct qw_codes {
     const mi4_hip_int4_matrix &q;
     const qw_shared<T> &sh;
     const qw_rows &rows;
     qw_scale_bits bits; /* the chunk after the current one's */
     int row_lo, t;
-    uint2 lo, hi;
+    uint4 lo, hi; /* q256: x and y */
     float scale_lo = 0.0f, scale_hi = 0.0f;
     float before_lo = 0.0f, before_hi = 0.0f;
     uint32_t bias_lo = 0, bias_hi = 0;
@@ -68,12 +79,22 @@ template <int T> struct qw_codes {
         mi4_mbar_wait(&sh.full[stage], qw_parity<T>(at));
         /* the slot reused, not sh.stage(at): ptxas then serialized q256's
          * gemm2 wgmmas (C7511, register pressure) */
-        const char *codes =
-            sh.stages + stage * qw_config<T>::stage_bytes + qw_config<T>::token_bytes;
-        lo = qw_load_shared8(codes + row_lo * 32 + 8 * t);
-        hi = qw_load_shared8(codes + (row_lo + 8) * 32 + 8 * t);
-        if (k % 2 == 0) {
-            if (qw_config<T>::exact) {
+        typedef qw_config<T> C;
+        constexpr int row_bytes = C::k_inputs / 2, stages_a_chunk = Q_CHUNK / C::k_inputs;
+        const char *codes = sh.stages + stage * C::stage_bytes + C::token_bytes;
+        if constexpr (stages_a_chunk == 1) {
+            lo = qw_load_shared16(codes + row_lo * row_bytes + 16 * t);
+            hi = qw_load_shared16(codes + (row_lo + 8) * row_bytes + 16 * t);
+        } else {
+            const uint2 l = qw_load_shared8(codes + row_lo * row_bytes + 8 * t);
+            const uint2 h = qw_load_shared8(codes + (row_lo + 8) * row_bytes + 8 * t);
+            lo.x = l.x;
+            lo.y = l.y;
+            hi.x = h.x;
+            hi.y = h.y;
+        }
+        if (k % stages_a_chunk == 0) {
+            if (C::exact) {
                 before_lo = scale_lo;
                 before_hi = scale_hi;
             }
@@ -81,15 +102,19 @@ template <int T> struct qw_codes {
             scale_hi = int4_scale_of(q, bits.hi);
             bias_lo = int4_bias_pair(bits.zero_lo);
             bias_hi = int4_bias_pair(bits.zero_hi);
-            if (k + 2 < steps)
-                bits = qw_load_scales(q, rows, k + 2); /* used a chunk later */
+            if (k + stages_a_chunk < steps) /* used a chunk later */
+                bits = qw_load_scales(q, rows, (k + stages_a_chunk) / stages_a_chunk);
         }
     }
-    /* k step s (0..3) of the taken stage: words 0, 0, 1, 1, nibbles 8 (s % 2) */
+    /* k step s (0 .. k_steps - 1) of the taken stage: word s / 2 of the
+     * piece (a 32-bit word holds two k steps), nibbles 8 (s % 2) */
     MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
     {
-        q_fragment_of_words<!qw_config<T>::exact>(f, s < 2 ? lo.x : lo.y, s < 2 ? hi.x : hi.y,
-                                                  s % 2, bias_lo, bias_hi, scale_lo, scale_hi);
+        const int w = s / 2;
+        const uint32_t word_lo = w == 0 ? lo.x : w == 1 ? lo.y : w == 2 ? lo.z : lo.w;
+        const uint32_t word_hi = w == 0 ? hi.x : w == 1 ? hi.y : w == 2 ? hi.z : hi.w;
+        q_fragment_of_words<!qw_config<T>::exact>(f, word_lo, word_hi, s % 2, bias_lo, bias_hi,
+                                                  scale_lo, scale_hi);
     }
 };
 
@@ -157,22 +182,24 @@ MI4_DEVICE void qw_add_chunk(float (&acc)[W], float (&part)[W], float scale_lo, 
         acc[i] = fmaf(part[i], i % 4 < 2 ? scale_lo : scale_hi, acc[i]);
 }
 
-/* The exact k loop (qw32, qw64, qw128): as qw_mainloop, but each 128-input
- * chunk (8 k steps) accumulates in a fresh set of accumulators, which joins
- * acc in f32 times the chunk's scales once its last wgmma is done. That is
- * the one point where no wgmma stays queued: the next chunk's first is
- * issued after the join (with one in flight ptxas serializes every wgmma,
- * C7514). All but the last two chunks run without a bound check (TAIL
- * false), and a stage's descriptor is the ring's first plus its slot's
- * offset (ncu: computed afresh, descriptors and checks took half of the
- * loop's instructions). */
+/* The exact k loop (qw32, qw64, qw128): as qw_mainloop, but each
+ * 128-input chunk (8 k steps, one stage) accumulates in a fresh set of
+ * accumulators, which joins acc in f32 times the chunk's scales once its
+ * last wgmma is done. That is the one point where no wgmma stays queued:
+ * the next chunk's first is issued after the join (with one in flight
+ * ptxas serializes every wgmma, C7514). All but the last two chunks run
+ * without a bound check (TAIL false), and a stage's descriptor is the
+ * ring's first plus its slot's offset (ncu: computed afresh, descriptors
+ * and checks took half of the loop's instructions). */
 template <int T, int WIDTH> struct qw_exact_loop {
-    static constexpr uint64_t STAGE_DESC = qw_config<T>::stage_bytes >> 4;
+    typedef qw_config<T> C;
+    static_assert(C::k_steps == 8, "a stage is a chunk");
+    static constexpr uint64_t STAGE_DESC = C::stage_bytes >> 4;
     float (&d)[WIDTH / 2];
     float (&part)[WIDTH / 2];
     uint32_t (&frag)[4][4];
     qw_codes<T> &codes;
-    const int steps, total; /* stages, k steps */
+    const int steps, total; /* stages (chunks), k steps */
     const qw_step step;
     const uint64_t ring_desc; /* of slot 0 */
 
@@ -184,27 +211,25 @@ template <int T, int WIDTH> struct qw_exact_loop {
     MI4_DEVICE void issue(int s, uint64_t desc) const
     {
         mi4_wgmma_fence();
-        wgmma_rs(part, frag[s % 4], desc + 2 * (s % 4), s != 0);
+        wgmma_rs(part, frag[s % 4], desc + C::step_desc(s), s != 0);
         mi4_wgmma_commit();
     }
-    /* the chunk of k steps base .. base + 7 */
+    /* the chunk (stage k = base / 8) of k steps base .. base + 7 */
     template <bool TAIL> MI4_DEVICE void run(int base) const
     {
-        const int lane = (int)threadIdx.x % 32;
-        uint64_t desc_next = desc_of(base / 4);
+        const int lane = (int)threadIdx.x % 32, k = base / 8;
+        const uint64_t desc = desc_of(k);
 #pragma unroll
         for (int u = 0; u < 8; u++) {
-            /* k step g = base + u (of stage k) is in flight */
-            const int g = base + u, k = g / 4;
+            /* k step g = base + u is in flight */
+            const int g = base + u;
             const bool last = TAIL && g + 1 == total;
-            if (u % 4 == 3) /* the next issue starts stage k + 1 */
-                desc_next = desc_of(k + 1);
             if (!last && u != 7)
-                issue(u + 1, desc_next);
-            if (u % 4 == 2 && (!TAIL || k + 1 < steps))
+                issue(u + 1, desc);
+            if (u == 6 && (!TAIL || k + 1 < steps))
                 codes.take(k + 1, step + (qw_step)(k + 1), steps);
             if (!TAIL || g + 2 < total)
-                codes.fragment(frag[(u + 2) % 4], (u + 2) % 4);
+                codes.fragment(frag[(u + 2) % 4], (u + 2) % 8);
             if (last)
                 break;
             if (u == 7)
@@ -212,11 +237,12 @@ template <int T, int WIDTH> struct qw_exact_loop {
             else
                 mi4_wgmma_wait_one(); /* g is done */
             q_keep(frag);
-            if (u % 4 == 3 && lane == 0)
-                mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)k)]);
-            if (u == 7) { /* the next chunk's scales were taken */
+            if (u == 7) {
+                if (lane == 0)
+                    mi4_mbar_arrive(&codes.sh.empty[qw_slot<T>(step + (qw_step)k)]);
+                /* the next chunk's scales were taken */
                 qw_add_chunk(d, part, codes.before_lo, codes.before_hi);
-                issue(0, desc_next);
+                issue(0, desc_of(k + 1));
             }
         }
     }
@@ -229,7 +255,7 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
     float part[WIDTH / 2];
     uint32_t frag[4][4];
-    const int lane = (int)threadIdx.x % 32, total = 4 * steps;
+    const int lane = (int)threadIdx.x % 32, total = 8 * steps;
 #pragma unroll
     for (int i = 0; i < WIDTH / 2; i++)
         d[i] = 0.0f;

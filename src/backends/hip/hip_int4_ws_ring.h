@@ -11,7 +11,7 @@ namespace mi4_int4_ws {
 
 using namespace mi4_gemm;
 
-constexpr int QW_K = 64; /* inputs a stage: half a 128-input chunk */
+constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) holds */
 #ifndef MI4_QW_STAGES
 #define MI4_QW_STAGES 6
 #endif
@@ -19,10 +19,9 @@ constexpr int QW_K = 64; /* inputs a stage: half a 128-input chunk */
 #define MI4_QW_LAG 3
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
-constexpr int QW_CODE_BYTES = Q_ROWS * QW_K / 2;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
- * to BF16 once (the BF16 mode's bits); qw32, qw64 and qw128 (8, 12 and 20 KB
+ * to BF16 once (the BF16 mode's bits); qw32, qw64 and qw128 (16, 24 and 40 KB
  * stages) keep each chunk's product exact in its own accumulators and
  * scale it in f32, as the narrow q tiles do (a few instructions a weight
  * less: where the wgmmas are narrow the dequantization is the whole cost),
@@ -32,10 +31,16 @@ template <int T> struct qw_config {
     /* qw32: two blocks an SM (half the ring each), so that one block's
      * waits hide behind the other's work */
     static constexpr int blocks_per_sm = T == 32 ? 2 : 1;
-    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 10 : T == 64 ? 16 : 13;
+    /* inputs a stage: a whole 128-input chunk (its codes 64 contiguous
+     * bytes a row, one 16-byte copy a row piece; a chunk's scales, join
+     * and ring step once), q256 half of one (its 256 token rows) */
+    static constexpr int k_inputs = exact ? 128 : 64;
+    static constexpr int k_steps = k_inputs / 16;   /* wgmma k steps a stage */
+    static constexpr int halves = k_inputs / QW_HALF; /* token blocks a stage */
+    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 5 : T == 64 ? 9 : 6;
     /* a stage is signalled once the copies of the `lag` steps after it are
      * issued: lag + 1 stages of copies in flight a producer thread */
-    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 7 : T == 64 ? 10 : 8;
+    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 3 : T == 64 ? 6 : 4;
     /* setmaxnreg: producer x 128 + consumer x 256 within the launch's
      * registers a block (the consumers' raise waits for what the producer
      * gives back); the producer keeps its token rows (16 at most) in
@@ -47,8 +52,16 @@ template <int T> struct qw_config {
                       launch_regs * QW_THREADS,
                   "setmaxnreg within the launch's registers");
     static_assert(launch_regs * QW_THREADS * blocks_per_sm <= 65536, "registers an SM");
-    static constexpr int token_bytes = T * QW_K * 2;
-    static constexpr int stage_bytes = token_bytes + QW_CODE_BYTES;
+    static constexpr int half_bytes = T * QW_HALF * 2; /* a token block: T rows x 128 bytes */
+    static constexpr int token_bytes = halves * half_bytes;
+    static constexpr int code_bytes = Q_ROWS * k_inputs / 2; /* a row's piece: k_inputs / 2 bytes */
+    static constexpr int stage_bytes = token_bytes + code_bytes;
+    /* the descriptor offset (16-byte units) of k step s of a stage: token
+     * block s / 4, 32 bytes a k step within it */
+    MI4_HOST_DEVICE static constexpr uint64_t step_desc(int s)
+    {
+        return (uint64_t)(s / 4) * (half_bytes >> 4) + 2u * (uint64_t)(s % 4);
+    }
     /* stages, then two tile tables (slot, input row, router weight a token
      * row), their valid rows and the barriers */
     static constexpr int tables_at = stages * stage_bytes;
@@ -60,6 +73,8 @@ template <int T> struct qw_config {
      * producer signals `lag` steps later: more would wait for a stage not
      * yet released */
     static_assert(lag + 2 <= stages, "the producer must not wait for its own signal");
+    static_assert(half_bytes % 1024 == 0 && stage_bytes % 1024 == 0,
+                  "token blocks on the 128B swizzle's 1024-byte pattern");
     static_assert(smem * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024,
                   "a block's shared memory");
 };
