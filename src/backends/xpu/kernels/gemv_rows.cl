@@ -26,10 +26,17 @@
  * deterministic (test_gemv_rows checks against the double reference). */
 
 /* Build switches (MOEINT4_XPU_BUILD_OPTIONS): MI4_ROWS_AHEAD pieces a
- * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum);
+ * work-item loads before using any; MI4_ROWS_PIPELINE=1 (mi4_rows_sum_loaded);
  * MI4_ROWS_HALF_SCALES=0 (mi4_rows_scale); MI4_ROWS_STREAM_PROBE=1
  * replaces the arithmetic by one product per word (wrong results: what the
- * loads alone take). */
+ * loads alone take);
+ * MI4_ROWS_EARLY=1 loads a work-item's first batch of a block before the
+ * activations are staged, so the staging and its barriers overlap the
+ * weights' latency (mi4_rows_walk; combines with MI4_ROWS_PIPELINE=1;
+ * opt-in; to be measured on the H200);
+ * MI4_ROWS_CHAINS=2 sums a piece's even and odd codes in two chains,
+ * halving the dependent FMAs (mi4_rows_piece_dot; other rounding;
+ * opt-in; to be measured on the H200). */
 #ifndef MI4_ROWS_AHEAD
 #define MI4_ROWS_AHEAD 4
 #endif
@@ -41,6 +48,15 @@
 #endif
 #ifndef MI4_ROWS_STREAM_PROBE
 #define MI4_ROWS_STREAM_PROBE 0
+#endif
+#ifndef MI4_ROWS_EARLY
+#define MI4_ROWS_EARLY 0
+#endif
+#ifndef MI4_ROWS_CHAINS
+#define MI4_ROWS_CHAINS 1
+#endif
+#if MI4_ROWS_CHAINS != 1 && MI4_ROWS_CHAINS != 2
+#error "MI4_ROWS_CHAINS: 1 or 2"
 #endif
 #define MI4_ROWS_XBLOCK 4096 /* activations staged at a time */
 #define MI4_ROWS_PIECE 36    /* floats a staged piece takes: 32 and padding */
@@ -65,11 +81,20 @@ void mi4_rows_stage(__local float4 *xs, __global const uchar *x, int dtype, long
 #define MI4_CODE_MASKED(v, i, zero)                                                                \
     (as_float((v) & (MI4_MAGIC | (15u << (4 * (i))))) - MI4_CODE_OFFSET_Z(i, zero))
 
-/* A piece's 32 codes against its staged activations (8 float4). */
+/* A piece's 32 codes against its staged activations (8 float4).
+ * MI4_ROWS_CHAINS=2: the odd codes go to a second sum (MI4_ROWS_ODD), added
+ * last, so two chains of 16 dependent FMAs instead of one of 32; off, both
+ * names are s and the code is as it was. */
 float mi4_rows_piece_dot(uint4 piece, __local const float4 *x, float zero)
 {
     uint words[4] = { piece.x, piece.y, piece.z, piece.w };
     float s = 0.0f;
+#if MI4_ROWS_CHAINS == 2
+    float odd = 0.0f;
+#define MI4_ROWS_ODD odd
+#else
+#define MI4_ROWS_ODD s
+#endif
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         float4 a = x[2 * j], b = x[2 * j + 1];
@@ -81,17 +106,22 @@ float mi4_rows_piece_dot(uint4 piece, __local const float4 *x, float zero)
          * (nibble 5's top bit) is cleared by every mask */
         uint low = (w & 0x007fffffu) | MI4_MAGIC, high = (w >> 20) | MI4_MAGIC;
         s = fma(MI4_CODE_MASKED(low, 0, zero), a.x, s);
-        s = fma(MI4_CODE_MASKED(low, 1, zero), a.y, s);
+        MI4_ROWS_ODD = fma(MI4_CODE_MASKED(low, 1, zero), a.y, MI4_ROWS_ODD);
         s = fma(MI4_CODE_MASKED(low, 2, zero), a.z, s);
-        s = fma(MI4_CODE_MASKED(low, 3, zero), a.w, s);
+        MI4_ROWS_ODD = fma(MI4_CODE_MASKED(low, 3, zero), a.w, MI4_ROWS_ODD);
         s = fma(MI4_CODE_MASKED(low, 4, zero), b.x, s);
-        s = fma(MI4_CODE_MASKED(high, 0, zero), b.y, s);
+        MI4_ROWS_ODD = fma(MI4_CODE_MASKED(high, 0, zero), b.y, MI4_ROWS_ODD);
         s = fma(MI4_CODE_MASKED(high, 1, zero), b.z, s);
-        s = fma(MI4_CODE_MASKED(high, 2, zero), b.w, s);
+        MI4_ROWS_ODD = fma(MI4_CODE_MASKED(high, 2, zero), b.w, MI4_ROWS_ODD);
 #endif
     }
+#if MI4_ROWS_CHAINS == 2
+    return s + odd;
+#else
     return s;
+#endif
 }
+#undef MI4_ROWS_ODD
 
 /* A scale's bits as f32: f16 bits through vload_half (one conversion
  * instruction where the device has one: HADD2 on the H200, where
@@ -139,23 +169,21 @@ float mi4_rows_use(const mi4_expert_rows *w, __local const float4 *xs, int count
     return acc;
 }
 
+#if MI4_ROWS_PIPELINE || MI4_ROWS_EARLY
 /* The work-item's sum over pieces [p0, p0 + count) of row r (pieces q,
- * q + team, ...), against xs holding those pieces' activations. With
- * MI4_ROWS_PIPELINE=1 the next batch's loads go out before this batch's
- * arithmetic (two batches of registers). */
-float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
-                   __global const uchar *rz, __local const float4 *xs, int p0, int count, int q,
-                   int team)
+ * q + team, ...), against xs holding those pieces' activations, from its
+ * first batch (mi4_rows_load of piece q, when q < count) already in piece,
+ * bits and zero. With MI4_ROWS_PIPELINE=1 the next batch's loads go out
+ * before this batch's arithmetic (two batches of registers). */
+float mi4_rows_sum_loaded(const mi4_expert_rows *w, __global const uint4 *r,
+                          __global const ushort *rs, __global const uchar *rz,
+                          __local const float4 *xs, int p0, int count, int q, int team,
+                          uint4 *piece, uint *bits, float *zero)
 {
     float acc = 0.0f;
-    uint4 piece[MI4_ROWS_AHEAD];
-    uint bits[MI4_ROWS_AHEAD];
-    float zero[MI4_ROWS_AHEAD];
     int stride = team * MI4_ROWS_AHEAD;
-#if MI4_ROWS_PIPELINE
-    if (q < count)
-        mi4_rows_load(w, r, rs, rz, p0, count, q, team, piece, bits, zero);
     for (int i = q; i < count; i += stride) {
+#if MI4_ROWS_PIPELINE
         uint4 next[MI4_ROWS_AHEAD];
         uint next_bits[MI4_ROWS_AHEAD];
         float next_zero[MI4_ROWS_AHEAD];
@@ -167,14 +195,43 @@ float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global c
 #pragma unroll
             for (int a = 0; a < MI4_ROWS_AHEAD; ++a)
                 piece[a] = next[a], bits[a] = next_bits[a], zero[a] = next_zero[a];
-    }
 #else
+        if (i != q) /* the first batch came loaded */
+            mi4_rows_load(w, r, rs, rz, p0, count, i, team, piece, bits, zero);
+        acc = mi4_rows_use(w, xs, count, i, team, piece, bits, zero, acc);
+#endif
+    }
+    return acc;
+}
+#endif
+
+/* The same, loading the first batch too (mi4_rows_walk without
+ * MI4_ROWS_EARLY). Without MI4_ROWS_PIPELINE a loop of its own that loads
+ * every batch: the same loads and products in the same order, and the
+ * default build has no first-batch test. */
+float mi4_rows_sum(const mi4_expert_rows *w, __global const uint4 *r, __global const ushort *rs,
+                   __global const uchar *rz, __local const float4 *xs, int p0, int count, int q,
+                   int team)
+{
+#if MI4_ROWS_PIPELINE
+    uint4 piece[MI4_ROWS_AHEAD];
+    uint bits[MI4_ROWS_AHEAD];
+    float zero[MI4_ROWS_AHEAD];
+    if (q < count)
+        mi4_rows_load(w, r, rs, rz, p0, count, q, team, piece, bits, zero);
+    return mi4_rows_sum_loaded(w, r, rs, rz, xs, p0, count, q, team, piece, bits, zero);
+#else
+    float acc = 0.0f;
+    uint4 piece[MI4_ROWS_AHEAD];
+    uint bits[MI4_ROWS_AHEAD];
+    float zero[MI4_ROWS_AHEAD];
+    int stride = team * MI4_ROWS_AHEAD;
     for (int i = q; i < count; i += stride) {
         mi4_rows_load(w, r, rs, rz, p0, count, i, team, piece, bits, zero);
         acc = mi4_rows_use(w, xs, count, i, team, piece, bits, zero, acc);
     }
-#endif
     return acc;
+#endif
 }
 
 /* The work-group's chunks of one expert's rows against the token's
@@ -192,10 +249,17 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
     int per_chunk = MI4_GROUP / team / w->halves, in = 32 * w->pieces;
     int once = in <= MI4_ROWS_XBLOCK;
     int chunk = (int)get_group_id(0), step = (int)get_num_groups(0);
+#if MI4_ROWS_EARLY /* the staging moves into the first chunk, after its loads */
+    int first_chunk = chunk;
+    uint4 piece[MI4_ROWS_AHEAD];
+    uint bits[MI4_ROWS_AHEAD];
+    float zero[MI4_ROWS_AHEAD];
+#else
     if (once && chunk * per_chunk < w->cols) {
         mi4_rows_stage(xs, x, dtype, x_at, in);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
     for (int buf = 0; chunk * per_chunk < w->cols; chunk += step, buf ^= 1) {
         int col = min(chunk * per_chunk + slot / w->halves, w->cols - 1);
         long row = (long)(slot % w->halves) * w->cols + col;
@@ -203,6 +267,30 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
         __global const ushort *rs = w->scales + row * w->groups;
         __global const uchar *rz = w->zeros ? w->zeros + row * w->groups : 0;
         float acc = 0.0f;
+#if MI4_ROWS_EARLY
+        /* The first batch of each block (weights: no dependence on the
+         * activations) is in flight while the work-group stages and waits;
+         * the chunk path is the same for the whole work-group. */
+        if (once) {
+            if (q < w->pieces)
+                mi4_rows_load(w, r, rs, rz, 0, w->pieces, q, team, piece, bits, zero);
+            if (chunk == first_chunk) {
+                mi4_rows_stage(xs, x, dtype, x_at, in);
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            acc = mi4_rows_sum_loaded(w, r, rs, rz, xs, 0, w->pieces, q, team, piece, bits, zero);
+        } else
+            for (int kb = 0; kb < in; kb += MI4_ROWS_XBLOCK) {
+                int count = min(MI4_ROWS_XBLOCK, in - kb);
+                if (q < count / 32)
+                    mi4_rows_load(w, r, rs, rz, kb / 32, count / 32, q, team, piece, bits, zero);
+                barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the last block */
+                mi4_rows_stage(xs, x, dtype, x_at + kb, count);
+                barrier(CLK_LOCAL_MEM_FENCE);
+                acc += mi4_rows_sum_loaded(w, r, rs, rz, xs, kb / 32, count / 32, q, team, piece,
+                                           bits, zero);
+            }
+#else
         if (once)
             acc = mi4_rows_sum(w, r, rs, rz, xs, 0, w->pieces, q, team);
         else
@@ -213,6 +301,7 @@ void mi4_rows_walk(const mi4_expert_rows *w, __local float4 *xs, __local float *
                 barrier(CLK_LOCAL_MEM_FENCE);
                 acc += mi4_rows_sum(w, r, rs, rz, xs, kb / 32, count / 32, q, team);
             }
+#endif
         __local float *red = sums + buf * MI4_GROUP;
         red[lid] = acc;
         barrier(CLK_LOCAL_MEM_FENCE);
