@@ -31,7 +31,7 @@ hip bash -c 'cd build-new && timeout 60 ctest --timeout 50 -R "^test_hip_memory"
 grep -E "tests passed|\*\*\*|Failed|Skipped" $O/tests-hip.log $O/tests-hip-memory.log $O/tests-qw32ws.log $O/xpu/ctest.txt | tail -16
 hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 WEIGHTS=bf16,int4 ROUNDS=2 \
   VARIANTS="main=lib:build-new/lib" PROFILE_POINTS="mixtral-8x7b:512 qwen3-30b-a3b:4096" \
-  timeout 170 bash bench/hip/ab_bench.sh > $O/table.log 2>&1
+  timeout 150 bash bench/hip/ab_bench.sh > $O/table.log 2>&1
 cat $O/table/ab-table.md || tail -20 $O/table.log
 OUT=$O/xpu COMMIT=ac6d089 BUILT_AT=/work/main SKIP_TESTS=1 \
   VARIANTS="X=1;MOEINT4_XPU_BUILD_OPTIONS=-DMI4_ROWS_EARLY=1;MOEINT4_XPU_BUILD_OPTIONS=-DMI4_ROWS_CHAINS=2;MOEINT4_XPU_BUILD_OPTIONS=-DMI4_ROWS_EARLY=1 -DMI4_ROWS_CHAINS=2" \
@@ -41,7 +41,7 @@ hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,96,256,384 WEIGHTS=int4 ROUNDS=2 
   VARIANTS="main=lib:build-q32/lib ws=@main qw64=@main" \
   ENV_ws=MOEINT4_HIP_QW32_GEMM13=ws ENV_qw64=MOEINT4_HIP_TILE=qw64 \
   PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:256" \
-  timeout 110 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
+  timeout 80 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
 cat $O/ab/ab-table.md || tail -20 $O/ab.log
 grep -E "us  x" $O/ab/profile-*.log | grep gemm
 tar czf "$OUT/call5.tgz" -C $O .
