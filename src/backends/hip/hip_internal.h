@@ -17,7 +17,7 @@
  * through the context's pool so that concurrent forwards on one context
  * never share them (hip_workspace.hip). */
 typedef struct mi4_hip_workspace {
-    void *device; /* one allocation, carved up per forward (NULL: none yet) */
+    void *device;            /* one allocation, carved up per forward (NULL: none yet) */
     size_t bytes;
     int *host_record;        /* mapped pinned memory: MI4_RECORD_WORDS (hip_slots.h) */
     int *host_record_device; /* the same memory as the device sees it */
@@ -26,9 +26,9 @@ typedef struct mi4_hip_workspace {
 
 typedef struct mi4_hip_context {
     int device;
-    int multiprocessors;      /* SM / CU count of the device */
-    int use_mma;              /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
-    int gpu_weights;          /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
+    int multiprocessors;     /* SM / CU count of the device */
+    int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
+    int gpu_weights;         /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
     int gpu_weights_explicit; /* 1: the option or MOEINT4_HIP_WEIGHTS named the mode (not AUTO) */
     pthread_mutex_t pool_lock;
     mi4_hip_workspace *free_workspaces;
@@ -66,15 +66,15 @@ MI4_HOST_DEVICE size_t mi4_int4_code_bytes(int inner_padded, size_t rows)
 }
 
 typedef struct mi4_hip_int4_matrix {
-    uint8_t *codes;   /* E_l x rows rows of inner_padded / 2 bytes (mi4_int4_row_offset) */
-    uint16_t *scales; /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
-    uint8_t *zeros;   /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
+    uint8_t *codes;          /* E_l x rows rows of inner_padded / 2 bytes (mi4_int4_row_offset) */
+    uint16_t *scales;        /* [E_l][rows][groups]: the checkpoint's f16 / bf16 bits */
+    uint8_t *zeros;          /* [E_l][rows][groups]: the value subtracted; NULL: 8 */
     int experts, rows, inner, inner_padded, group_size, groups;
     int scales_bf16;
 } mi4_hip_int4_matrix;
 
 typedef struct mi4_hip_weights {
-    int num_experts; /* global E */
+    int num_experts;         /* global E */
     int num_local_experts;
     int hidden_size;         /* K */
     int intermediate_size;   /* N */
@@ -124,8 +124,7 @@ static inline unsigned mi4_hip_stride_grid(int64_t work)
 #ifdef __cplusplus
 /* Makes `device` current for the scope and restores the caller's device, so
  * a framework's notion of the current device is left as it was. */
-class mi4_hip_device_scope
-{
+class mi4_hip_device_scope {
   public:
     explicit mi4_hip_device_scope(int device)
     {
@@ -217,8 +216,8 @@ moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explic
  * _fill (uploads and repacks). mi4_hip_int4_free releases it. */
 moeint4_status mi4_hip_int4_alloc(const moeint4_quant_matrix *m, const char *name,
                                   mi4_hip_int4_matrix *out, char *err, size_t err_cap);
-moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out, char *err,
-                                 size_t err_cap);
+moeint4_status mi4_hip_int4_fill(const moeint4_quant_matrix *m, mi4_hip_int4_matrix *out,
+                                 char *err, size_t err_cap);
 void mi4_hip_int4_free(mi4_hip_int4_matrix *m);
 size_t mi4_hip_int4_bytes(const mi4_hip_int4_matrix *m);
 /* 1 when tile `config` reads BF16 weights, so that int4 weights w reach it
@@ -281,29 +280,29 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
 
 /* What the routing kernel leaves in the workspace for the GEMMs. */
 typedef struct mi4_hip_routing {
-    int *status;      /* device [0] bad-id flag, [1] first bad slot, [2] tiles */
-    int *sorted_slot; /* [max_tiles * BM]: slot (m * topk + j) or -1 (padding) */
-    int *tile_expert; /* [max_tiles]: local expert of each row tile */
+    int *status;            /* device [0] bad-id flag, [1] first bad slot, [2] tiles */
+    int *sorted_slot;       /* [max_tiles * BM]: slot (m * topk + j) or -1 (padding) */
+    int *tile_expert;       /* [max_tiles]: local expert of each row tile */
     int max_tiles;
-    int tile_rows;      /* BM */
-    int *route_scratch; /* mi4_hip_route_scratch_bytes(); NULL: one-block routing only */
+    int tile_rows;          /* BM */
+    int *route_scratch;     /* mi4_hip_route_scratch_bytes(); NULL: one-block routing only */
 } mi4_hip_routing;
 
 typedef struct mi4_hip_gemm_args {
     const mi4_hip_weights *weights;
     const mi4_hip_routing *routing;
-    const uint16_t *x_bf16; /* GEMM1 input rows, bf16 [M or M*topk][K] */
-    int x_per_slot;         /* 1: x_bf16 has a row per slot (router weight applied) */
+    const uint16_t *x_bf16;  /* GEMM1 input rows, bf16 [M or M*topk][K] */
+    int x_per_slot;          /* 1: x_bf16 has a row per slot (router weight applied) */
     int topk;
     const float *topk_weights;
-    int weight_on_output; /* GEMM2 epilogue multiplies by the router weight */
+    int weight_on_output;    /* GEMM2 epilogue multiplies by the router weight */
     int activation;
     float limit, alpha, beta;
-    uint16_t *act; /* bf16 [max_tiles * BM][N] */
-    float *y;      /* f32 [M * topk][K] */
+    uint16_t *act;           /* bf16 [max_tiles * BM][N] */
+    float *y;                /* f32 [M * topk][K] */
     int use_mma;
     hipStream_t stream;
-    int multiprocessors; /* of the device: sizes the decode GEMVs' persistent grids */
+    int multiprocessors;     /* of the device: sizes the decode GEMVs' persistent grids */
     /* Direct decode GEMVs (MI4_TILE_DIRECT): slots, and where gemm2 writes
      * the combined output (combine.check: ids, weights, the bad-slot record) */
     int64_t num_slots;
@@ -323,8 +322,8 @@ int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w);
 int mi4_hip_int4_routed_fits(int hidden, int intermediate);
 /* Input rows (bf16 [rows][inner]) into the order the int4 grouped GEMM
  * reads its token rows in (dst != src). */
-hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows, int inner,
-                                       hipStream_t stream);
+hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,
+                                       int inner, hipStream_t stream);
 hipError_t mi4_hip_launch_gemm13(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 hipError_t mi4_hip_launch_gemm2(mi4_hip_tile_config config, const mi4_hip_gemm_args *a);
 /* Raises the shared-memory limit of every GEMM kernel that needs it. */
@@ -392,8 +391,8 @@ void mi4_hip_workspace_free(mi4_hip_workspace *w);
 moeint4_status mi4_hip_forward(mi4_hip_context *ctx, const mi4_hip_weights *w,
                                const moeint4_forward_args *args, char *err, size_t err_cap);
 /* Synchronizes `stream`, reads and clears the weights' sticky record. */
-moeint4_status mi4_hip_forward_check(mi4_hip_context *ctx, const mi4_hip_weights *w, void *stream,
-                                     char *err, size_t err_cap);
+moeint4_status mi4_hip_forward_check(mi4_hip_context *ctx, const mi4_hip_weights *w,
+                                     void *stream, char *err, size_t err_cap);
 
 /* ---- hip_test_extras.hip (test builds only: MOEINT4_HIP_TEST_EXTRAS) ---- */
 /* The extra named `name` for get_proc_address, or NULL. */
