@@ -117,9 +117,9 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     moeint4_status st = read_gemm_variant(&use_mma, err, err_cap);
     if (st != MOEINT4_SUCCESS)
         return st;
-    int gpu_weights = MOEINT4_GPU_WEIGHTS_INT4, gpu_weights_explicit = 0;
-    st = mi4_hip_resolve_gpu_weights(options ? options->gpu_weights : 0, &gpu_weights,
-                                     &gpu_weights_explicit, err, err_cap);
+    int gpu_weights = MOEINT4_GPU_WEIGHTS_INT4;
+    st = mi4_hip_resolve_gpu_weights(options ? options->gpu_weights : 0, &gpu_weights, err,
+                                     err_cap);
     if (st != MOEINT4_SUCCESS)
         return st;
     device_scope scope(device);
@@ -141,7 +141,6 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     ctx->multiprocessors = multiprocessors;
     ctx->use_mma = use_mma;
     ctx->gpu_weights = gpu_weights;
-    ctx->gpu_weights_explicit = gpu_weights_explicit;
     pthread_mutex_init(&ctx->pool_lock, nullptr);
     *backend_context = ctx;
     return MOEINT4_SUCCESS;

@@ -19,22 +19,16 @@
 #include "backends/hip/hip_internal.h"
 #include "moeint4_backend.h"
 
-moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explicit_mode, char *err,
-                                           size_t cap)
+moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, char *err, size_t cap)
 {
-    *explicit_mode = 1;
     if (requested == MOEINT4_GPU_WEIGHTS_BF16 || requested == MOEINT4_GPU_WEIGHTS_INT4) {
         *mode = requested;
         return MOEINT4_SUCCESS;
     }
     const char *v = getenv("MOEINT4_HIP_WEIGHTS");
     *mode = MOEINT4_GPU_WEIGHTS_INT4;
-    if (v != nullptr && strcasecmp(v, "int4") == 0)
+    if (v == nullptr || *v == '\0' || strcasecmp(v, "auto") == 0 || strcasecmp(v, "int4") == 0)
         return MOEINT4_SUCCESS;
-    if (v == nullptr || *v == '\0' || strcasecmp(v, "auto") == 0) {
-        *explicit_mode = 0;
-        return MOEINT4_SUCCESS;
-    }
     if (strcasecmp(v, "bf16") == 0) {
         *mode = MOEINT4_GPU_WEIGHTS_BF16;
         return MOEINT4_SUCCESS;

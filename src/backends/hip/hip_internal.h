@@ -29,7 +29,6 @@ typedef struct mi4_hip_context {
     int multiprocessors;     /* SM / CU count of the device */
     int use_mma;             /* 0: plain-FMA GEMM (MOEINT4_HIP_GEMM=fma) */
     int gpu_weights;         /* MOEINT4_GPU_WEIGHTS_BF16 or _INT4 (resolved at create) */
-    int gpu_weights_explicit; /* 1: the option or MOEINT4_HIP_WEIGHTS named the mode (not AUTO) */
     pthread_mutex_t pool_lock;
     mi4_hip_workspace *free_workspaces;
 } mi4_hip_context;
@@ -208,8 +207,7 @@ int mi4_hip_tile_is_int4_gemm(mi4_hip_tile_config config);
 /* ---- hip_int4_weights.hip ---- */
 /* MOEINT4_HIP_WEIGHTS and the context option -> BF16 or INT4, with a
  * message naming a bad value. */
-moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, int *explicit_mode, char *err,
-                                           size_t cap);
+moeint4_status mi4_hip_resolve_gpu_weights(int requested, int *mode, char *err, size_t cap);
 /* The int4 device layout of one projection in two steps, so that a prepare
  * allocates everything before it reads a host array: _alloc (device
  * memory named "<name> (int4 codes)" ...; nothing kept on failure), then
