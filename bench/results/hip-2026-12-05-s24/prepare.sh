@@ -3,14 +3,16 @@
 # machine (nvcc 13 at /usr/local/cuda, no GPU) and packed into the carried
 # folders (the device machine builds nothing). Run from the checkout of main
 # (/work/main), with the branches in worktrees:
+#   git worktree add /tmp/wt-s24 hip-s24          # split scales + combine
 #   git worktree add /tmp/wt-split hip-split-scale
 #   git worktree add /tmp/wt-q32 hip-qw32-gemm13
 #   bash bench/results/hip-2026-12-05-s24/prepare.sh
 # Makes build-packn/new.tar.xz (main, HIP for sm_90a with the tests),
-# build-packs/split.tar.xz (hip-split-scale), build-packq/q32.tar.xz
-# (hip-qw32-gemm13), build-packx/xpu.tar.xz (main's XPU backend) and, when
-# missing, build-xpudeps (bench/device/make_deps.sh). build-hipdeps is
-# session 20's (cmocka, OpenBLAS, pkg-config for the lent machine).
+# build-packs/s24.tar.xz (hip-s24 with the tests, and hip-split-scale's
+# libraries alone in build-split), build-packq/q32.tar.xz (hip-qw32-gemm13),
+# build-packx/xpu.tar.xz (main's XPU backend) and, when missing,
+# build-xpudeps (bench/device/make_deps.sh). build-hipdeps is session 20's
+# (cmocka, OpenBLAS, pkg-config for the lent machine).
 set -euo pipefail
 cd /work/main
 # shellcheck source=bench/hip/nvidia_build.sh
@@ -26,13 +28,14 @@ pack() { # DIR TARBALL BUILD...
     --exclude='tests/checkpoints' --exclude='kernels/aot' "${@:3}"
 }
 hip_tests . build-new
-hip_tests /tmp/wt-split build-split
+hip_tests /tmp/wt-s24 build-s24
 hip_tests /tmp/wt-q32 build-q32
+bash bench/hip/prebuild.sh /tmp/wt-split build-split > /dev/null
 ninja -C build-xpu > build-xpu.log
 pack build-packn new.tar.xz build-new
-pack build-packs split.tar.xz build-split
+pack build-packs s24.tar.xz build-s24 build-split
 pack build-packq q32.tar.xz build-q32
 pack build-packx xpu.tar.xz build-xpu
 [ -f build-xpudeps/deps.tar.xz ] || bash bench/device/make_deps.sh xpu build-xpudeps
-for b in new split q32; do echo "build-$b: $(cat build-$b/COMMIT)"; done
+for b in new s24 split q32; do echo "build-$b: $(cat build-$b/COMMIT)"; done
 du -ch build-hipdeps build-xpudeps build-packn build-packs build-packq build-packx | tail -1
