@@ -39,6 +39,7 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
     cli_json_string(file, "preset", p->name);
     cli_json_string(file, "format", cli_format_name(o->format));
     cli_json_string(file, "backend", run->backend);
+    cli_json_string(file, "gpu_weights", cli_gpu_weights_name(o->gpu_weights));
     cli_json_number(file, "M", (double)r->tokens, 0);
     cli_json_number(file, "num_experts", p->num_experts, 0);
     cli_json_number(file, "topk", p->topk, 0);

@@ -27,8 +27,9 @@ typedef struct cli_options {
     moeint4_format format;
     moeint4_dtype dtype;
     moeint4_activation activation;
-    moeint4_backend backend;  /* AUTO unless --backend */
-    const char *backend_name; /* as typed, "auto" by default */
+    moeint4_backend backend;         /* AUTO unless --backend */
+    const char *backend_name;        /* as typed, "auto" by default */
+    moeint4_gpu_weights gpu_weights; /* --gpu-weights (AUTO by default) */
     uint64_t seed;
     int64_t tokens[CLI_MAX_TOKEN_LIST];
     int num_token_counts;
@@ -56,6 +57,7 @@ enum {
     CLI_FLAG_PLOT = 1 << 11,
     CLI_FLAG_CHECKPOINT = 1 << 12,
     CLI_FLAG_LAYER = 1 << 13,
+    CLI_FLAG_GPU_WEIGHTS = 1 << 14,
 };
 
 /* cli_args.c */
@@ -67,6 +69,7 @@ int cli_parse_options(const char *command, unsigned accepted_flags, int argc, ch
 const char *cli_format_name(moeint4_format format);
 const char *cli_dtype_name(moeint4_dtype dtype);
 const char *cli_activation_name(moeint4_activation activation);
+const char *cli_gpu_weights_name(moeint4_gpu_weights mode);
 /* The problem a preset + format describes (for the oracle). */
 moeint4_problem cli_problem(const cli_options *options);
 /* Online cores (at least 1). */

@@ -36,6 +36,11 @@ static const cli_name_value cli_activations[] = {
     { "gelu", MOEINT4_ACTIVATION_GELU },
     { "swiglu", MOEINT4_ACTIVATION_SWIGLU_CLAMP },
 };
+static const cli_name_value cli_gpu_weights[] = {
+    { "auto", MOEINT4_GPU_WEIGHTS_AUTO },
+    { "bf16", MOEINT4_GPU_WEIGHTS_BF16 },
+    { "int4", MOEINT4_GPU_WEIGHTS_INT4 },
+};
 
 #define CLI_COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
@@ -59,6 +64,10 @@ const char *cli_dtype_name(moeint4_dtype dtype)
 const char *cli_activation_name(moeint4_activation activation)
 {
     return cli_name_of(cli_activations, CLI_COUNT(cli_activations), (int)activation);
+}
+const char *cli_gpu_weights_name(moeint4_gpu_weights mode)
+{
+    return cli_name_of(cli_gpu_weights, CLI_COUNT(cli_gpu_weights), (int)mode);
 }
 
 int cli_online_cores(void)
@@ -158,6 +167,7 @@ static void cli_default_options(cli_options *options)
     options->activation = MOEINT4_ACTIVATION_SILU;
     options->backend = MOEINT4_BACKEND_AUTO;
     options->backend_name = "auto";
+    options->gpu_weights = MOEINT4_GPU_WEIGHTS_AUTO;
     options->seed = 1;
     options->tokens[0] = 4;
     options->num_token_counts = 1;
@@ -213,6 +223,13 @@ static int cli_apply_flag(const char *command, const char *flag, const char *val
                               &parsed))
             return CLI_EXIT_USAGE;
         options->activation = (moeint4_activation)parsed;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(flag, "--gpu-weights") == 0) {
+        if (!cli_parse_choice(command, flag, value, cli_gpu_weights, CLI_COUNT(cli_gpu_weights),
+                              &parsed))
+            return CLI_EXIT_USAGE;
+        options->gpu_weights = (moeint4_gpu_weights)parsed;
         return CLI_EXIT_OK;
     }
     if (strcmp(flag, "--backend") == 0) {
@@ -280,6 +297,7 @@ static const struct {
     { "--plot", CLI_FLAG_PLOT },
     { "--checkpoint", CLI_FLAG_CHECKPOINT },
     { "--layer", CLI_FLAG_LAYER },
+    { "--gpu-weights", CLI_FLAG_GPU_WEIGHTS },
 };
 
 int cli_parse_options(const char *command, unsigned accepted_flags, int argc, char **argv,

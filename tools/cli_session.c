@@ -53,6 +53,7 @@ int cli_session_open(cli_session *session, const cli_options *options, int threa
     context_options.struct_size = sizeof context_options;
     context_options.backend = chosen;
     context_options.num_threads = threads;
+    context_options.gpu_weights = options->gpu_weights;
     status = moeint4_context_create(&context_options, &session->ctx);
     if (status != MOEINT4_SUCCESS) {
         cli_print_failure("moeint4_context_create", status);

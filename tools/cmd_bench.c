@@ -428,12 +428,13 @@ int cli_bench_main(int argc, char **argv)
         fprintf(stderr, "moeint4 bench: out of memory\n");
         return CLI_EXIT_FAILURE;
     }
-    int status = cli_parse_options(
-        "bench",
-        CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKEN_LIST | CLI_FLAG_BACKEND |
-            CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE | CLI_FLAG_SEED | CLI_FLAG_ITERS |
-            CLI_FLAG_THREADS | CLI_FLAG_JSON | CLI_FLAG_PLOT | CLI_FLAG_CHECKPOINT | CLI_FLAG_LAYER,
-        argc, argv, &bench->options);
+    int status = cli_parse_options("bench",
+                                   CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKEN_LIST |
+                                       CLI_FLAG_BACKEND | CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE |
+                                       CLI_FLAG_SEED | CLI_FLAG_ITERS | CLI_FLAG_THREADS |
+                                       CLI_FLAG_JSON | CLI_FLAG_PLOT | CLI_FLAG_CHECKPOINT |
+                                       CLI_FLAG_LAYER | CLI_FLAG_GPU_WEIGHTS,
+                                   argc, argv, &bench->options);
     if (status == CLI_EXIT_OK && bench->options.checkpoint_path) {
         status = cli_checkpoint_bench_main(&bench->options);
         free(bench);

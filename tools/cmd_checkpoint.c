@@ -275,7 +275,8 @@ static int layer_run_open(ckpt_layer_run *r, const cli_options *o)
         s = moeint4_checkpoint_layer_desc(r->ck, o->layer, &r->desc);
     moeint4_context_options co = { .struct_size = sizeof co,
                                    .backend = o->backend,
-                                   .num_threads = o->threads };
+                                   .num_threads = o->threads,
+                                   .gpu_weights = o->gpu_weights };
     if (s == MOEINT4_SUCCESS)
         s = moeint4_context_create(&co, &r->ctx);
     if (s == MOEINT4_SUCCESS)

@@ -81,12 +81,12 @@ static void cli_run_print_header(const cli_session *session, int64_t num_tokens)
 int cli_run_main(int argc, char **argv)
 {
     cli_options options;
-    int status =
-        cli_parse_options("run",
-                          CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKENS | CLI_FLAG_BACKEND |
-                              CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE | CLI_FLAG_SEED |
-                              CLI_FLAG_THREADS | CLI_FLAG_CHECKPOINT | CLI_FLAG_LAYER,
-                          argc, argv, &options);
+    int status = cli_parse_options("run",
+                                   CLI_FLAG_PRESET | CLI_FLAG_FORMAT | CLI_FLAG_TOKENS |
+                                       CLI_FLAG_BACKEND | CLI_FLAG_ACTIVATION | CLI_FLAG_DTYPE |
+                                       CLI_FLAG_SEED | CLI_FLAG_THREADS | CLI_FLAG_CHECKPOINT |
+                                       CLI_FLAG_LAYER | CLI_FLAG_GPU_WEIGHTS,
+                                   argc, argv, &options);
     if (status != CLI_EXIT_OK)
         return status;
     if (options.checkpoint_path)

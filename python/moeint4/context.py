@@ -44,6 +44,11 @@ class Context(Closing):
             cannot serve a problem is an error, never a silent fallback.
         device_index: GPU ordinal (ignored by the CPU backend).
         num_threads: CPU worker threads; 0 = one per online core.
+        gpu_weights: how a GPU backend holds prepared weights: "int4" (codes,
+            scales and zero points on the device, about the checkpoint's
+            bytes), "bf16" (dequantized once at prepare, 4x the bytes), or
+            "auto" (int4 unless $MOEINT4_HIP_WEIGHTS says bf16). The CPU and
+            XPU backends keep their int4 layouts either way.
 
     Use as a context manager or call close(); closing releases every weights
     handle prepared with it (they raise ValueError afterwards).
@@ -52,18 +57,24 @@ class Context(Closing):
     _closed_message = "this moeint4 Context is closed"
 
     def __init__(self, backend: BackendLike = "auto", device_index: int = 0,
-                 num_threads: int = 0) -> None:
+                 num_threads: int = 0, gpu_weights: str = "auto") -> None:
+        mode = _abi.GPU_WEIGHTS.get(gpu_weights.lower()) if isinstance(gpu_weights, str) else None
+        if mode is None:
+            raise ValueError(f"gpu_weights = {gpu_weights!r} is not one of "
+                             f"{', '.join(_abi.GPU_WEIGHTS)}")
         self._handle: Optional[int] = None
         self._weights: "weakref.WeakSet[Any]" = weakref.WeakSet()
         options = _abi.new_struct(_abi.ContextOptions)
         options.backend = backend_id(backend)
         options.device_index = device_index
         options.num_threads = num_threads
+        options.gpu_weights = mode
         handle = ctypes.c_void_p()
         lib().moeint4_context_create(ctypes.byref(options), ctypes.byref(handle))
         self._handle = handle.value
         self.requested_backend = options.backend
         self.device_index = device_index
+        self.gpu_weights = gpu_weights.lower()
 
     @property
     def backend(self) -> str:

@@ -28,7 +28,7 @@ function(check_bench expect_device)
   set(host_only floor_ms ratio_to_floor baseline_ms bandwidth_gbps peak_gflops
       baseline_rel_err baseline_ref_err speedup_vs_baseline)
   foreach(index 0 1)
-    foreach(field preset format backend commit cache_policy date)
+    foreach(field preset format backend gpu_weights commit cache_policy date)
       string(JSON type TYPE "${text}" ${index} ${field})
       if(NOT type STREQUAL "STRING")
         message(FATAL_ERROR "record ${index}: ${field} is ${type}, not a string")
@@ -111,9 +111,17 @@ elseif(MODE STREQUAL "run")
   expect_match("${cli_out}" "over 8 sampled rows: ok" "f32 swiglu M=37")
   run_cli(0 run --preset tiny --format gptq-asym --dtype=f16 --activation=gelu --tokens=5)
   expect_match("${cli_out}" "over 5 sampled rows: ok" "f16 gelu M=5")
+  # a GPU weights mode is a context option every backend accepts
+  run_cli(0 run --preset tiny --gpu-weights bf16)
+  expect_match("${cli_out}" "over 4 sampled rows: ok" "--gpu-weights bf16")
 
 elseif(MODE STREQUAL "bench")
-  check_bench(0)
+  check_bench(0 --gpu-weights int4)
+  file(READ "${WORK_DIR}/out.json" text)
+  string(JSON mode GET "${text}" 0 gpu_weights)
+  if(NOT mode STREQUAL "int4")
+    message(FATAL_ERROR "gpu_weights is '${mode}', --gpu-weights asked for int4")
+  endif()
 
 elseif(MODE STREQUAL "device")
   # A device backend end to end (memory_alloc/copy, null floors); skipped
@@ -127,6 +135,29 @@ elseif(MODE STREQUAL "device")
   expect_match("${cli_out}" "backend: ${DEVICE_BACKEND} \\(device pointers\\)" "device run")
   expect_match("${cli_out}" "over 8 sampled rows: ok" "device run accuracy")
   check_bench(1 --backend ${DEVICE_BACKEND})
+  # Both weights modes on the device. HIP holds BF16 weights in about 4x the
+  # bytes (checked on the Qwen3 layer, whose megabytes have digits to
+  # spare); the XPU keeps int4 either way.
+  set(mode_preset tiny)
+  if(DEVICE_BACKEND STREQUAL "hip")
+    set(mode_preset qwen3-30b-a3b)
+  endif()
+  foreach(mode int4 bf16)
+    run_cli(0 run --preset ${mode_preset} --backend ${DEVICE_BACKEND} --tokens 1
+            --gpu-weights ${mode})
+    expect_match("${cli_out}" "over 1 sampled rows: ok" "device run, --gpu-weights ${mode}")
+    if(NOT cli_out MATCHES "prepared weights hold [0-9.]+ MB host, ([0-9]+)\\.([0-9]) MB device")
+      message(FATAL_ERROR "device run, --gpu-weights ${mode}: no device bytes in:\n${cli_out}")
+    endif()
+    set(tenths_${mode} "${CMAKE_MATCH_1}${CMAKE_MATCH_2}") # tenths of a MB
+  endforeach()
+  if(DEVICE_BACKEND STREQUAL "hip")
+    math(EXPR bound "3 * ${tenths_int4}")
+    if(NOT tenths_bf16 GREATER bound)
+      message(FATAL_ERROR "HIP device bytes: bf16 ${tenths_bf16}, int4 ${tenths_int4} (tenths of "
+        "a MB): BF16 weights should take about 4x the int4 ones")
+    endif()
+  endif()
 
 elseif(MODE STREQUAL "usage")
   # Every bad invocation exits 2 and names what was wrong.
@@ -151,6 +182,9 @@ elseif(MODE STREQUAL "usage")
     "bench|--format=>--format needs a value"
     "bench|--preset=>--preset"
     "info|--tokens|3=>unknown option '--tokens'"
+    "run|--gpu-weights|fp8=>--gpu-weights: unknown value 'fp8'"
+    "bench|--gpu-weights=>--gpu-weights needs a value"
+    "info|--gpu-weights|int4=>unknown option '--gpu-weights'"
     "frobnicate=>unknown command 'frobnicate'")
   foreach(case IN LISTS cases)
     string(REPLACE "=>" ";" parts "${case}")

@@ -25,6 +25,23 @@ def layer():
     return Layer(seed=43, format="gptq", E=2, K=64, N=32, group_size=32)
 
 
+def test_context_weights_mode_option(layer):
+    """The weights mode is checked, naming the argument; the CPU keeps its int4
+    layout in every mode and gives the same bits (the HIP backend's answer to
+    each mode: test_torch.py's test_weights_modes_on_hip_backend)."""
+    inp = layer.inputs(3, 2)
+    outs = []
+    for mode in ("auto", "INT4", "bf16"):
+        with moeint4.Context("cpu", gpu_weights=mode) as ctx:
+            assert ctx.gpu_weights == mode.lower()
+            w = layer.weights(backend="cpu", context=ctx)
+            outs.append(w.forward(inp["x32"], inp["topk_ids"], inp["topk_weights"]).copy())
+    assert all((o == outs[0]).all() for o in outs)
+    for bad in ("fp8", "", 2, None):
+        with pytest.raises(ValueError, match="gpu_weights"):
+            moeint4.Context("cpu", gpu_weights=bad)
+
+
 def test_use_after_close_raises(layer):
     w = layer.weights(backend="cpu")
     inp = layer.inputs(3, 2)

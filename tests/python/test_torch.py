@@ -99,6 +99,22 @@ def test_gpu_tensor_on_host_backend_is_refused():
 
 
 @needs_gpu
+def test_weights_modes_on_hip_backend():
+    """Context(gpu_weights=...) reaches the HIP backend: BF16 weights take about
+    4x the device bytes of int4 ones, and both forwards meet their tolerance."""
+    if not _hip_available():
+        pytest.skip("the HIP backend (libmoeint4-hip.so) is not available here")
+    layer = Layer(seed=63, format="gptq", E=8, K=256, N=128, group_size=128)
+    device_bytes = {}
+    for mode in ("int4", "bf16"):
+        with moeint4.Context("hip", gpu_weights=mode) as ctx:
+            with layer.weights(backend="hip", context=ctx) as w:
+                device_bytes[mode] = w.memory()[1]
+                _check(layer, w, "cuda", "bf16", M=9, topk=2)
+    assert device_bytes["bf16"] > 3 * device_bytes["int4"] > 0, device_bytes
+
+
+@needs_gpu
 def test_numpy_arrays_on_hip_backend_are_staged():
     if not _hip_available():
         pytest.skip("the HIP backend (libmoeint4-hip.so) is not available here")
