@@ -4,7 +4,9 @@
 # ran, on the builds prepare.sh makes (build-new: main, HIP for sm_90a with
 # the tests; build-xpu: main's XPU backend; build-q32: hip-qw32-gemm13).
 # 1. every HIP test entry on main (act-order int4 and whole-chunk stages
-#    landed), the memory entries alone; meanwhile the XPU test entries on
+#    landed), the memory entries alone, the command's device test and the
+#    Python HIP tests (both check --gpu-weights / Context(gpu_weights=) by
+#    the device bytes of each mode); meanwhile the XPU test entries on
 #    NVIDIA's OpenCL, and qw32's warp-specialized gemm13 through the int4
 #    matrix (qw32 forced) and the int4 forward test;
 # 2. the README's table: main in both weights modes;
@@ -18,6 +20,7 @@ O=/tmp/s24c2; mkdir -p $O/xpu
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $O/gpu.txt 2>&1
 hip() { ( . bench/hip/nvidia_build.sh && use_hip_deps build-hipdeps && "$@" ); }
 hip bash -c 'cd build-new && timeout 170 ctest --timeout 160 -j3 -R "^(test_hip_|hip_conformance_)" -E memory --output-on-failure' > $O/tests-hip.log 2>&1 &
+hip bash -c 'cd build-new && timeout 150 ctest --timeout 140 -R "^cli_device_hip$" --output-on-failure; MOEINT4_LIBRARY=$PWD/lib/libmoeint4.so timeout 150 python3 -m pytest ../tests/python -q -rs -p no:cacheprovider -k "hip_backend"' > $O/tests-cli-python.log 2>&1 &
 hip bash -c 'cd build-q32 && MOEINT4_HIP_QW32_GEMM13=ws MOEINT4_HIP_TILE=qw32 timeout 60 ctest --timeout 50 -R "^hip_conformance_int4$" --output-on-failure; MOEINT4_HIP_QW32_GEMM13=ws timeout 100 ctest --timeout 90 -R "^test_hip_forward_int4$" --output-on-failure' > $O/tests-qw32ws.log 2>&1 &
 ( mkdir -p /tmp/xpudeps && tar xJf build-xpudeps/deps.tar.xz -C /tmp/xpudeps
   lib=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1 /{print $NF; exit}')
@@ -27,7 +30,7 @@ hip bash -c 'cd build-q32 && MOEINT4_HIP_QW32_GEMM13=ws MOEINT4_HIP_TILE=qw32 ti
     -R '^test_xpu_(kernels|backend|conformance)(_gemv_walk|_gemv_lanes|_gemv_rows|_gemv_staged|_variant_(nibbles|lanes_late|rows_pipeline_ahead2|rows_bits_scales|rows_early|rows_early_chains2|x_global|split_columns4|lockstep2_ahead2|preload|preload_nibbles_piece_major_ahead2))?$' ) > $O/xpu/ctest.txt 2>&1 &
 wait
 hip bash -c 'cd build-new && timeout 60 ctest --timeout 50 -R "^test_hip_memory" --output-on-failure' > $O/tests-hip-memory.log 2>&1
-grep -E "tests passed|\*\*\*|Failed|Skipped" $O/tests-hip.log $O/tests-hip-memory.log $O/tests-qw32ws.log $O/xpu/ctest.txt | tail -16
+grep -E "tests passed|\*\*\*|Failed|Skipped| passed" $O/tests-hip.log $O/tests-hip-memory.log $O/tests-qw32ws.log $O/tests-cli-python.log $O/xpu/ctest.txt | tail -18
 hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 WEIGHTS=bf16,int4 ROUNDS=2 \
   VARIANTS="main=lib:build-new/lib" PROFILE_POINTS="mixtral-8x7b:512 qwen3-30b-a3b:4096" \
   timeout 150 bash bench/hip/ab_bench.sh > $O/table.log 2>&1
