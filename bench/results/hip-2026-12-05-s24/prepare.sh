@@ -6,6 +6,9 @@
 #   git worktree add /tmp/wt-s24 hip-s24          # split scales + combine
 #   git worktree add /tmp/wt-split hip-split-scale
 #   git worktree add /tmp/wt-q32 hip-qw32-gemm13
+# (without those local branches: worktrees of main with split-scale.diff and
+# combine.diff applied (wt-s24), split-scale.diff (wt-split) and
+# qw32-gemm13.diff (wt-q32), all in this folder)
 #   bash bench/results/hip-2026-12-05-s24/prepare.sh
 # Makes build-packn/new.tar.xz (main, HIP for sm_90a with the tests),
 # build-packs/s24.tar.xz (hip-s24 with the tests, and hip-split-scale's
