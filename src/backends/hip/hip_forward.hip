@@ -118,9 +118,7 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
         how.per_slot = s.per_slot;
         how.weight_on_input = args->apply_router_weight_on_input != 0;
         how.input_perm = w->input_perm;
-        how.topk_ids = args->topk_ids;
-        how.expert_map = w->expert_map;
-        how.num_experts = w->num_experts;
+        how.check = check;
         e = mi4_hip_launch_convert(args->hidden_states, args->dtype, s.tokens, w->hidden_size,
                                    args->topk, args->topk_weights, &how,
                                    (uint16_t *)(base + p.at_x), stream);

@@ -106,15 +106,11 @@ template <int T> struct qw_codes {
                 bits = qw_load_scales(q, rows, (k + stages_a_chunk) / stages_a_chunk);
         }
     }
-    /* k step s (0 .. k_steps - 1) of the taken stage: word s / 2 of the
-     * piece (a 32-bit word holds two k steps), nibbles 8 (s % 2) */
+    /* k step s (0 .. k_steps - 1) of the taken stage (q_fragment: word s / 2
+     * of the piece, nibbles 8 (s % 2)) */
     MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
     {
-        const int w = s / 2;
-        const uint32_t word_lo = w == 0 ? lo.x : w == 1 ? lo.y : w == 2 ? lo.z : lo.w;
-        const uint32_t word_hi = w == 0 ? hi.x : w == 1 ? hi.y : w == 2 ? hi.z : hi.w;
-        q_fragment_of_words<!qw_config<T>::exact>(f, word_lo, word_hi, s % 2, bias_lo, bias_hi,
-                                                  scale_lo, scale_hi);
+        q_fragment<!qw_config<T>::exact>(f, lo, hi, s, bias_lo, bias_hi, scale_lo, scale_hi);
     }
 };
 

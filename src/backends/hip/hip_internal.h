@@ -342,9 +342,8 @@ typedef struct mi4_hip_convert_rows {
     int per_slot;              /* rows m*topk+j */
     int weight_on_input;       /* per_slot rows times w[m,j] */
     const int32_t *input_perm; /* per_slot: [E_l][K] gather order, or NULL */
-    const int32_t *topk_ids;   /* with input_perm: the slot's expert ... */
-    const int32_t *expert_map; /* ... through the map (bad or non-local ids: any row) */
-    int num_experts;
+    mi4_slot_check check;      /* with input_perm: the slot's local expert (a slot
+                                  that does not count: any order) */
 } mi4_hip_convert_rows;
 /* x [M][K] (dtype) -> bf16 rows; per_slot: row m*topk+j = bf16(w[m,j] * x[m])
  * (w = 1 unless weight_on_input), gathered by input_perm where given. */

@@ -443,8 +443,7 @@ __global__ void convert(const void *x, moeint4_dtype dtype, int64_t rows, int hi
         int64_t token = how.per_slot ? row / topk : row;
         int column = (int)(i % hidden);
         if (how.input_perm != nullptr) { /* act-order: the slot's expert's sort order */
-            int id = how.topk_ids[row];
-            int local = id >= 0 && id < how.num_experts ? how.expert_map[id] : -1;
+            int local = mi4_slot_local(how.check, row);
             if (local >= 0)
                 column = how.input_perm[(size_t)local * hidden + column];
         }
