@@ -65,7 +65,7 @@ extern "C" {
 #define MOEINT4_VERSION_MINOR 1
 #define MOEINT4_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH, comparable with moeint4_version(). */
-#define MOEINT4_VERSION_NUMBER                                                                     \
+#define MOEINT4_VERSION_NUMBER \
     (MOEINT4_VERSION_MAJOR * 10000 + MOEINT4_VERSION_MINOR * 100 + MOEINT4_VERSION_PATCH)
 
 /* The version of the library loaded at run time (compare with
@@ -165,10 +165,10 @@ typedef enum moeint4_activation {
 typedef struct moeint4_backend_info {
     size_t struct_size;
     moeint4_backend id;
-    char name[32];    /* "cpu", "xpu", "hip", or a custom backend's name */
-    int compiled;     /* 1: built in, or its plugin was found and loaded */
-    int available;    /* 1: its hardware/runtime is present (probe ok) */
-    char reason[256]; /* why not compiled/available; "" when available */
+    char name[32];        /* "cpu", "xpu", "hip", or a custom backend's name */
+    int compiled;         /* 1: built in, or its plugin was found and loaded */
+    int available;        /* 1: its hardware/runtime is present (probe ok) */
+    char reason[256];     /* why not compiled/available; "" when available */
     /* 1: forward() takes device pointers (from moeint4_memory_alloc or a
      * framework's tensors); 0: host pointers. */
     int device_pointers;
@@ -193,11 +193,11 @@ MOEINT4_API moeint4_status moeint4_backend_query(moeint4_backend id, moeint4_bac
  * Where a backend has several paths, the coarsest is stated. */
 typedef struct moeint4_precision {
     size_t struct_size;
-    int stated;                 /* 1: stated; 0: not stated (a third-party backend), fields 0 */
-    moeint4_dtype inputs;       /* hidden_states as the first projection reads them */
-    moeint4_dtype weights;      /* dequantized weights (q - zero) * scale (F32: exact) */
-    moeint4_dtype intermediate; /* act(gate, up), the input of the second projection */
-    moeint4_dtype accumulation; /* the dot products */
+    int stated;                  /* 1: stated; 0: not stated (a third-party backend), fields 0 */
+    moeint4_dtype inputs;        /* hidden_states as the first projection reads them */
+    moeint4_dtype weights;       /* dequantized weights (q - zero) * scale (F32: exact) */
+    moeint4_dtype intermediate;  /* act(gate, up), the input of the second projection */
+    moeint4_dtype accumulation;  /* the dot products */
 } moeint4_precision;
 #define MOEINT4_PRECISION_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_precision, accumulation)
 
@@ -234,7 +234,7 @@ typedef struct moeint4_context_options {
      * backend from the start: if it cannot serve a problem, the call fails
      * with a reason, never a silent fallback. */
     moeint4_backend backend;
-    int device_index; /* GPU ordinal; ignored by the CPU backend */
+    int device_index;     /* GPU ordinal; ignored by the CPU backend */
     /* CPU worker threads, 0 to MOEINT4_MAX_THREADS; 0 = one per online core. */
     int num_threads;
     /* Native handles a framework may hand in so its memory is used in place
@@ -249,7 +249,8 @@ typedef struct moeint4_context_options {
      * way). AUTO: MOEINT4_HIP_WEIGHTS=bf16|int4 when set, else INT4. */
     int gpu_weights;
 } moeint4_context_options;
-#define MOEINT4_CONTEXT_OPTIONS_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_context_options, native_queue)
+#define MOEINT4_CONTEXT_OPTIONS_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_context_options, native_queue)
 
 /* Device weights of a GPU backend (moeint4_context_options.gpu_weights).
  *   INT4: codes, scales and zero points stay int4 on the device (about the
@@ -293,15 +294,15 @@ MOEINT4_API void moeint4_context_destroy(moeint4_context *ctx);
 typedef struct moeint4_quant_matrix {
     size_t struct_size;
     moeint4_format format;
-    int zero_offset;            /* GPTQ_ASYM only: 1 for AutoGPTQ v1 (stored zero = zero - 1) */
-    int num_experts;            /* experts stored in the arrays */
-    int in_features;            /* IN */
-    int out_features;           /* OUT */
-    int group_size;             /* 32, 64, 128 or -1 (per-channel) */
+    int zero_offset;           /* GPTQ_ASYM only: 1 for AutoGPTQ v1 (stored zero = zero - 1) */
+    int num_experts;           /* experts stored in the arrays */
+    int in_features;           /* IN */
+    int out_features;          /* OUT */
+    int group_size;            /* 32, 64, 128 or -1 (per-channel) */
     moeint4_dtype scales_dtype; /* F16 (checkpoint default) or BF16; 0 = F16 */
     const int32_t *qweight;
-    const void *scales;    /* [E, G, OUT] */
-    const int32_t *qzeros; /* [E, G, OUT/8]; NULL for GPTQ_SYM */
+    const void *scales;        /* [E, G, OUT] */
+    const int32_t *qzeros;     /* [E, G, OUT/8]; NULL for GPTQ_SYM */
     /* [E, IN] or NULL. Trivial (k / group_size) or act-order (GPTQ only: any
      * map in which every group holds exactly group_size rows); conversions
      * that cannot honour act-order refuse it (UNSUPPORTED). */
@@ -311,19 +312,19 @@ typedef struct moeint4_quant_matrix {
 
 typedef struct moeint4_weights_desc {
     size_t struct_size;
-    int num_experts;       /* global E (range of topk_ids) */
-    int num_local_experts; /* experts held in the arrays below */
+    int num_experts;           /* global E (range of topk_ids) */
+    int num_local_experts;     /* experts held in the arrays below */
     /* [num_experts]: global id -> local id in [0, num_local_experts) or -1
      * (expert lives elsewhere). NULL: identity, num_local_experts must equal
      * num_experts. Local ids must not repeat, and every local id in
      * [0, num_local_experts) must appear (else the map and the arrays
      * disagree: INVALID_ARGUMENT). Copied at prepare time. */
     const int32_t *expert_map;
-    int hidden_size;       /* K */
-    int intermediate_size; /* N */
-    int group_size;        /* 32, 64, 128 or -1 (per-channel); same for w13 and w2 */
+    int hidden_size;           /* K */
+    int intermediate_size;     /* N */
+    int group_size;            /* 32, 64, 128 or -1 (per-channel); same for w13 and w2 */
     moeint4_format format;
-    int zero_offset;            /* GPTQ_ASYM: 0, or 1 for AutoGPTQ v1 checkpoints */
+    int zero_offset;           /* GPTQ_ASYM: 0, or 1 for AutoGPTQ v1 checkpoints */
     moeint4_dtype scales_dtype; /* 0 or F16 (default), or BF16 */
     /* w13: qweight GPTQ [E_l, K/8, 2N] | AWQ [E_l, K, 2N/8]; scales [E_l, K/g, 2N];
      *      qzeros [E_l, K/g, 2N/8] (asym formats); g_idx [E_l, K] optional. */
@@ -372,15 +373,15 @@ MOEINT4_API moeint4_status moeint4_weights_memory(const moeint4_weights *weights
 
 typedef struct moeint4_forward_args {
     size_t struct_size;
-    moeint4_dtype dtype;       /* of hidden_states and output */
-    int64_t num_tokens;        /* M >= 0 (0: nothing to do) */
-    int topk;                  /* 1 <= topk <= num_experts */
-    const void *hidden_states; /* [M, K] */
-    const int32_t *topk_ids;   /* [M, topk] global expert ids in [0, num_experts) */
-    const float *topk_weights; /* [M, topk] router weights (finite) */
-    void *output;              /* [M, K]; must not overlap the inputs */
+    moeint4_dtype dtype;          /* of hidden_states and output */
+    int64_t num_tokens;           /* M >= 0 (0: nothing to do) */
+    int topk;                     /* 1 <= topk <= num_experts */
+    const void *hidden_states;    /* [M, K] */
+    const int32_t *topk_ids;      /* [M, topk] global expert ids in [0, num_experts) */
+    const float *topk_weights;    /* [M, topk] router weights (finite) */
+    void *output;                 /* [M, K]; must not overlap the inputs */
     moeint4_activation activation;
-    float swiglu_limit; /* SWIGLU_CLAMP only */
+    float swiglu_limit;           /* SWIGLU_CLAMP only */
     float swiglu_alpha;
     float swiglu_beta;
     /* 0: out[m] = sum_j w[m,j] * W2 act(W13 x[m]).
@@ -391,7 +392,7 @@ typedef struct moeint4_forward_args {
     void *stream;
     /* ---- appended after the first release (struct_size rules: a smaller
      * struct gets 0 / NULL for these) ---- */
-    uint32_t flags; /* MOEINT4_FORWARD_* bits; 0 = default */
+    uint32_t flags;               /* MOEINT4_FORWARD_* bits; 0 = default */
     /* Caller-owned device scratch of workspace_bytes (device backends), or
      * NULL: the backend takes scratch from its own per-context pool
      * (synchronous forwards only). moeint4_forward_workspace_size gives the
@@ -506,10 +507,10 @@ typedef struct moeint4_problem {
     int num_experts;
     int num_local_experts;
     int has_expert_map;
-    int hidden_size;       /* K */
-    int intermediate_size; /* N */
+    int hidden_size;        /* K */
+    int intermediate_size;  /* N */
     int zero_offset;
-    int has_g_idx; /* a g_idx is given (trivial or act-order) */
+    int has_g_idx;          /* a g_idx is given (trivial or act-order) */
     /* Appended (0.1 checkpoints): 1 when a g_idx is an act-order permutation
      * (not k / group_size). Backends that cannot serve it answer 0 from
      * supports(); a struct_size without this field means 0. */
@@ -548,8 +549,9 @@ MOEINT4_API moeint4_status moeint4_layout_gptq_to_xpu(const moeint4_quant_matrix
  *   GPTQ_SYM, stored zero + zero_offset for GPTQ_ASYM, stored zero for AWQ),
  * so value = (code - zero) * scale. zeros_t may be NULL for GPTQ_SYM only.
  * Refuses an act-order g_idx (UNSUPPORTED). */
-MOEINT4_API moeint4_status moeint4_layout_to_xpu(const moeint4_quant_matrix *src, uint8_t *packed,
-                                                 void *scales_t, uint8_t *zeros_t);
+MOEINT4_API moeint4_status moeint4_layout_to_xpu(const moeint4_quant_matrix *src,
+                                                 uint8_t *packed, void *scales_t,
+                                                 uint8_t *zeros_t);
 
 /* Any format -> BF16 [E, OUT, IN] (bit patterns): value = (q - zero) * scale
  * in f32, rounded once to nearest even. An act-order g_idx is honoured (input
@@ -590,7 +592,7 @@ typedef struct moeint4_checkpoint_options {
      * used when the checkpoint has none; NULL = none. */
     const char *quantization_json;
 } moeint4_checkpoint_options;
-#define MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE                                                        \
+#define MOEINT4_CHECKPOINT_OPTIONS_MIN_SIZE \
     MOEINT4_SIZE_THROUGH(moeint4_checkpoint_options, quantization_json)
 
 /* How the stored zero points relate to the real ones. */
@@ -602,51 +604,51 @@ typedef enum moeint4_zero_convention {
 
 typedef struct moeint4_checkpoint_info {
     size_t struct_size;
-    char model_type[32];   /* config.json model_type, e.g. "qwen3_moe" */
-    char architecture[64]; /* architectures[0], e.g. "Qwen3MoeForCausalLM" */
-    char quant_method[16]; /* "gptq" or "awq" */
-    char quant_source[48]; /* where the description came from */
-    int num_hidden_layers; /* config */
-    int num_moe_layers;    /* layers with routed experts */
-    int num_files;         /* safetensors files mapped */
+    char model_type[32];       /* config.json model_type, e.g. "qwen3_moe" */
+    char architecture[64];     /* architectures[0], e.g. "Qwen3MoeForCausalLM" */
+    char quant_method[16];     /* "gptq" or "awq" */
+    char quant_source[48];     /* where the description came from */
+    int num_hidden_layers;     /* config */
+    int num_moe_layers;        /* layers with routed experts */
+    int num_files;             /* safetensors files mapped */
     size_t num_tensors;
-    size_t file_bytes; /* all files together */
-    int num_warnings;  /* see moeint4_checkpoint_warnings */
+    size_t file_bytes;         /* all files together */
+    int num_warnings;          /* see moeint4_checkpoint_warnings */
 } moeint4_checkpoint_info;
 #define MOEINT4_CHECKPOINT_INFO_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_checkpoint_info, num_warnings)
 
 typedef struct moeint4_checkpoint_layer_info {
     size_t struct_size;
-    int layer;             /* as in the tensor names */
-    int num_experts;       /* routed experts */
-    int hidden_size;       /* K */
-    int intermediate_size; /* N of one routed expert */
-    int top_k;             /* num_experts_per_tok from config.json */
+    int layer;                 /* as in the tensor names */
+    int num_experts;           /* routed experts */
+    int hidden_size;           /* K */
+    int intermediate_size;     /* N of one routed expert */
+    int top_k;                 /* num_experts_per_tok from config.json */
     moeint4_format format;
     moeint4_zero_convention zeros;
-    int zero_offset;   /* as it goes into moeint4_weights_desc */
-    int group_size;    /* 32, 64, 128, or -1 per-channel (from the tensors) */
-    int act_order;     /* 1: a non-trivial g_idx (read from the tensors) */
-    int fused_experts; /* 1: stored as 3-D [E, ...] tensors, used in place */
+    int zero_offset;           /* as it goes into moeint4_weights_desc */
+    int group_size;            /* 32, 64, 128, or -1 per-channel (from the tensors) */
+    int act_order;             /* 1: a non-trivial g_idx (read from the tensors) */
+    int fused_experts;         /* 1: stored as 3-D [E, ...] tensors, used in place */
     moeint4_dtype scales_dtype;
-    int shared_experts;           /* 0 none, else the shared MLP's expert count */
+    int shared_experts;        /* 0 none, else the shared MLP's expert count */
     int shared_intermediate_size; /* N of the shared MLP */
-    int shared_quantized;         /* 1: int4 (moeint4_checkpoint_shared_desc); 0: dense */
-    char shared_prefix[128];      /* e.g. "model.layers.3.mlp.shared_expert"; "" none */
-    char shared_gate_name[128];   /* Qwen2-MoE shared_expert_gate weight; "" none */
-    char router_name[128];        /* e.g. "model.layers.3.mlp.gate.weight" */
-    char router_dtype[8];         /* its safetensors dtype: "BF16", "F16", "F32" */
-    size_t expert_bytes;          /* int4 bytes of the routed experts as stored */
+    int shared_quantized;      /* 1: int4 (moeint4_checkpoint_shared_desc); 0: dense */
+    char shared_prefix[128];   /* e.g. "model.layers.3.mlp.shared_expert"; "" none */
+    char shared_gate_name[128]; /* Qwen2-MoE shared_expert_gate weight; "" none */
+    char router_name[128];     /* e.g. "model.layers.3.mlp.gate.weight" */
+    char router_dtype[8];      /* its safetensors dtype: "BF16", "F16", "F32" */
+    size_t expert_bytes;       /* int4 bytes of the routed experts as stored */
 } moeint4_checkpoint_layer_info;
-#define MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE                                                     \
+#define MOEINT4_CHECKPOINT_LAYER_INFO_MIN_SIZE \
     MOEINT4_SIZE_THROUGH(moeint4_checkpoint_layer_info, expert_bytes)
 
 /* One tensor of the checkpoint, as stored (pointer into the mapped file). */
 typedef struct moeint4_tensor_view {
     size_t struct_size;
-    const char *name; /* valid until the checkpoint is closed */
-    const char *file; /* the file's base name */
-    char dtype[8];    /* safetensors dtype: "F16", "BF16", "F32", "I32", ... */
+    const char *name;          /* valid until the checkpoint is closed */
+    const char *file;          /* the file's base name */
+    char dtype[8];             /* safetensors dtype: "F16", "BF16", "F32", "I32", ... */
     int ndim;
     int64_t shape[8];
     const void *data;
@@ -675,20 +677,20 @@ MOEINT4_API moeint4_status moeint4_checkpoint_layers(const moeint4_checkpoint *c
                                                      int *layers, int capacity, int *count);
 /* INVALID_ARGUMENT when `layer` is not a MoE layer (the message lists them). */
 MOEINT4_API moeint4_status moeint4_checkpoint_layer_query(const moeint4_checkpoint *checkpoint,
-                                                          int layer,
-                                                          moeint4_checkpoint_layer_info *info);
+                                                         int layer,
+                                                         moeint4_checkpoint_layer_info *info);
 /* Fills `desc` (struct_size set by the caller) with the routed experts of
  * `layer`: per-expert tensors stacked into [E, ...] arrays owned by the
  * checkpoint (fused 3-D tensors used in place), gate and up concatenated into
  * w13. Pointers stay valid until moeint4_checkpoint_release_layer or close.
  * Reads the data: symmetric GPTQ zeros are checked against the label here. */
-MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *checkpoint, int layer,
-                                                         moeint4_weights_desc *desc);
+MOEINT4_API moeint4_status moeint4_checkpoint_layer_desc(moeint4_checkpoint *checkpoint,
+                                                         int layer, moeint4_weights_desc *desc);
 /* The shared expert MLP of `layer` as a one-expert description (quantized
  * shared experts only; a dense one is read with moeint4_checkpoint_tensor).
  * INVALID_ARGUMENT when the layer has none or it is dense. */
-MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *checkpoint, int layer,
-                                                          moeint4_weights_desc *desc);
+MOEINT4_API moeint4_status moeint4_checkpoint_shared_desc(moeint4_checkpoint *checkpoint,
+                                                          int layer, moeint4_weights_desc *desc);
 /* Frees the stacked arrays of `layer` (descs filled for it become invalid). */
 MOEINT4_API moeint4_status moeint4_checkpoint_release_layer(moeint4_checkpoint *checkpoint,
                                                             int layer);

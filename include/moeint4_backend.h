@@ -52,16 +52,16 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 typedef struct moeint4_backend_iface {
-    size_t struct_size;    /* Required: sizeof(moeint4_backend_iface) */
-    uint32_t api_version;  /* Required: MOEINT4_BACKEND_API_VERSION */
-    moeint4_backend id;    /* Plugins found by file name: XPU or HIP. Ignored by
+    size_t struct_size;         /* Required: sizeof(moeint4_backend_iface) */
+    uint32_t api_version;       /* Required: MOEINT4_BACKEND_API_VERSION */
+    moeint4_backend id;         /* Plugins found by file name: XPU or HIP. Ignored by
                                  * moeint4_register_backend and moeint4_backend_load,
                                  * which hand out a new id. */
-    const char *name;      /* Required: 1-31 of [A-Za-z0-9_.-], e.g. "cpu"; unique */
-    int device_pointers;   /* 1: forward() takes device pointers (no host-side
+    const char *name;           /* Required: 1-31 of [A-Za-z0-9_.-], e.g. "cpu"; unique */
+    int device_pointers;        /* 1: forward() takes device pointers (no host-side
                                  * checks of topk_ids); 0: host pointers */
-    int platform_priority; /* Optional (0 = the id's MOEINT4_PRIORITY_*) */
-    void *user_data;       /* Optional: passed back to probe, supports,
+    int platform_priority;      /* Optional (0 = the id's MOEINT4_PRIORITY_*) */
+    void *user_data;            /* Optional: passed back to probe, supports,
                                  * context_create/destroy and get_proc_address */
 
     /* Required. Is the hardware/runtime here? 1 yes, 0 no (reason filled).
@@ -114,7 +114,8 @@ typedef struct moeint4_backend_iface {
 } moeint4_backend_iface;
 /* The first published size (moeint4.h's struct_size rule): a table at least
  * this large is accepted; functions appended later stay NULL for it. */
-#define MOEINT4_BACKEND_IFACE_MIN_SIZE MOEINT4_SIZE_THROUGH(moeint4_backend_iface, get_proc_address)
+#define MOEINT4_BACKEND_IFACE_MIN_SIZE \
+    MOEINT4_SIZE_THROUGH(moeint4_backend_iface, get_proc_address)
 
 /* ------------------------------------------------------------------------ */
 /* Plugins, registration, extensions                                          */
@@ -191,7 +192,7 @@ MOEINT4_API void moeint4_backend_sorted_free(moeint4_backend_sorted *sorted);
 /* ------------------------------------------------------------------------ */
 
 #if defined(__GNUC__)
-#define MOEINT4_BACKEND_PRINTF(fmt_index, first_arg)                                               \
+#define MOEINT4_BACKEND_PRINTF(fmt_index, first_arg) \
     __attribute__((format(printf, fmt_index, first_arg)))
 #else
 #define MOEINT4_BACKEND_PRINTF(fmt_index, first_arg)
@@ -210,8 +211,7 @@ static inline moeint4_status moeint4_backend_vfail(char *buf, size_t cap, moeint
 }
 
 static inline moeint4_status moeint4_backend_fail(char *buf, size_t cap, moeint4_status status,
-                                                  const char *fmt, ...)
-    MOEINT4_BACKEND_PRINTF(4, 5);
+                                                  const char *fmt, ...) MOEINT4_BACKEND_PRINTF(4, 5);
 static inline moeint4_status moeint4_backend_fail(char *buf, size_t cap, moeint4_status status,
                                                   const char *fmt, ...)
 {
@@ -229,10 +229,9 @@ static inline moeint4_dtype moeint4_desc_scales_dtype(const moeint4_weights_desc
 }
 
 /* One projection of the descriptor as a quant matrix (the two below). */
-static inline moeint4_quant_matrix
-moeint4_desc_projection(const moeint4_weights_desc *desc, int in_features, int out_features,
-                        const int32_t *qweight, const void *scales, const int32_t *qzeros,
-                        const int32_t *g_idx)
+static inline moeint4_quant_matrix moeint4_desc_projection(
+    const moeint4_weights_desc *desc, int in_features, int out_features, const int32_t *qweight,
+    const void *scales, const int32_t *qzeros, const int32_t *g_idx)
 {
     moeint4_quant_matrix m;
     memset(&m, 0, sizeof m);
@@ -279,14 +278,8 @@ static inline int moeint4_num_groups(int in_features, int group_size)
  * packs, which nibble holds which position, and the zero point rule. AWQ
  * interleaves a word's 8 output columns: column 8w + c sits in nibble
  * MOEINT4_AWQ_NIBBLE_OF_COLUMN[c]; MOEINT4_AWQ_COLUMN_OF_NIBBLE is its inverse. */
-#define MOEINT4_AWQ_NIBBLE_OF_COLUMN                                                               \
-    {                                                                                              \
-        0, 4, 1, 5, 2, 6, 3, 7                                                                     \
-    }
-#define MOEINT4_AWQ_COLUMN_OF_NIBBLE                                                               \
-    {                                                                                              \
-        0, 2, 4, 6, 1, 3, 5, 7                                                                     \
-    }
+#define MOEINT4_AWQ_NIBBLE_OF_COLUMN {0, 4, 1, 5, 2, 6, 3, 7}
+#define MOEINT4_AWQ_COLUMN_OF_NIBBLE {0, 2, 4, 6, 1, 3, 5, 7}
 
 typedef struct moeint4_int4_packing {
     /* 1: qweight [E][IN][OUT/8], a word holds 8 outputs of one input (AWQ);
@@ -322,7 +315,7 @@ static inline int moeint4_effective_group_size(int in_features, int group_size)
 /* 1 when expert `expert`'s g_idx is act-order: some input's group is not
  * k / group_size (a trivial g_idx, or none, is plain group order). */
 static inline int moeint4_quant_matrix_expert_has_act_order(const moeint4_quant_matrix *m,
-                                                            int expert)
+                                                           int expert)
 {
     if (!m->g_idx)
         return 0;
