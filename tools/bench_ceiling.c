@@ -266,11 +266,15 @@ void cli_ceiling_measure(cli_ceiling *ceilings, int threads)
     }
 }
 
-int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
+int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table, int *passes)
 {
     /* the library's rule (cpu_kernels_select): the best table the CPU runs,
-     * capped by MOEINT4_CPU_KERNEL; the bf16 table hands F16 and F32
-     * activations to the AVX-512F one */
+     * capped by MOEINT4_CPU_KERNEL; the bf16 tables hand F16 and F32
+     * activations to the AVX-512F one, except that the AMX table hands F16
+     * to amx-f16 (two bf16 planes) where experts see 2+ rows
+     * (cpu_kernels.h): the tile unit at half its rate bounds both from
+     * above, as it outruns the f32 FMAs more than twice over */
+    *passes = 1;
     const char *forced = getenv("MOEINT4_CPU_KERNEL");
     int cap = 4;
     if (forced != NULL && strcmp(forced, "scalar") == 0)
@@ -296,9 +300,10 @@ int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table)
 #endif
     /* the AMX table runs on the VBMI2 bf16 build, and its jobs of few
      * tokens on that build's kernels: the tile unit's rate bounds both */
-    if (cap >= 4 && bf16_table && vbmi2 && dtype == MOEINT4_DTYPE_BF16 &&
+    if (cap >= 4 && bf16_table && vbmi2 && dtype != MOEINT4_DTYPE_F32 &&
         cli_ceiling_available(CLI_CEILING_TDPBF16)) {
-        *table = "amx";
+        *table = dtype == MOEINT4_DTYPE_BF16 ? "amx" : "amx-f16 (2+ rows an expert; else avx512)";
+        *passes = dtype == MOEINT4_DTYPE_BF16 ? 1 : 2;
         return CLI_CEILING_TDPBF16;
     }
     if (cap >= 3 && bf16_table && dtype == MOEINT4_DTYPE_BF16) {

@@ -32,7 +32,9 @@ void cli_ceiling_measure(cli_ceiling *ceilings, int threads);
 
 /* The CPU kernel table the library runs for activations of `dtype` (its
  * name into *table) and the CLI_CEILING_* instruction that bounds it; -1
- * when none of them does (no x86 SIMD). */
-int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table);
+ * when none of them does (no x86 SIMD). *passes: how many times that
+ * instruction multiplies each weight by each input (2 for the two bf16
+ * planes of amx-f16), so the table's rate is the ceiling / *passes. */
+int cli_cpu_kernel_ceiling(moeint4_dtype dtype, const char **table, int *passes);
 
 #endif

@@ -342,9 +342,12 @@ int cli_floor_measure(cli_floor *floor, int threads, moeint4_dtype dtype)
     if (cli_measure_bandwidth(floor, threads) != 0)
         return -1;
     cli_ceiling_measure(floor->ceilings, threads);
-    floor->kernel_ceiling = cli_cpu_kernel_ceiling(dtype, &floor->kernel_table);
+    floor->kernel_ceiling =
+        cli_cpu_kernel_ceiling(dtype, &floor->kernel_table, &floor->kernel_passes);
     floor->peak_gflops =
-        floor->kernel_ceiling >= 0 ? floor->ceilings[floor->kernel_ceiling].all_gflops : NAN;
+        floor->kernel_ceiling >= 0
+            ? floor->ceilings[floor->kernel_ceiling].all_gflops / floor->kernel_passes
+            : NAN;
     return 0;
 }
 

@@ -34,7 +34,8 @@ typedef struct cli_floor {
     cli_ceiling ceilings[CLI_CEILING_COUNT];
     int kernel_ceiling;       /* CLI_CEILING_* bounding the kernel table, or -1 */
     const char *kernel_table; /* the CPU kernel table the library runs */
-    double peak_gflops;       /* all-core GFLOP/s of kernel_ceiling (NaN: none) */
+    int kernel_passes;        /* times kernel_ceiling's instruction takes each product */
+    double peak_gflops;       /* all-core GFLOP/s of kernel_ceiling / passes (NaN: none) */
 } cli_floor;
 
 /* Measures the limits with `threads` threads (all cores for the floor),

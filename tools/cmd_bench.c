@@ -291,10 +291,10 @@ static void cli_print_header(const cli_bench *bench)
             else
                 printf(" %s not on this CPU;", f->ceilings[i].name);
         }
-        printf("\nfloor compute term: kernel table %s, bounded by %s (%.1f GFLOP/s all cores)\n",
+        printf("\nfloor compute term: kernel table %s, bounded by %s%s (%.1f GFLOP/s all cores)\n",
                f->kernel_table,
                f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none",
-               f->peak_gflops);
+               f->kernel_passes == 2 ? " at half rate (two bf16 planes)" : "", f->peak_gflops);
     }
     printf("caches: %s\n", bench->run.cache_policy);
     printf("%6s %10s %9s %9s %9s %7s %8s %8s %11s %7s %7s %9s %9s %9s\n", "M", "median_ms",

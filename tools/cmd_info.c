@@ -147,11 +147,16 @@ int cli_info_main(int argc, char **argv)
     printf("backend override: MOEINT4_BACKEND=%s\n",
            getenv("MOEINT4_BACKEND") ? getenv("MOEINT4_BACKEND") : "(unset)");
     /* the CPU backend's rule, as the bench's floor applies it (bench_ceiling.c) */
-    const char *bf16_table = NULL, *wide_table = NULL;
-    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_BF16, &bf16_table);
-    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_F32, &wide_table);
-    printf("CPU kernel table: %s for bf16 activations, %.*s for f16/f32 (MOEINT4_CPU_KERNEL=%s)\n",
-           bf16_table, (int)strcspn(wide_table, " "), wide_table,
+    const char *bf16_table = NULL, *f16_table = NULL, *f32_table = NULL;
+    int passes, f16_passes;
+    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_BF16, &bf16_table, &passes);
+    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_F16, &f16_table, &f16_passes);
+    cli_cpu_kernel_ceiling(MOEINT4_DTYPE_F32, &f32_table, &passes);
+    /* without AMX, f16 runs where f32 does ("avx512 (f16/f32 input)": the name) */
+    const int f16_length = f16_passes == 2 ? (int)strlen(f16_table) : (int)strcspn(f16_table, " ");
+    printf("CPU kernel table: %s for bf16 activations, %.*s for f16, %.*s for f32 "
+           "(MOEINT4_CPU_KERNEL=%s)\n",
+           bf16_table, f16_length, f16_table, (int)strcspn(f32_table, " "), f32_table,
            getenv("MOEINT4_CPU_KERNEL") ? getenv("MOEINT4_CPU_KERNEL") : "(unset)");
     const char *suggestion = cli_openblas_suggestion();
     printf("OpenBLAS kernels: %s", cli_openblas_core());

@@ -23,9 +23,12 @@ static const precision_row precision_rows[] = {
     /* CPU: inputs used as given, int4 * scale exact in f32, f32
      * accumulation; the intermediate f32, except for BF16 activations on
      * the AVX512-BF16 and AMX kernels (vdpbf16ps, tdpbf16ps), which round
-     * it to bf16. */
+     * it to bf16, and for F16 activations on the AMX table's F16 sibling
+     * (amx-f16: experts of 2+ rows), which holds it in two bf16 planes, 16
+     * significant bits: stated as f16 (11), the coarsest bound that holds
+     * on every CPU. */
     { MOEINT4_BACKEND_CPU, F32, F32, F32, F32, F32 },
-    { MOEINT4_BACKEND_CPU, F16, F16, F32, F32, F32 },
+    { MOEINT4_BACKEND_CPU, F16, F16, F32, F16, F32 },
     { MOEINT4_BACKEND_CPU, BF16, BF16, F32, BF16, F32 },
     /* XPU: the int4 kernels keep everything in f32; the oneDNN path on an
      * Intel GPU (experts with many tokens) runs its matmuls on operands in

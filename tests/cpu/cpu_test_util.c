@@ -20,6 +20,8 @@ int cpu_test_kernel_tables(const mi4_cpu_kernels **tables, int capacity)
         tables[count++] = mi4_cpu_kernels_avx512bf16();
     if (count < capacity && mi4_cpu_has_amx_bf16())
         tables[count++] = mi4_cpu_kernels_amx();
+    if (count < capacity && mi4_cpu_has_amx_bf16())
+        tables[count++] = mi4_cpu_kernels_amx_f16();
 #endif
     return count;
 }

@@ -6,7 +6,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 
-#define CPU_TEST_MAX_TABLES 6
+#define CPU_TEST_MAX_TABLES 7
 
 /* Every kernel table this build and machine can run, in this order:
  * scalar, avx2, avx512, avx512bf16-novbmi2, avx512bf16, amx. */

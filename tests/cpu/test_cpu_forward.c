@@ -142,8 +142,11 @@ static void test_every_format_and_group(void **state)
     for (int f = 0; f < 3; f++)
         for (int g = 0; g < 4; g++)
             for (int zo = 0; zo <= (formats[f] == MOEINT4_FORMAT_GPTQ_ASYM); zo++)
-                /* f32 runs the f32 tables, bf16 the bf16 one where the CPU has it */
-                for (int d = 0; d < 2; d++) {
+                /* f32 runs the f32 tables, bf16 the bf16 one where the CPU has it,
+                 * f16 (2+ rows an expert) amx-f16 where it has AMX */
+                for (int d = 0; d < 3; d++) {
+                    const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_F32, MOEINT4_DTYPE_BF16,
+                                                     MOEINT4_DTYPE_F16 };
                     forward_case fc = { formats[f],
                                         zo,
                                         6,
@@ -152,8 +155,8 @@ static void test_every_format_and_group(void **state)
                                         groups[g],
                                         MOEINT4_DTYPE_F16,
                                         0,
-                                        d ? MOEINT4_DTYPE_BF16 : MOEINT4_DTYPE_F32,
-                                        d ? 37 : 5, /* bf16: the AMX table's tile path too */
+                                        dtypes[d],
+                                        d ? 37 : 5, /* the AMX tables' tile path too */
                                         2,
                                         MOEINT4_ACTIVATION_SILU,
                                         0,
@@ -322,14 +325,14 @@ static void test_w2_paths_agree(void **state)
                                 weights + m * topk, alone, NULL);
             assert_int_equal(mi4_cpu_forward_with(ctx, tables[ti], w, &one, err, sizeof err),
                              MOEINT4_SUCCESS);
-            if (strcmp(tables[ti]->name, "amx") == 0) {
+            if (strncmp(tables[ti]->name, "amx", 3) == 0) { /* amx, amx-f16 */
                 double batch_row[128];
                 for (int k = 0; k < hidden; k++)
                     batch_row[k] = tk_bf16_to_f32(out[m * hidden + k]);
                 double error = tk_relative_l2(MOEINT4_DTYPE_BF16, alone, batch_row, (size_t)hidden);
                 if (!(error <= tolerance(MOEINT4_DTYPE_BF16)))
-                    fail_msg("kernel amx: token %lld alone and in the batch: relative L2 %g",
-                             (long long)m, error);
+                    fail_msg("kernel %s: token %lld alone and in the batch: relative L2 %g",
+                             tables[ti]->name, (long long)m, error);
             } else if (!cpu_test_same_bits(alone, out + m * hidden, row_bytes)) {
                 fail_msg("kernel %s: token %lld alone and in the batch differ", tables[ti]->name,
                          (long long)m);

@@ -41,10 +41,17 @@ static void test_selection(void **state)
     assert_string_equal(mi4_cpu_kernels_select()->name, expected_selection());
 }
 
-/* bf16 tables this CPU runs: the no-VBMI2 build, the VBMI2 one, the AMX one */
+/* bf16 tables this CPU runs: the no-VBMI2 build, the VBMI2 one, the AMX
+ * one and its F16 sibling */
 static int bf16_tables(void)
 {
-    return tk_cpu_has_kernels(3) ? 1 + tk_cpu_has_vbmi2() + tk_cpu_has_kernels(4) : 0;
+    return tk_cpu_has_kernels(3) ? 1 + tk_cpu_has_vbmi2() + 2 * tk_cpu_has_kernels(4) : 0;
+}
+
+/* A table whose rows hold each value in two bf16 planes (its own F16 table) */
+static int two_planes(const mi4_cpu_kernels *kernels)
+{
+    return kernels->f16_input && kernels->f16_input() == kernels;
 }
 
 /* Each table is tested where the CPU (and the OS) runs it; skipped, not
@@ -98,11 +105,18 @@ static void test_amx_present_where_supported(void **state)
         tk_skip("this CPU or OS has no AMX-BF16 (or Linux did not grant the tile state)");
     const mi4_cpu_kernels *tables[CPU_TEST_MAX_TABLES];
     int count = cpu_test_kernel_tables(tables, CPU_TEST_MAX_TABLES);
-    assert_int_equal(count, 6);
+    assert_int_equal(count, 7);
     assert_string_equal(tables[5]->name, "amx");
-    assert_int_equal(tables[5]->pair_rows_min_tokens, 2);
-    for (int i = 0; i < 5; i++)
+    assert_string_equal(tables[6]->name, "amx-f16");
+    for (int i = 5; i < 7; i++) {
+        assert_int_equal(tables[i]->pair_rows_min_tokens, 2);
+        assert_ptr_equal(tables[i]->f16_input(), tables[6]);
+    }
+    assert_true(two_planes(tables[6]) && !two_planes(tables[5]));
+    for (int i = 0; i < 5; i++) {
         assert_int_equal(tables[i]->pair_rows_min_tokens, 0);
+        assert_null(tables[i]->f16_input);
+    }
 }
 
 static float scale_value(moeint4_dtype dtype, uint16_t bits)
@@ -189,7 +203,11 @@ static double make_row(const mi4_cpu_kernels *kernels, enum row_source source, f
         kernels->scale_row(dtype, dtype == MOEINT4_DTYPE_F32 ? (const void *)raw : half, in, 1.0f,
                            group_columns, x, xsum);
     }
-    return kernels->wide_input && source != FROM_BF16 ? 0x1p-8 : 0.0;
+    if (!kernels->wide_input)
+        return 0.0;          /* the f32 tables hold every value exactly */
+    if (two_planes(kernels)) /* hi + lo: f16 exactly, f32 to 16 bits */
+        return source == FROM_F32 || source == FROM_ACTIVATIONS ? 0x1p-16 : 0.0;
+    return source != FROM_BF16 ? 0x1p-8 : 0.0;
 }
 
 /* Two tiles (16 rows) through tile() each, against the double loop, then
@@ -218,7 +236,8 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
     assert_non_null(pack);
     mi4_cpu_repack(&geo, codes, (size_t)in, zeros, scales, (size_t)rows, scales_dtype, pack);
 
-    size_t stride = (size_t)geo.in_blocks * 8 + 8; /* a stride wider than the row */
+    const size_t row_floats = mi4_cpu_row_floats(kernels, geo.in_blocks);
+    size_t stride = row_floats + 8; /* a stride wider than the row */
     float *x = aligned_alloc(64, sizeof(float) * stride * MAX_TOKENS);
     float *xsum = malloc(sizeof(float) * (size_t)groups * MAX_TOKENS);
     static float raw[MAX_TOKENS][1024];
@@ -233,7 +252,7 @@ static void check_tile_shape(const mi4_cpu_kernels *kernels, int in, int group_s
             x[(size_t)t * stride + k] = NAN;
         held_error = make_row(kernels, source, raw[t], in, group_columns, x + (size_t)t * stride,
                               xsum + (size_t)t * groups);
-        for (size_t k = (size_t)geo.in_blocks * 8; k < stride; k++)
+        for (size_t k = row_floats; k < stride; k++)
             x[(size_t)t * stride + k] = 0.0f; /* the stride's slack is never padding */
     }
     enum { Y = MAX_TOKENS * 8 };
@@ -307,20 +326,35 @@ static void test_tile_kernels(void **state)
                                  (enum row_source)source, &rng);
 }
 
+/* Where block `block` of a bf16 table's row starts (its hi plane; the lo
+ * plane of a two-plane row 64 bytes on): the planes alternate by slices of
+ * 4 blocks, 16 bytes a block. */
+static size_t bf16_block_at(const mi4_cpu_kernels *kernels, int block)
+{
+    size_t planes = two_planes(kernels) ? 2 : 1;
+    return (size_t)(block / 4) * 64 * planes + (size_t)(block % 4) * 16;
+}
+
 /* Column k of a bf16 table's row: a block holds (x0, x4, x3, x7, x2, x6,
- * x5, x1) as bf16. */
-static double bf16_row_value(const float *row, int k)
+ * x5, x1) as bf16, in each plane; the value is the planes' sum. */
+static double bf16_row_value(const mi4_cpu_kernels *kernels, const float *row, int k)
 {
     static const int position[8] = { 0, 7, 4, 2, 1, 6, 5, 3 }; /* of column c */
     int c = k % 8, at = position[c];
-    uint16_t bits;
-    memcpy(&bits, (const uint8_t *)row + (size_t)(k / 8) * 16 + 2 * at, 2);
-    return tk_bf16_to_f32(bits);
+    double value = 0.0;
+    for (int plane = 0; plane < (two_planes(kernels) ? 2 : 1); plane++) {
+        uint16_t bits;
+        memcpy(&bits, (const uint8_t *)row + bf16_block_at(kernels, k / 8) + 64 * plane + 2 * at,
+               2);
+        value += tk_bf16_to_f32(bits);
+    }
+    return value;
 }
 
 /* scale_row of the bf16 table: x * factor within one bf16 rounding (2^-8
- * relative), exactly with factor 1 and bf16 inputs; zero padding; group
- * sums of the values held. */
+ * relative), exactly with factor 1 and bf16 inputs; of the two-plane table
+ * within 2^-16, exactly with factor 1 and f16 or bf16 inputs; zero padding;
+ * group sums of the values held. */
 static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype, const float *src,
                            int n, int gc, float factor)
 {
@@ -329,12 +363,15 @@ static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype, 
     for (int k = 0; k < 264; k++)
         dst[k] = NAN;
     kernels->scale_row(dtype, src, n, factor, gc, dst, sums);
-    double relative = factor == 1.0f && dtype == MOEINT4_DTYPE_BF16 ? 0.0 : 0x1p-8;
+    const int exact_16 = factor == 1.0f && dtype != MOEINT4_DTYPE_F32;
+    double relative = two_planes(kernels)                             ? (exact_16 ? 0.0 : 0x1p-16)
+                      : factor == 1.0f && dtype == MOEINT4_DTYPE_BF16 ? 0.0
+                                                                      : 0x1p-8;
     for (int g = 0; g < groups; g++) {
         double sum = 0.0, magnitude = 0.0;
         for (int k = g * gc; k < (g + 1) * gc && k < n; k++) {
             double want = (double)((float)tk_load(dtype, src, (size_t)k) * factor);
-            double held = bf16_row_value(dst, k);
+            double held = bf16_row_value(kernels, dst, k);
             if (!(fabs(held - want) <= relative * fabs(want)))
                 fail_msg("%s dtype %d factor %g: column %d holds %.9g, want %.9g", kernels->name,
                          dtype, factor, k, held, want);
@@ -344,8 +381,12 @@ static void check_bf16_row(const mi4_cpu_kernels *kernels, moeint4_dtype dtype, 
         assert_true(fabs(sums[g] - sum) <= (gc + 2) * 0x1p-24 * magnitude);
     }
     for (int k = n; k < padded; k++)
-        assert_true(bf16_row_value(dst, k) == 0.0);
-    assert_true(isnan(dst[padded / 8 * 4]));
+        assert_true(bf16_row_value(kernels, dst, k) == 0.0);
+    /* the next block, in each plane of its slice, is not written */
+    const int next_planes = two_planes(kernels) && (padded / 8) % 4 != 0 ? 2 : 1;
+    for (int plane = 0; plane < next_planes; plane++)
+        if (!isnan(dst[(bf16_block_at(kernels, padded / 8) + 64 * (size_t)plane) / 4]))
+            fail_msg("%s n %d: written past the row, plane %d", kernels->name, n, plane);
 }
 
 /* scale_row: every f32 variant writes the same scaled columns, bit for bit

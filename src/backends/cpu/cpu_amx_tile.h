@@ -15,9 +15,12 @@
  * Up to 4 C tiles (64 tokens) share each B tile; at a group's end they go to
  * memory and are scaled into the f32 outputs.
  *
- * Include only from cpu_kernels_amx.c's build of cpu_kernels_avx512bf16.c
- * (AVX-512 BF16 + VBMI2 + AMX-TILE + AMX-BF16), and call only after
- * mi4_cpu_has_amx_bf16(). */
+ * Rows in two bf16 planes (BF16_PLANES 2, the F16 table) take two A tiles
+ * per C tile and B tile, one a plane, 64 bytes apart in each row.
+ *
+ * Include only from the AMX builds of cpu_kernels_avx512bf16.c
+ * (cpu_kernels_amx.c, cpu_kernels_f16_amx.c: AVX-512 BF16 + VBMI2 +
+ * AMX-TILE + AMX-BF16), and call only after mi4_cpu_has_amx_bf16(). */
 #ifndef MOEINT4_BACKENDS_CPU_CPU_AMX_TILE_H
 #define MOEINT4_BACKENDS_CPU_CPU_AMX_TILE_H
 
@@ -88,17 +91,20 @@ static MI4_AVX512_INLINE void mi4_amx_configure(int c_tiles, int last_rows)
 }
 
 /* C tile `tile` (the j-th of the pass) += the A tile of tokens from
- * rows[first + 16 j] on, times the B tile. */
+ * rows[first + 16 j] on, times the B tile, for each plane of the rows. */
 #define MI4_AMX_DOT(j, tile)                                                                       \
     do {                                                                                           \
         if (c_tiles > (j)) {                                                                       \
             const char *a_rows = (const char *)rows[first + MI4_AMX_TILE_ROWS * (j)] + slice_at;   \
-            if (c_tiles == (j) + 1) {                                                              \
-                _tile_loadd(MI4_AMX_A_LAST, a_rows, stride);                                       \
-                _tile_dpbf16ps(tile, MI4_AMX_A_LAST, MI4_AMX_B);                                   \
-            } else {                                                                               \
-                _tile_loadd(MI4_AMX_A, a_rows, stride);                                            \
-                _tile_dpbf16ps(tile, MI4_AMX_A, MI4_AMX_B);                                        \
+            for (int plane = 0; plane < BF16_PLANES; plane++) {                                    \
+                const char *a_plane = a_rows + (size_t)plane * MI4_AMX_ROW_BYTES;                  \
+                if (c_tiles == (j) + 1) {                                                          \
+                    _tile_loadd(MI4_AMX_A_LAST, a_plane, stride);                                  \
+                    _tile_dpbf16ps(tile, MI4_AMX_A_LAST, MI4_AMX_B);                               \
+                } else {                                                                           \
+                    _tile_loadd(MI4_AMX_A, a_plane, stride);                                       \
+                    _tile_dpbf16ps(tile, MI4_AMX_A, MI4_AMX_B);                                    \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     } while (0)
@@ -198,7 +204,7 @@ static inline int mi4_amx_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_til
                     _mm_prefetch((const char *)(b->tile + at + 64), _MM_HINT_T0);
                     mi4_amx_stage_codes(a, b, next, b_tiles[staged ^ 1]);
                 }
-                const size_t slice_at = (size_t)block * MI4_AMX_INPUT_BLOCK_BYTES;
+                const size_t slice_at = (size_t)block * MI4_AMX_INPUT_BLOCK_BYTES * BF16_PLANES;
                 MI4_AMX_DOT(0, 3);
                 MI4_AMX_DOT(1, 4);
                 MI4_AMX_DOT(2, 5);

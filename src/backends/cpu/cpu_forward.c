@@ -116,7 +116,7 @@ static size_t round_up_floats(size_t count) { return (count + 15) / 16 * 16; }
  * M = 512). */
 static size_t row_stride(const mi4_cpu_kernels *kernels, int blocks)
 {
-    return round_up_floats((size_t)blocks * (size_t)kernels->row_block_floats) + 16;
+    return round_up_floats(mi4_cpu_row_floats(kernels, blocks)) + 16;
 }
 
 /* Bytes per value of the activations (hidden states and output). */
@@ -519,8 +519,8 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         return MOEINT4_SUCCESS;
     /* sleeping workers start waking now, while the caller plans */
     mi4_cpu_pool_wake(ctx->pool);
-    if (args->dtype != MOEINT4_DTYPE_BF16 && kernels->wide_input)
-        kernels = kernels->wide_input();
+    kernels = mi4_cpu_kernels_for_dtype(kernels, args->dtype, args->num_tokens * args->topk,
+                                        w->num_local_experts);
     int threads = ctx->num_threads;
     int topk = args->topk;
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the

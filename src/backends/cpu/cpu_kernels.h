@@ -67,11 +67,16 @@ typedef struct mi4_cpu_kernels {
      * as tile() reads it; returns the sum of the values as tile() will
      * multiply them (the group sums add these). */
     float (*pack_block)(const float *values, float *row, int block);
-    /* floats of a row per 8-column block: 8 (scaled f32 rows), 4 (bf16) */
+    /* floats of a row per 8-column block: 8 (scaled f32 rows, or bf16 in
+     * two planes), 4 (bf16); rows are whole slices of 4 blocks long
+     * (mi4_cpu_row_floats) */
     int row_block_floats;
     /* F16 and F32 activations run on this table instead (NULL: on this
-     * one); the bf16 table takes BF16 activations only. */
+     * one); the bf16 tables take BF16 activations only. */
     const struct mi4_cpu_kernels *(*wide_input)(void);
+    /* F16 activations run on this table instead of wide_input's (NULL: on
+     * wide_input's): the AMX table's two-plane sibling, amx-f16. */
+    const struct mi4_cpu_kernels *(*f16_input)(void);
     /* 0, or the fewest tokens from which tile() wants equally spaced rows
      * (the AMX table loads them as tiles): a forward of that many tokens
      * gives each (token, expert) pair its own input row, an expert's rows
@@ -86,6 +91,8 @@ const mi4_cpu_kernels *mi4_cpu_kernels_avx512(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16(void);
 const mi4_cpu_kernels *mi4_cpu_kernels_avx512bf16_novbmi2(void); /* no VBMI2 */
 const mi4_cpu_kernels *mi4_cpu_kernels_amx(void); /* AMX-BF16 on top of the bf16 table */
+/* the AMX table for F16 activations: inputs and intermediate in two bf16 planes */
+const mi4_cpu_kernels *mi4_cpu_kernels_amx_f16(void);
 /* The AVX2 table's row conversions and activation, which the AVX-512
  * tables use too (memory or latency bound at these sizes). */
 void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, float factor,
@@ -93,6 +100,33 @@ void mi4_cpu_avx2_scale_row(moeint4_dtype dtype, const void *src, int count, flo
 void mi4_cpu_avx2_store_row(moeint4_dtype dtype, const float *src, int count, void *dst);
 void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count);
 #endif
+
+#ifndef MI4_CPU_F16_INPUT_MIN_ROWS
+#define MI4_CPU_F16_INPUT_MIN_ROWS 2
+#endif
+
+/* The table that runs activations of `dtype` in place of `kernels`
+ * (wide_input, f16_input) for `pairs` (token, expert) pairs over `experts`
+ * local experts: f16_input's where experts see MI4_CPU_F16_INPUT_MIN_ROWS
+ * rows or more on average, as its tile unit wants. */
+static inline const mi4_cpu_kernels *mi4_cpu_kernels_for_dtype(const mi4_cpu_kernels *kernels,
+                                                               moeint4_dtype dtype, int64_t pairs,
+                                                               int experts)
+{
+    if (dtype == MOEINT4_DTYPE_F16 && kernels->f16_input &&
+        pairs >= (int64_t)MI4_CPU_F16_INPUT_MIN_ROWS * experts)
+        return kernels->f16_input();
+    if (dtype != MOEINT4_DTYPE_BF16 && kernels->wide_input)
+        return kernels->wide_input();
+    return kernels;
+}
+
+/* Floats of an input row of `blocks` 8-column blocks, whole slices of 4
+ * blocks (the two-plane rows alternate their planes by slice). */
+static inline size_t mi4_cpu_row_floats(const mi4_cpu_kernels *kernels, int blocks)
+{
+    return (size_t)(blocks + 3) / 4 * 4 * (size_t)kernels->row_block_floats;
+}
 
 /* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|
  * avx512bf16|amx caps it (the best this CPU runs at or below the named one). */

@@ -55,6 +55,25 @@
 #define MAX_BLOCK_TOKENS MI4_AVX512_BLOCK_TOKENS
 #define ROW_BLOCK_BYTES 16
 
+/* bf16 planes of an input row: 1, or 2 for the F16 table
+ * (cpu_kernels_f16_amx.c): each value v held as hi = bf16(v) plus lo = bf16(v - hi),
+ * exact for an f16 v (11 significant bits, hi keeps 8, v - hi at most 4)
+ * and 16 significant bits of an f32 one, each plane multiplied on its own.
+ * The planes alternate by slices of 4 blocks (64 bytes each), so a slice
+ * of either plane is one AMX tile row. */
+#ifndef BF16_PLANES
+#define BF16_PLANES 1
+#endif
+#define ROW_SLICE_BLOCKS 4
+#define ROW_PLANE_BYTES (ROW_SLICE_BLOCKS * ROW_BLOCK_BYTES)
+
+/* Where block k's hi plane starts in a row (its lo plane: ROW_PLANE_BYTES on) */
+static ALWAYS_INLINE size_t row_block_at(size_t k)
+{
+    return (k / ROW_SLICE_BLOCKS) * ROW_PLANE_BYTES * BF16_PLANES +
+           (k % ROW_SLICE_BLOCKS) * ROW_BLOCK_BYTES;
+}
+
 typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
 
 /* How far ahead of each tile stream this table prefetches. Measured on the
@@ -73,14 +92,17 @@ typedef int32_t aliased_i32 __attribute__((may_alias, aligned(4)));
  * for the intrinsic: one more uop per multiply). */
 static ALWAYS_INLINE __m512 dot_pair(__m512 acc, __m512bh w, const float *row, size_t k, int c)
 {
-    const aliased_i32 *pair =
-        (const aliased_i32 *)((const uint8_t *)row + k * ROW_BLOCK_BYTES + 4 * (size_t)c);
+    for (int plane = 0; plane < BF16_PLANES; plane++) {
+        const aliased_i32 *pair =
+            (const aliased_i32 *)((const uint8_t *)row + row_block_at(k) +
+                                  (size_t)plane * ROW_PLANE_BYTES + 4 * (size_t)c);
 #if defined(__GNUC__)
-    __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*pair));
-    return acc;
+        __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*pair));
 #else
-    return _mm512_dpbf16_ps(acc, w, (__m512bh)_mm512_set1_epi32(*pair));
+        acc = _mm512_dpbf16_ps(acc, w, (__m512bh)_mm512_set1_epi32(*pair));
 #endif
+    }
+    return acc;
 }
 
 /* Block k of the group at block_a / block_b into accumulator sets
@@ -155,20 +177,29 @@ static void bf16_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
     mi4_avx512_run_blocks(a, b, by_count);
 }
 
-/* 8 f32 values -> one row block (x0 x4 x3 x7 x2 x6 x5 x1), rounded to bf16;
- * returns the sum of the rounded values. */
+/* 8 f32 values -> one row block (x0 x4 x3 x7 x2 x6 x5 x1) in each plane,
+ * rounded to bf16 (with two planes, what the first leaves, rounded again);
+ * returns the sum of the values the planes hold. */
 static ALWAYS_INLINE float pack_values(__m256 v, uint8_t *dst)
 {
     const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 6, 7, 14, 15, 4, 5, 12, 13, 10, 11, 2, 3);
-    __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
-    _mm_storeu_si128((__m128i *)dst, _mm_shuffle_epi8(bits, order));
-    __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-    return mi4_avx2_sum8(held);
+    __m256 held_sum = _mm256_setzero_ps();
+    for (int plane = 0; plane < BF16_PLANES; plane++) {
+        __m128i bits = (__m128i)_mm256_cvtneps_pbh(v);
+        _mm_storeu_si128((__m128i *)(dst + (size_t)plane * ROW_PLANE_BYTES),
+                         _mm_shuffle_epi8(bits, order));
+        __m256 held = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+        /* exact: hi + lo of an f32 fits its 24 bits (lo's lowest bit is
+         * no finer than v's) */
+        held_sum = _mm256_add_ps(held_sum, held);
+        v = _mm256_sub_ps(v, held); /* exact */
+    }
+    return mi4_avx2_sum8(held_sum);
 }
 
 static float bf16_pack_block(const float *values, float *row, int block)
 {
-    return pack_values(_mm256_loadu_ps(values), (uint8_t *)row + (size_t)block * ROW_BLOCK_BYTES);
+    return pack_values(_mm256_loadu_ps(values), (uint8_t *)row + row_block_at((size_t)block));
 }
 
 /* x * factor rounded to bf16 (exact for BF16 inputs and factor 1). */
@@ -192,7 +223,7 @@ static void bf16_scale_row(moeint4_dtype dtype, const void *src, int count, floa
                     tail[i] = mi4_cpu_load_value(dtype, src, (size_t)(k + i));
                 v = _mm256_loadu_ps(tail);
             }
-            sum += pack_values(_mm256_mul_ps(v, f), out + (size_t)(k / 8) * ROW_BLOCK_BYTES);
+            sum += pack_values(_mm256_mul_ps(v, f), out + row_block_at((size_t)(k / 8)));
         }
         sums[g] = sum;
     }
@@ -210,8 +241,14 @@ static void amx_tile_pair(const mi4_cpu_tile_job *a, const mi4_cpu_tile_job *b)
 
 static void amx_tile(const mi4_cpu_tile_job *job) { amx_tile_pair(job, job); }
 
+#if BF16_PLANES == 2
+#define BF16_TABLE_NAME "amx-f16"
+#define BF16_TABLE_GETTER mi4_cpu_kernels_amx_f16
+#else
 #define BF16_TABLE_NAME "amx"
 #define BF16_TABLE_GETTER mi4_cpu_kernels_amx
+#define BF16_TABLE_F16_INPUT mi4_cpu_kernels_amx_f16
+#endif
 #define BF16_TABLE_TILE amx_tile
 #define BF16_TABLE_TILE_PAIR amx_tile_pair
 #define BF16_TABLE_PAIR_ROWS_MIN_TOKENS MI4_AMX_MIN_TOKENS
@@ -229,6 +266,13 @@ static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
 #define BF16_TABLE_TILE_PAIR bf16_tile_pair
 #define BF16_TABLE_PAIR_ROWS_MIN_TOKENS 0
 #endif
+#if BF16_PLANES == 2
+#define BF16_TABLE_F16_INPUT BF16_TABLE_GETTER /* its own F16 table */
+#endif
+#ifndef BF16_TABLE_F16_INPUT
+#define BF16_TABLE_F16_INPUT NULL /* F16 on wide_input */
+#endif
+const mi4_cpu_kernels *BF16_TABLE_GETTER(void);
 
 /* Output rounding and the activation: the AVX2 table's. */
 static const mi4_cpu_kernels avx512bf16_kernels = {
@@ -239,8 +283,9 @@ static const mi4_cpu_kernels avx512bf16_kernels = {
     .store_row = mi4_cpu_avx2_store_row,
     .activate = mi4_cpu_avx2_activate,
     .pack_block = bf16_pack_block,
-    .row_block_floats = ROW_BLOCK_BYTES / 4,
+    .row_block_floats = ROW_BLOCK_BYTES * BF16_PLANES / 4,
     .wide_input = mi4_cpu_kernels_avx512,
+    .f16_input = BF16_TABLE_F16_INPUT,
     .pair_rows_min_tokens = BF16_TABLE_PAIR_ROWS_MIN_TOKENS,
 };
 
