@@ -9,7 +9,7 @@
 #define CPU_TEST_MAX_TABLES 7
 
 /* Every kernel table this build and machine can run, in this order:
- * scalar, avx2, avx512, avx512bf16-novbmi2, avx512bf16, amx. */
+ * scalar, avx2, avx512, avx512bf16-novbmi2, avx512bf16, amx, amx-f16. */
 int cpu_test_kernel_tables(const mi4_cpu_kernels **tables, int capacity);
 
 /* 1 when the two buffers hold the same bits. */

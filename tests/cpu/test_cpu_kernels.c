@@ -7,7 +7,8 @@
  * table's tile path and its fallback), f16 and bf16 scales, rows made from f32,
  * f16 and bf16 inputs and from activations (pack_block); the input scaling
  * and output rounding helpers bit for bit (the bf16 table's rows: within one
- * bf16 rounding, exact for bf16 inputs). */
+ * bf16 rounding, exact for bf16 inputs; amx-f16's two bf16 planes: exact for
+ * f16 and bf16 inputs, within 2^-16 for f32). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
