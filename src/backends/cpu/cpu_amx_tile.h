@@ -44,7 +44,7 @@
 
 #define MI4_AMX_TILE_ROWS 16   /* tokens of an A / C tile, pairs of a B tile */
 #define MI4_AMX_ROW_BYTES 64   /* of every tile row: 32 bf16 or 16 f32 */
-#define MI4_AMX_SLICE_BLOCKS 4 /* blocks of 8 columns per B tile */
+#define MI4_AMX_SLICE_BLOCKS MI4_CPU_SLICE_BLOCKS /* blocks of 8 columns per B tile */
 #define MI4_AMX_C_TILES 4
 #define MI4_AMX_PASS_TOKENS (MI4_AMX_TILE_ROWS * MI4_AMX_C_TILES)
 /* bytes of a bf16 input row per block (the bf16 table's row form) */

@@ -519,8 +519,12 @@ moeint4_status mi4_cpu_forward_with(mi4_cpu_context *ctx, const mi4_cpu_kernels 
         return MOEINT4_SUCCESS;
     /* sleeping workers start waking now, while the caller plans */
     mi4_cpu_pool_wake(ctx->pool);
+    const int tile_shapes = w->geo13.in_blocks % MI4_CPU_SLICE_BLOCKS == 0 &&
+                            w->geo13.group_blocks % MI4_CPU_SLICE_BLOCKS == 0 &&
+                            w->geo2.in_blocks % MI4_CPU_SLICE_BLOCKS == 0 &&
+                            w->geo2.group_blocks % MI4_CPU_SLICE_BLOCKS == 0;
     kernels = mi4_cpu_kernels_for_dtype(kernels, args->dtype, args->num_tokens * args->topk,
-                                        w->num_local_experts);
+                                        w->num_local_experts, tile_shapes);
     int threads = ctx->num_threads;
     int topk = args->topk;
     /* tokens per pass: at most MI4_CPU_TOKEN_CHUNK, and few enough that the

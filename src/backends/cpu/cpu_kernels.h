@@ -101,6 +101,9 @@ void mi4_cpu_avx2_store_row(moeint4_dtype dtype, const float *src, int count, vo
 void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const float *up, int count);
 #endif
 
+/* 8-column blocks of a slice: 32 columns, an AMX tile row of bf16 */
+#define MI4_CPU_SLICE_BLOCKS 4
+
 #ifndef MI4_CPU_F16_INPUT_MIN_ROWS
 #define MI4_CPU_F16_INPUT_MIN_ROWS 2
 #endif
@@ -108,12 +111,15 @@ void mi4_cpu_avx2_activate(const mi4_cpu_activation *act, float *gate, const flo
 /* The table that runs activations of `dtype` in place of `kernels`
  * (wide_input, f16_input) for `pairs` (token, expert) pairs over `experts`
  * local experts: f16_input's where experts see MI4_CPU_F16_INPUT_MIN_ROWS
- * rows or more on average, as its tile unit wants. */
+ * rows or more on average, as its tile unit wants, and the tile unit takes
+ * the weights' shapes (`tile_shapes`: both projections' inputs and groups
+ * whole 32-column slices; else its jobs would all run its slower bf16
+ * kernels, two passes each). */
 static inline const mi4_cpu_kernels *mi4_cpu_kernels_for_dtype(const mi4_cpu_kernels *kernels,
                                                                moeint4_dtype dtype, int64_t pairs,
-                                                               int experts)
+                                                               int experts, int tile_shapes)
 {
-    if (dtype == MOEINT4_DTYPE_F16 && kernels->f16_input &&
+    if (dtype == MOEINT4_DTYPE_F16 && kernels->f16_input && tile_shapes &&
         pairs >= (int64_t)MI4_CPU_F16_INPUT_MIN_ROWS * experts)
         return kernels->f16_input();
     if (dtype != MOEINT4_DTYPE_BF16 && kernels->wide_input)
@@ -121,11 +127,13 @@ static inline const mi4_cpu_kernels *mi4_cpu_kernels_for_dtype(const mi4_cpu_ker
     return kernels;
 }
 
-/* Floats of an input row of `blocks` 8-column blocks, whole slices of 4
- * blocks (the two-plane rows alternate their planes by slice). */
+/* Floats of an input row of `blocks` 8-column blocks, whole slices of
+ * MI4_CPU_SLICE_BLOCKS blocks (the two-plane rows alternate their planes by
+ * slice). */
 static inline size_t mi4_cpu_row_floats(const mi4_cpu_kernels *kernels, int blocks)
 {
-    return (size_t)(blocks + 3) / 4 * 4 * (size_t)kernels->row_block_floats;
+    return (size_t)(blocks + MI4_CPU_SLICE_BLOCKS - 1) / MI4_CPU_SLICE_BLOCKS *
+           MI4_CPU_SLICE_BLOCKS * (size_t)kernels->row_block_floats;
 }
 
 /* The best table for this CPU; env MOEINT4_CPU_KERNEL=scalar|avx2|avx512|

@@ -64,7 +64,7 @@
 #ifndef BF16_PLANES
 #define BF16_PLANES 1
 #endif
-#define ROW_SLICE_BLOCKS 4
+#define ROW_SLICE_BLOCKS MI4_CPU_SLICE_BLOCKS
 #define ROW_PLANE_BYTES (ROW_SLICE_BLOCKS * ROW_BLOCK_BYTES)
 
 /* Where block k's hi plane starts in a row (its lo plane: ROW_PLANE_BYTES on) */
