@@ -12,6 +12,7 @@ packages=(
   libze-dev                # XPU: Level Zero headers + loader (dlopen'ed at run time)
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd  # XPU: OpenCL runtime; PoCL runs its kernels on the CPU in tests
   clang-15 llvm-spirv-15 spirv-tools                   # XPU: OpenCL C -> SPIR-V, validated
+  llvm-15                  # XPU tests: the SPIR-V module back to SPIR for PoCL (llvm-dis, llvm-as, opt)
   libdnnl-dev              # XPU: oneDNN matmul for experts with many tokens
   intel-opencl-icd         # XPU: ocloc (Intel's GPU compiler) compiles the kernels at build time; Intel's real Level Zero / OpenCL GPU driver for the probe tests
   hipcc libamdhip64-dev rocm-device-libs               # HIP backend: AMD compile check (gfx90a, gfx940)

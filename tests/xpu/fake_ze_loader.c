@@ -4,9 +4,11 @@
  * event waits, kernel arguments by address, group sizes) runs end to end.
  * zeModuleCreate refuses native (ocloc) binaries, as a driver refuses those
  * of another device, and checks that it was handed the backend's embedded SPIR-V
- * module, then builds the same program from the OpenCL C text: PoCL 3.1
- * cannot ingest SPIR-V, so the SPIR-V itself is only validated (spirv-val),
- * never executed here. Exports zeInitDrivers, as loaders >= 1.10 do.
+ * module, then builds the same program from the OpenCL C text, or, with
+ * FAKE_ZE_SPIR_MODULE naming the build's SPIR translation of that module
+ * (spirv_to_spir.cmake: PoCL 3.1 cannot ingest SPIR-V, but builds SPIR
+ * 1.2), from that, with no fallback to the text: then the kernels that run
+ * are the SPIR-V module's. Exports zeInitDrivers, as loaders >= 1.10 do.
  * Like a real driver it has process-wide state: the OpenCL device. */
 #define CL_TARGET_OPENCL_VERSION 200
 #include <CL/cl.h>
@@ -234,6 +236,26 @@ ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t list, ze_event_h
  * refuses them and the runtime must fall back to the SPIR-V. */
 int fake_native_modules_refused;
 
+/* The bytes of file `path` (malloc'd), or NULL. */
+static unsigned char *read_file(const char *path, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    unsigned char *bytes = NULL;
+    long length = -1;
+    if (file && fseek(file, 0, SEEK_END) == 0)
+        length = ftell(file);
+    if (length > 0 && fseek(file, 0, SEEK_SET) == 0)
+        bytes = malloc((size_t)length);
+    if (bytes && fread(bytes, 1, (size_t)length, file) != (size_t)length) {
+        free(bytes);
+        bytes = NULL;
+    }
+    if (file)
+        fclose(file);
+    *size = bytes ? (size_t)length : 0;
+    return bytes;
+}
+
 ze_result_t zeModuleCreate(ze_context_handle_t context, ze_device_handle_t device,
                            const ze_module_desc_t *desc, ze_module_handle_t *module,
                            ze_module_build_log_handle_t *log)
@@ -254,11 +276,31 @@ ze_result_t zeModuleCreate(ze_context_handle_t context, ze_device_handle_t devic
         ((const uint32_t *)desc->pInputModule)[0] != 0x07230203u)
         return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
     cl_int rc;
-    const char *text = mi4_xpu_kernel_source;
     ze_module_handle_t m = calloc(1, sizeof *m);
-    m->program = clCreateProgramWithSource(context->cl, 1, &text, NULL, &rc);
-    if (rc == CL_SUCCESS)
-        rc = clBuildProgram(m->program, 1, &fake.device, "-cl-kernel-arg-info", NULL, NULL);
+    const char *spir_path = getenv("FAKE_ZE_SPIR_MODULE");
+    if (spir_path && *spir_path) {
+        size_t size = 0;
+        unsigned char *spir = read_file(spir_path, &size);
+        const unsigned char *bytes = spir;
+        cl_int binary_status = CL_INVALID_BINARY;
+        m->program = spir ? clCreateProgramWithBinary(context->cl, 1, &fake.device, &size, &bytes,
+                                                      &binary_status, &rc)
+                          : NULL;
+        if (!spir)
+            rc = CL_INVALID_VALUE;
+        else if (rc == CL_SUCCESS && binary_status == CL_SUCCESS)
+            rc = clBuildProgram(m->program, 1, &fake.device,
+                                "-x spir -spir-std=1.2 -cl-kernel-arg-info", NULL, NULL);
+        free(spir);
+        if (rc != CL_SUCCESS)
+            fprintf(stderr, "fake Level Zero driver: %s does not build as SPIR (%d)\n", spir_path,
+                    (int)rc);
+    } else {
+        const char *text = mi4_xpu_kernel_source;
+        m->program = clCreateProgramWithSource(context->cl, 1, &text, NULL, &rc);
+        if (rc == CL_SUCCESS)
+            rc = clBuildProgram(m->program, 1, &fake.device, "-cl-kernel-arg-info", NULL, NULL);
+    }
     *module = m;
     return rc == CL_SUCCESS ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
 }
