@@ -5,9 +5,11 @@
  * cpu_kernels_amx.c with AMX for the tile unit), for BF16
  * activations; F16 and F32 activations run
  * on the AVX-512F table (wide_input), whose f32 FMAs multiply them exactly
- * (two bf16 planes per f16 value would be exact too, but halve the speed:
- * 161 against 211 GFLOP/s per core for the f32 table, measured with
- * bench_cpu_kernels).
+ * (two bf16 planes per f16 value would be exact too, but halve the speed of
+ * these kernels: 161 against 211 GFLOP/s per core for the f32 table,
+ * measured with bench_cpu_kernels). On the tile unit the second plane is
+ * cheap: cpu_kernels_f16_amx.c compiles this file again with two planes
+ * (BF16_PLANES) for F16 batches on AMX CPUs.
  *
  * The tile layout is the AVX2 one (cpu_repack.h). As in the AVX-512F table a
  * 16-lane register holds rows 0-7 of two tiles, one 32-bit word per row
