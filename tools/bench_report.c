@@ -83,6 +83,8 @@ static void cli_json_record(FILE *file, const cli_bench_run *run, const cli_benc
         cli_json_string(file, "kernel_table", f->kernel_table);
         cli_json_string(file, "compute_ceiling",
                         f->kernel_ceiling >= 0 ? f->ceilings[f->kernel_ceiling].name : "none");
+        /* peak_gflops is the ceiling's all-core rate over this */
+        cli_json_number(file, "compute_ceiling_passes", f->kernel_passes, 0);
         fprintf(file, "    \"ceilings\": {");
         for (int i = 0; i < CLI_CEILING_COUNT; i++) {
             fprintf(file, "%s\"%s\": ", i ? ", " : "", f->ceilings[i].name);
