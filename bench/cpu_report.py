@@ -49,11 +49,18 @@ def cpu_model():
             f"model {fields.get('model', '?')}; {' '.join(flags) or 'no AVX2'})")
 
 
-def find(records, preset, fmt_name, m):
+def find(records, preset, fmt_name, m, dtype="bf16"):
     for r in records:
-        if r["preset"] == preset and r["format"] == fmt_name and r["M"] == m:
+        if (r["preset"] == preset and r["format"] == fmt_name and r["M"] == m
+                and r.get("dtype", "bf16") == dtype):
             return r
     return None
+
+
+def format_label(r):
+    """The format, and the activations' dtype where it is not bf16."""
+    dtype = r.get("dtype", "bf16")
+    return r["format"] if dtype == "bf16" else f"{r['format']} {dtype}"
 
 
 def target_lines(records):
@@ -81,12 +88,12 @@ def target_lines(records):
         if r["M"] != 1:
             continue
         spread = r["max_ms"] / r["median_ms"] if r.get("median_ms") else None
-        lines.append(f"| {r['preset']} {r['format']} M=1: slowest forward <= "
+        lines.append(f"| {r['preset']} {format_label(r)} M=1: slowest forward <= "
                      f"{STEADY_MAX_OVER_MEDIAN} x median | {fmt(spread, '.2f')} x "
                      f"| {status(spread is not None and spread <= STEADY_MAX_OVER_MEDIAN, r)} |")
     speedups = [r["speedup_vs_baseline"] for r in records
                 if r.get("speedup_vs_baseline") is not None]
-    slow = ", ".join(f"{r['preset']} {r['format']} M={r['M']}" for r in records
+    slow = ", ".join(f"{r['preset']} {format_label(r)} M={r['M']}" for r in records
                      if r.get("speedup_vs_baseline") is not None
                      and r["speedup_vs_baseline"] < MIN_SPEEDUP)
     verdict = "not run" if not speedups else "met" if not slow else f"missed: {slow}"
@@ -158,7 +165,7 @@ def main(argv):
     ]
     for r in records:
         md.append(
-            f"| {r['preset']} | {r['format']} | {r['M']} | {fmt(r['median_ms'], '.3f')} | "
+            f"| {r['preset']} | {format_label(r)} | {r['M']} | {fmt(r['median_ms'], '.3f')} | "
             f"{fmt(r['min_ms'], '.3f')} | {fmt(r['max_ms'], '.3f')} | "
             f"{fmt(r['max_ms'] / r['median_ms'] if r.get('median_ms') else None, '.2f')} | "
             f"{fmt(r['floor_ms'], '.3f')} | {r.get('floor_bound') or '-'} | "

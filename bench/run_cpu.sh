@@ -2,6 +2,7 @@
 # Runs the CPU bench set and writes bench/results/cpu-<date>-<commit>.json
 # and .md (plus cpu-<date>-<commit>-qwen3.png): Qwen3-30B-A3B GPTQ sym at
 # M = 1, 8, 64, 512; Mixtral-8x7B at M = 1 and 8; every format at M = 1;
+# Qwen3 with F16 activations at M = 64 and 512;
 # then Qwen3 M = 1 and 8 again with the library's idle workers kept spinning
 # (decode steady state, appended to the page). About 2 minutes on a quiet
 # 2-core machine (plus up to QUIET_WAIT per run on a busy one).
@@ -78,6 +79,7 @@ runs=(
   "--preset mixtral-8x7b --format gptq-sym --tokens 1,8"
   "--preset qwen3-30b-a3b --format gptq-asym --tokens 1"
   "--preset qwen3-30b-a3b --format awq --tokens 1"
+  "--preset qwen3-30b-a3b --format gptq-sym --tokens 64,512 --dtype f16"
 )
 report_args=()
 failed=0
