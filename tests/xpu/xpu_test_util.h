@@ -9,9 +9,12 @@
 #include "moeint4.h"
 #include "xpu_runtime.h"
 
-/* Creates the OpenCL runtime in test mode; fails the test when absent
- * (these tests must run on CI machines with PoCL). */
+/* Creates the OpenCL runtime in test mode, or with XT_RUNTIME=level_zero
+ * the Level Zero one (on the stand-in driver: fake_ze_loader.c); fails the
+ * test when absent (these tests must run on CI machines with PoCL). */
 mi4_xpu_runtime *xt_runtime(void);
+/* 1 when XT_RUNTIME=level_zero */
+int xt_level_zero(void);
 /* Device copy of `bytes` host bytes (NULL host: poisoned with 0xff bytes). */
 void *xt_upload(mi4_xpu_runtime *rt, const void *host, size_t bytes);
 void xt_download(mi4_xpu_runtime *rt, void *host, const void *device, size_t bytes);
