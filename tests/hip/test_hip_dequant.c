@@ -242,6 +242,34 @@ static void test_bf16_scales(void **state)
     check_format(p, MOEINT4_FORMAT_AWQ, 0, 32, MOEINT4_DTYPE_BF16, 2001);
 }
 
+/* The int4 wgmma tiles' rounded A fragments (two bf16x2 FMAs a pair of
+ * weights, from the scale split into two bf16) give the bits of the BF16
+ * mode's weights, which the tests above hold to the CPU conversion: every
+ * positive finite f16 and bf16 scale, zero point 0..16 and code, on the
+ * device (the plugin's "hip_test_rounded_pairs"). Builds without the
+ * sm_90a tiles skip it. */
+static void test_rounded_pairs(void **state)
+{
+    plugin *p = *state;
+    typedef int (*pairs_fn)(int, unsigned *);
+    void *extra = p->iface->get_proc_address(p->iface->user_data, "hip_test_rounded_pairs");
+    assert_non_null(extra);
+    pairs_fn pairs;
+    memcpy(&pairs, &extra, sizeof extra);
+    for (int scales_bf16 = 0; scales_bf16 < 2; scales_bf16++) {
+        unsigned mismatches = 12345;
+        int e = pairs(scales_bf16, &mismatches);
+        if (e == -1) {
+            print_message("no sm_90a wgmma tiles in this build\n");
+            skip();
+        }
+        assert_int_equal(e, 0);
+        print_message("%s scales: %u mismatching pairs\n", scales_bf16 ? "bf16" : "f16",
+                      mismatches);
+        assert_int_equal(mismatches, 0);
+    }
+}
+
 int main(void)
 {
     if (!plugin_open(&the_plugin))
@@ -250,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_every_format_and_group),
         cmocka_unit_test(test_bf16_scales),
         cmocka_unit_test(test_act_order),
+        cmocka_unit_test(test_rounded_pairs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -178,9 +178,11 @@ __global__ void __launch_bounds__(Q_THREADS, N >= 64 ? 1 : 2)
         const int zero_lo = q.zeros ? s_zero[row_lo * q.groups + group] : 8;
         const int zero_hi = q.zeros ? s_zero[row_hi * q.groups + group] : 8;
         const uint32_t bias_lo = int4_bias_pair(zero_lo), bias_hi = int4_bias_pair(zero_hi);
+        /* unused (and dropped) in the exact mode */
+        const q_split_scale split_lo = q_split(scale[0]), split_hi = q_split(scale[1]);
 #pragma unroll
         for (int s = 0; s < 8; s++)
-            q_fragment<!EXACT>(a[s], lo, hi, s, bias_lo, bias_hi, scale[0], scale[1]);
+            q_fragment<!EXACT>(a[s], lo, hi, s, bias_lo, bias_hi, split_lo, split_hi);
     };
     /* The chunk waited for has landed for every thread (and every thread
      * is past the MMAs of the chunks before the one in flight). */

@@ -49,24 +49,44 @@ __host__ __device__ inline int q_out_tiles(int out_cols, bool gated)
 
 #if defined(MI4_HAVE_WGMMA)
 
+/* A group scale as two bf16 that sum to it exactly, each in both halves of
+ * a bf16x2: hi, the scale rounded to bf16, and lo = scale - hi (exact in
+ * f32), whose at most 3 significant bits (f16 scales have 11, bf16 8) make
+ * it a bf16 too. For the rounded A fragments (q_dequant). */
+struct q_split_scale {
+    uint32_t hi, lo;
+};
+
+MI4_DEVICE q_split_scale q_split(float scale)
+{
+    const uint32_t hi = bf16x2_rn(scale, scale);
+    const float lo = scale - __uint_as_float(hi << 16);
+    return { hi, bf16x2_rn(lo, lo) };
+}
+
 /* bf16x2 of (q - zero) for the nibbles at `shift` and shift + 16 of a word
  * of 8 codes (bias: -(128 + zero) twice); with ROUNDED, times the scale,
- * rounded once (the bits of the BF16 mode's weights). */
+ * rounded once (the bits of the BF16 mode's weights): (q - zero) * lo is
+ * exact in bf16 (4 bits times 3), so (q - zero) * hi + that, one bf16x2 FMA,
+ * is (q - zero) * scale rounded once. Two bf16x2 FMAs a pair of weights
+ * where two f32 products and a conversion took five instructions
+ * (checked for every positive finite f16 and bf16 scale and every
+ * q - zero in [-15, 15]: bench/results/hip-2026-12-05-s24.md). */
 template <bool ROUNDED>
-MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, float scale)
+MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, const q_split_scale &scale)
 {
     const uint32_t v = int4_pair_minus_zero(word, shift, bias);
     if (!ROUNDED)
         return v;
-    return bf16x2_rn(__uint_as_float(v << 16) * scale, __uint_as_float(v & 0xffff0000u) * scale);
+    return bf16x2_fma(v, scale.hi, bf16x2_fma(v, scale.lo, 0x80008000u /* -0, -0 */));
 }
 
 /* The A fragment of k step s = 2w + h (0..7) of a chunk from word w of a
  * lane's 16 bytes of codes of rows g (lo) and g + 8 (hi). */
 template <bool ROUNDED>
 MI4_DEVICE void q_fragment_of_words(uint32_t (&f)[4], uint32_t lo, uint32_t hi, int h,
-                                    uint32_t bias_lo, uint32_t bias_hi, float scale_lo,
-                                    float scale_hi)
+                                    uint32_t bias_lo, uint32_t bias_hi,
+                                    const q_split_scale &scale_lo, const q_split_scale &scale_hi)
 {
     f[0] = q_dequant<ROUNDED>(lo, 8 * h, bias_lo, scale_lo);
     f[1] = q_dequant<ROUNDED>(hi, 8 * h, bias_hi, scale_hi);
@@ -76,7 +96,8 @@ MI4_DEVICE void q_fragment_of_words(uint32_t (&f)[4], uint32_t lo, uint32_t hi, 
 
 template <bool ROUNDED>
 MI4_DEVICE void q_fragment(uint32_t (&f)[4], const uint4 &lo, const uint4 &hi, int s,
-                           uint32_t bias_lo, uint32_t bias_hi, float scale_lo, float scale_hi)
+                           uint32_t bias_lo, uint32_t bias_hi, const q_split_scale &scale_lo,
+                           const q_split_scale &scale_hi)
 {
     q_fragment_of_words<ROUNDED>(f, int4_word_of(lo, s / 2), int4_word_of(hi, s / 2), s % 2,
                                  bias_lo, bias_hi, scale_lo, scale_hi);

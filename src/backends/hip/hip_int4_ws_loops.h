@@ -69,6 +69,7 @@ template <int T> struct qw_codes {
     uint4 lo, hi; /* q256: x and y */
     float scale_lo = 0.0f, scale_hi = 0.0f;
     float before_lo = 0.0f, before_hi = 0.0f;
+    q_split_scale split_lo{}, split_hi{}; /* the rounded mode's (q256) */
     uint32_t bias_lo = 0, bias_hi = 0;
 
     /* stage step k (of a tile of `steps`, at ring step at) has landed: its
@@ -100,6 +101,10 @@ template <int T> struct qw_codes {
             }
             scale_lo = int4_scale_of(q, bits.lo);
             scale_hi = int4_scale_of(q, bits.hi);
+            if constexpr (!C::exact) {
+                split_lo = q_split(scale_lo);
+                split_hi = q_split(scale_hi);
+            }
             bias_lo = int4_bias_pair(bits.zero_lo);
             bias_hi = int4_bias_pair(bits.zero_hi);
             if (k + stages_a_chunk < steps) /* used a chunk later */
@@ -110,7 +115,7 @@ template <int T> struct qw_codes {
      * of the piece, nibbles 8 (s % 2)) */
     MI4_DEVICE void fragment(uint32_t (&f)[4], int s) const
     {
-        q_fragment<!qw_config<T>::exact>(f, lo, hi, s, bias_lo, bias_hi, scale_lo, scale_hi);
+        q_fragment<!qw_config<T>::exact>(f, lo, hi, s, bias_lo, bias_hi, split_lo, split_hi);
     }
 };
 

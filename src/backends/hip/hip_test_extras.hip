@@ -13,11 +13,17 @@
  *   hip_test_wgmma_built(): 1 when this build has the sm_90a wgmma tiles
  *   hip_test_int4_routed_fits(hidden, intermediate): 1 when the routed decode
  *     GEMVs (tile "d8") of such a layer fit the current device
+ *   hip_test_rounded_pairs(scales_bf16, &mismatches): the rounded A fragments
+ *     of the int4 wgmma tiles (q_dequant<true>: two bf16x2 FMAs a pair)
+ *     against int4_word_to_bf16 (the BF16 mode's bits) for every positive
+ *     finite scale of that dtype, zero point 0..16 and code; -1 when this
+ *     build has no wgmma tiles
  * The stream and graph calls return 0 on success, else the runtime's error
  * code; hip_download_weights returns a moeint4_status. */
 #if defined(MOEINT4_HIP_TEST_EXTRAS)
 #include <string.h>
 
+#include "backends/hip/hip_int4_wgmma_ops.h"
 #include "backends/hip/hip_internal.h"
 
 namespace {
@@ -85,6 +91,56 @@ int graph_destroy(void *graph_exec) { return (int)hipGraphExecDestroy((hipGraphE
 
 int wgmma_built(void) { return mi4_hip_wgmma_built(); }
 
+/* One thread a scale's bits: every zero point 0..16 and code, each pair of
+ * q_dequant<true> against the two bf16 int4_word_to_bf16 writes for it. */
+__global__ void rounded_pairs_kernel(int scales_bf16, unsigned *mismatches)
+{
+#if defined(MI4_HAVE_WGMMA)
+    using namespace mi4_gemm;
+    const uint32_t bits = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t exponent = scales_bf16 ? 0x7f80u : 0x7c00u;
+    if (bits > 0xffffu || (bits & 0x8000u) || bits == 0 || (bits & exponent) == exponent)
+        return; /* prepare takes positive finite scales only */
+    const float scale = mi4_dev_scale_to_f32((uint16_t)bits, scales_bf16);
+    const q_split_scale split = q_split(scale);
+    unsigned bad = 0;
+    for (int zero = 0; zero <= 16; zero++)
+        for (int half = 0; half < 2; half++) {
+            const uint32_t word = half ? 0xfedcba98u : 0x76543210u; /* code j at bits 4j */
+            const uint4 want = int4_word_to_bf16(word, zero, scale);
+            const uint32_t element[4] = { want.x, want.y, want.z, want.w };
+            for (int j = 0; j < 4; j++) { /* codes j and j + 4 */
+                const uint32_t got = q_dequant<true>(word, 4 * j, int4_bias_pair(zero), split);
+                const uint32_t lo = element[j / 2] >> (16 * (j % 2)) & 0xffffu;
+                const uint32_t hi = element[(j + 4) / 2] >> (16 * (j % 2)) & 0xffffu;
+                bad += got != (lo | hi << 16);
+            }
+        }
+    if (bad)
+        atomicAdd(mismatches, bad);
+#else
+    (void)scales_bf16;
+    (void)mismatches;
+#endif
+}
+
+int rounded_pairs(int scales_bf16, unsigned *mismatches)
+{
+    if (!mi4_hip_wgmma_built())
+        return -1;
+    unsigned *count = nullptr;
+    hipError_t e = hipMalloc((void **)&count, sizeof *count);
+    if (e == hipSuccess)
+        e = hipMemset(count, 0, sizeof *count);
+    if (e == hipSuccess)
+        e = mi4_launch(rounded_pairs_kernel, dim3(256), dim3(256), 0, (hipStream_t)0, scales_bf16,
+                       count);
+    if (e == hipSuccess)
+        e = hipMemcpy(mismatches, count, sizeof *count, hipMemcpyDeviceToHost);
+    (void)hipFree(count);
+    return (int)e;
+}
+
 int routed_fits(int hidden, int intermediate)
 {
     return mi4_hip_int4_routed_fits(hidden, intermediate);
@@ -108,6 +164,7 @@ void *mi4_hip_test_extra(const char *name)
         {"hip_test_graph_destroy", (void *)graph_destroy},
         {"hip_test_wgmma_built", (void *)wgmma_built},
         {"hip_test_int4_routed_fits", (void *)routed_fits},
+        {"hip_test_rounded_pairs", (void *)rounded_pairs},
     };
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         if (strcmp(name, extras[i].name) == 0)
