@@ -240,7 +240,7 @@ hipError_t mi4_hip_launch_gemm_dequant(mi4_hip_tile_config config, bool gated,
  * GEMM of tile `config` (MI4_TILE_Q8 .. MI4_TILE_Q128; MI4_TILE_QW64,
  * MI4_TILE_QW128 and MI4_TILE_Q256: the warp-specialized one of
  * hip_int4_ws.hip, mi4_hip_launch_int4_ws, with tiles of 64, 128 or 256
- * token rows; MI4_TILE_QW32: q32's gemm13, its gemm2 with 32 rows). */
+ * token rows; MI4_TILE_QW32: the same with 32). */
 hipError_t mi4_hip_launch_int4_wgmma(mi4_hip_tile_config config, bool gated,
                                      const mi4_hip_gemm_args *a, bool init);
 hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_args *a,

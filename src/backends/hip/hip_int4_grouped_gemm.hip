@@ -338,8 +338,7 @@ hipError_t launch_tile(mi4_hip_tile_config config, const mi4_hip_gemm_args *a, b
     case MI4_TILE_Q16: return launch_q<16, GATED>(a, init);
     case MI4_TILE_Q32: return launch_q<32, GATED>(a, init);
     case MI4_TILE_Q64: return launch_q<64, GATED>(a, init);
-    case MI4_TILE_QW32: /* q32's gemm13, the warp-specialized gemm2 */
-        return GATED ? launch_q<32, true>(a, init) : mi4_hip_launch_int4_ws(32, false, a, init);
+    case MI4_TILE_QW32:
     case MI4_TILE_QW64:
     case MI4_TILE_QW128:
     case MI4_TILE_Q256: return mi4_hip_launch_int4_ws(mi4_hip_tile_rows(config), GATED, a, init);

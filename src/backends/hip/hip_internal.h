@@ -186,8 +186,8 @@ typedef enum mi4_hip_tile_config {
      * product exact in f32 (as MI4_TILE_Q8 .. MI4_TILE_Q32), a deeper ring */
     MI4_TILE_QW64 = 18,
     MI4_TILE_QW128 = 19, /* the same with 128 token rows */
-    /* tiles of 32 token rows: q32's gemm13 and the warp-specialized gemm2
-     * with 32 token rows, two blocks an SM */
+    /* the warp-specialized tile (as MI4_TILE_QW64) with 32 token rows, two
+     * blocks an SM */
     MI4_TILE_QW32 = 20,
     MI4_TILE_COUNT = 21,
 } mi4_hip_tile_config;

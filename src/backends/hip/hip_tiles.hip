@@ -56,9 +56,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * hip-2026-12-04-s20.md). Its gemm2 is where Mixtral gains: a long
      * input (14336 against Qwen3's 768) amortizes a persistent tile's
      * start, and one 64-row tile reads an expert's weights once where
-     * experts past 32 rows take two 32-row ones. From 13 rows qw32:
-     * q32's gemm13 and the warp-specialized gemm2 at 32 rows (two blocks an
-     * SM), whose gemm2 was 18% faster for Mixtral at 16 rows. */
+     * experts past 32 rows take two 32-row ones. From 13 rows qw32: both
+     * GEMMs on the warp-specialized kernel at 32 rows (two blocks an SM);
+     * its gemm2 was 18% faster for Mixtral at 16 rows, its gemm13 6%
+     * (Mixtral M = 64 forward; bench/results/hip-2026-12-05-s25.md). */
     if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT) {
         const bool long_gemm2 = w->intermediate_size >= MI4_QW64_MIN_INTERMEDIATE;
         return rows_per_expert <= 4    ? MI4_TILE_Q8
