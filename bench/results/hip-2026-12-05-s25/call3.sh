@@ -2,7 +2,13 @@
 # Session 25, call 3 (carry ["build-hipdeps", "build-packn", "build-packm"]):
 # the merged main (split scales + qw32's warp-specialized gemm13, build-m25)
 # as one tree: every HIP entry but the memory ones, then an A/B against
-# 4f763da (build-new) where the two changes run.
+# 4f763da (build-new) where the two changes run. Not run yet: no machine
+# could be started after call 2. build-packm/m25.tar.xz (main at dbd0416's
+# HIP sources) is made on the development machine by
+#   . bench/hip/nvidia_build.sh && configure_nvidia . build-m25 \
+#     -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_PYTHON=/usr/bin/python3 && ninja -C build-m25
+# (3 minutes on 2 cores), then packed as hip-2026-12-05-s24/prepare.sh's
+# pack() does; build-packn and build-hipdeps are session 24's.
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
 for t in build-packn/new build-packm/m25; do tar xJf $t.tar.xz; done
