@@ -249,8 +249,8 @@ static void amx_tile(const mi4_cpu_tile_job *job) { amx_tile_pair(job, job); }
 #else
 #define BF16_TABLE_NAME "amx"
 #define BF16_TABLE_GETTER mi4_cpu_kernels_amx
-#define BF16_TABLE_F16_INPUT mi4_cpu_kernels_amx_f16
 #endif
+#define BF16_TABLE_F16_INPUT mi4_cpu_kernels_amx_f16 /* amx's and its own */
 #define BF16_TABLE_TILE amx_tile
 #define BF16_TABLE_TILE_PAIR amx_tile_pair
 #define BF16_TABLE_PAIR_ROWS_MIN_TOKENS MI4_AMX_MIN_TOKENS
@@ -268,13 +268,9 @@ static void bf16_tile(const mi4_cpu_tile_job *job) { bf16_tile_pair(job, job); }
 #define BF16_TABLE_TILE_PAIR bf16_tile_pair
 #define BF16_TABLE_PAIR_ROWS_MIN_TOKENS 0
 #endif
-#if BF16_PLANES == 2
-#define BF16_TABLE_F16_INPUT BF16_TABLE_GETTER /* its own F16 table */
-#endif
 #ifndef BF16_TABLE_F16_INPUT
 #define BF16_TABLE_F16_INPUT NULL /* F16 on wide_input */
 #endif
-const mi4_cpu_kernels *BF16_TABLE_GETTER(void);
 
 /* Output rounding and the activation: the AVX2 table's. */
 static const mi4_cpu_kernels avx512bf16_kernels = {

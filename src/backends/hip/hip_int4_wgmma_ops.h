@@ -69,9 +69,10 @@ MI4_DEVICE q_split_scale q_split(float scale)
  * rounded once (the bits of the BF16 mode's weights): (q - zero) * lo is
  * exact in bf16 (4 bits times 3), so (q - zero) * hi + that, one bf16x2 FMA,
  * is (q - zero) * scale rounded once. Two bf16x2 FMAs a pair of weights
- * where two f32 products and a conversion took five instructions
- * (checked for every positive finite f16 and bf16 scale and every
- * q - zero in [-15, 15]: bench/results/hip-2026-12-05-s24.md). */
+ * where two unpacks, two f32 products and a conversion took five
+ * instructions (checked for every positive finite f16 and bf16 scale and
+ * every q - zero in [-16, 15]: bench/results/hip-2026-12-05-s24.md, and on
+ * the H200 by test_hip_dequant's test_rounded_pairs). */
 template <bool ROUNDED>
 MI4_DEVICE uint32_t q_dequant(uint32_t word, int shift, uint32_t bias, const q_split_scale &scale)
 {

@@ -393,7 +393,7 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
 
 hipError_t mi4_hip_launch_int4_ws(int tile_rows, bool gated, const mi4_hip_gemm_args *a, bool init)
 {
-    if (tile_rows == 32) /* gemm13 too since session 25: 6% faster at Mixtral M = 64 than q32's */
+    if (tile_rows == 32) /* gemm13 6% faster than q32's at Mixtral M = 64 (hip-2026-12-05-s25.md) */
         return gated ? launch_qw<32, true>(a, init) : launch_qw<32, false>(a, init);
     if (tile_rows == 64)
         return gated ? launch_qw<64, true>(a, init) : launch_qw<64, false>(a, init);
