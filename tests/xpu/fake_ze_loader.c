@@ -4,7 +4,8 @@
  * event waits, kernel arguments by address, group sizes) runs end to end.
  * zeModuleCreate refuses native (ocloc) binaries, as a driver refuses those
  * of another device, and checks that it was handed the backend's embedded SPIR-V
- * module, then builds the same program from the OpenCL C text, or, with
+ * module for the EU width the device reports (FAKE_ZE_EU_SIMD_WIDTH, else 8;
+ * 16 or more: the SIMD16 module), then builds the same program from the OpenCL C text, or, with
  * FAKE_ZE_SPIR_MODULE naming the build's SPIR translation of that module
  * (spirv_to_spir.cmake: PoCL 3.1 cannot ingest SPIR-V, but builds SPIR
  * 1.2), from that, with no fallback to the text: then the kernels that run
@@ -14,6 +15,7 @@
 #include <CL/cl.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,15 @@
 extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
+extern const unsigned char mi4_xpu_kernel_spirv_simd16[];
+extern const size_t mi4_xpu_kernel_spirv_simd16_size;
+
+/* physicalEUSimdWidth of the fake device */
+static uint32_t fake_eu_simd_width(void)
+{
+    const char *v = getenv("FAKE_ZE_EU_SIMD_WIDTH");
+    return v && *v ? (uint32_t)atoi(v) : 8u;
+}
 
 struct _ze_driver_handle_t {
     int unused;
@@ -132,6 +143,7 @@ ze_result_t zeDeviceGetProperties(ze_device_handle_t device, ze_device_propertie
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     props->type = ZE_DEVICE_TYPE_GPU;
     props->vendorId = 0x8086;
+    props->physicalEUSimdWidth = fake_eu_simd_width();
     snprintf(props->name, sizeof props->name, "fake Level Zero GPU (PoCL)");
     return ZE_RESULT_SUCCESS;
 }
@@ -271,8 +283,11 @@ ze_result_t zeModuleCreate(ze_context_handle_t context, ze_device_handle_t devic
     if (desc->stype != ZE_STRUCTURE_TYPE_MODULE_DESC || desc->format != ZE_MODULE_FORMAT_IL_SPIRV ||
         device != &the_device)
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    if (desc->inputSize != mi4_xpu_kernel_spirv_size ||
-        memcmp(desc->pInputModule, mi4_xpu_kernel_spirv, desc->inputSize) != 0 ||
+    const int simd16 = fake_eu_simd_width() >= 16;
+    const unsigned char *want = simd16 ? mi4_xpu_kernel_spirv_simd16 : mi4_xpu_kernel_spirv;
+    if (desc->inputSize !=
+            (simd16 ? mi4_xpu_kernel_spirv_simd16_size : mi4_xpu_kernel_spirv_size) ||
+        memcmp(desc->pInputModule, want, desc->inputSize) != 0 ||
         ((const uint32_t *)desc->pInputModule)[0] != 0x07230203u)
         return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
     cl_int rc;

@@ -3,11 +3,11 @@
 # llvm-spirv, then the OpenCL builtins the module calls on generic pointers
 # (vload_half, vload4, vstore_half_rte: `PU3AS4` in their mangled names)
 # renamed to PoCL's flat-pointer overloads (`P`), which on its CPU device
-# are the same pointers, and the `noinline` that clang's -O0 put on every
-# function (the module is built at -O0, see the XPU CMakeLists) dropped;
-# then optimized (opt -O2), as a driver's compiler optimizes the SPIR-V it
-# is given: PoCL's SPIR path computes wrong results on -O0 code, even
-# clang's own from the OpenCL C text, and right ones on optimized code.
+# are the same pointers; then optimized (opt -O2), as a driver's compiler
+# optimizes the SPIR-V it is given: PoCL's SPIR path computes wrong results
+# on -O0 code, even clang's own from the OpenCL C text, and right ones on
+# optimized code (the module is only inlined and its private arrays
+# promoted: src/backends/xpu/spirv_module.cmake).
 # Nothing else is touched: the kernels PoCL runs are the SPIR-V module's.
 # cmake -DLLVM_SPIRV=... -DLLVM_DIS=... -DLLVM_AS=... -DLLVM_OPT=...
 #       -DSPIRV=in.spv -DOUTPUT=out.bc -P this
@@ -23,8 +23,6 @@ file(READ ${OUTPUT}.reverse.ll ir)
 string(REGEX MATCHALL "@_Z[A-Za-z0-9_]*PU3AS4[A-Za-z0-9_]*" generic_calls "${ir}")
 list(REMOVE_DUPLICATES generic_calls)
 string(REGEX REPLACE "(@_Z[A-Za-z0-9_]*)PU3AS4" "\\1P" ir "${ir}")
-# attribute groups: `attributes #N = { noinline nounwind }`
-string(REGEX REPLACE "(\nattributes #[0-9]+ = {[^}\n]*) noinline" "\\1" ir "${ir}")
 file(WRITE ${OUTPUT}.ll "${ir}")
 execute_process(COMMAND ${LLVM_AS} ${OUTPUT}.ll -o ${OUTPUT}.renamed.bc RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The ocloc binaries the XPU plugin embeds match the kernels it embeds: the
-# text and SPIR-V module it carries hash to what aot_compile.sh recorded when
+# text and SPIR-V modules it carries hash to what aot_compile.sh recorded when
 # it compiled the binaries, and ocloc compiling the carried OpenCL C text
 # again for each target, with the target's recorded options, gives each
 # binary byte for byte (ocloc is deterministic).
@@ -13,8 +13,11 @@ trap 'rm -rf "$work"' EXIT
 recorded() { awk -v key="$1" '$1 == key {print $2}' "$work/recorded.txt"; }
 [ "$(sha256sum < "$work/source.cl" | cut -c1-64)" = "$(recorded source_sha256)" ] ||
   { echo "FAIL: the embedded OpenCL C text is not the one the binaries were compiled from"; exit 1; }
-[ "$(sha256sum < "$work/module.spv" | cut -c1-64)" = "$(recorded spirv_sha256)" ] ||
-  { echo "FAIL: the embedded SPIR-V is not the module ocloc compiled at build time"; exit 1; }
+for module in module module_simd16; do
+  key=${module/module/spirv}_sha256
+  [ "$(sha256sum < "$work/$module.spv" | cut -c1-64)" = "$(recorded "$key")" ] ||
+    { echo "FAIL: the embedded $module.spv is not the module ocloc compiled at build time"; exit 1; }
+done
 targets=$(awk '$1 == "targets" {$1 = ""; print}' "$work/recorded.txt")
 [ -n "$targets" ] || { echo "FAIL: no ocloc binary embedded"; exit 1; }
 for target in $targets; do

@@ -1,5 +1,5 @@
 /* Writes what the XPU plugin embeds into a folder: the OpenCL C text
- * (source.cl), the SPIR-V module (module.spv), each ocloc binary
+ * (source.cl), the SPIR-V modules (module.spv, module_simd16.spv), each ocloc binary
  * (<target>.bin), and on stdout the SHA-256 sums recorded when the binaries
  * were compiled and each target's ocloc options. test_xpu_aot_binaries.sh checks them. */
 #include <stdio.h>
@@ -30,8 +30,10 @@ int main(int argc, char **argv)
     int failed =
         write_file(argv[1], "source.cl", mi4_xpu_kernel_source, strlen(mi4_xpu_kernel_source));
     failed |= write_file(argv[1], "module.spv", mi4_xpu_kernel_spirv, mi4_xpu_kernel_spirv_size);
-    printf("source_sha256 %s\nspirv_sha256 %s\ntargets", mi4_xpu_aot_source_sha256,
-           mi4_xpu_aot_spirv_sha256);
+    failed |= write_file(argv[1], "module_simd16.spv", mi4_xpu_kernel_spirv_simd16,
+                         mi4_xpu_kernel_spirv_simd16_size);
+    printf("source_sha256 %s\nspirv_sha256 %s\nspirv_simd16_sha256 %s\ntargets",
+           mi4_xpu_aot_source_sha256, mi4_xpu_aot_spirv_sha256, mi4_xpu_aot_spirv_simd16_sha256);
     for (int i = 0; i < mi4_xpu_aot_count; ++i) {
         char name[64];
         snprintf(name, sizeof name, "%s.bin", mi4_xpu_aot_targets[i]);

@@ -1,22 +1,22 @@
 #!/bin/bash
 # Build step: Intel's offline compiler (ocloc, IGC) compiles the XPU kernels
 # for each Intel GPU target, from the OpenCL C text (what the OpenCL runtime
-# builds) and from the SPIR-V module (what the Level Zero runtime loads).
+# builds) and from the two SPIR-V modules (what the Level Zero runtime
+# loads: IGC's own SIMD width, or SIMD16 on EUs 16 lanes wide).
 # Any compile error fails the build. Writes OUTDIR/<target>.bin (compiled
 # from the OpenCL C text with the target's options below, through IGC's own
-# optimizing front end; the plugin embeds them: the SPIR-V, built at -O0,
-# spills more on every target) and prints, per target, input and
+# optimizing front end; the plugin embeds them) and prints, per target, input and
 # kernel, what IGC reports: SIMD width, registers (GRF) per thread, spill
 # and private memory bytes per thread, for every variant IGC compiled (from
 # its shader dump: SIMD widths it tried; "retry" marks a second compilation
 # IGC made after the first spilled too much).
 # Also writes OUTDIR/xpu_kernels_aot.c: the binaries as byte arrays, their
-# targets and options, and the SHA-256 of the text and module they were compiled from
-# (test_xpu_aot_binaries checks both against what the plugin embeds).
-# usage: aot_compile.sh OCLOC SOURCE.cl MODULE.spv OUTDIR TARGET...
+# targets and options, and the SHA-256 of the text and modules they were compiled from
+# (test_xpu_aot_binaries checks them against what the plugin embeds).
+# usage: aot_compile.sh OCLOC SOURCE.cl MODULE.spv MODULE_SIMD16.spv OUTDIR TARGET...
 set -euo pipefail
-ocloc=$1 source=$2 module=$3 outdir=$4
-shift 4
+ocloc=$1 source=$2 module=$3 module_simd16=$4 outdir=$5
+shift 5
 mkdir -p "$outdir"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,7 +51,7 @@ compile() { # target input kind [options] -> binary in $work/<kind>_<target>
   local target=$1 input=$2 kind=$3 options=${4:-} log
   local dump="$work/dump_${kind}_$target"
   local flags=(-file "$input" -device "$target" -output "${kind}_$target" -out_dir "$work")
-  [ "$kind" = spirv ] && flags+=(-spirv_input)
+  [[ $kind == spirv* ]] && flags+=(-spirv_input)
   [ -n "$options" ] && flags+=(-options "$options")
   mkdir -p "$dump"
   if ! log=$(IGC_ShaderDumpEnable=1 IGC_DumpToCustomDir="$dump" "$ocloc" compile "${flags[@]}" 2>&1); then
@@ -67,9 +67,10 @@ start=$(date +%s)
 for target in "$@"; do
   compile "$target" "$source" opencl_c "$(target_options "$target")"
   compile "$target" "$module" spirv
+  compile "$target" "$module_simd16" spirv_simd16
   cp "$work"/opencl_c_"$target"*.bin "$outdir/$target.bin"
 done
-echo "ocloc: $(( $# * 2 )) compiles in $(( $(date +%s) - start )) s"
+echo "ocloc: $(( $# * 3 )) compiles in $(( $(date +%s) - start )) s"
 
 bytes() { od -An -v -tx1 "$1" | sed -E 's/ ([0-9a-f]{2})/0x\1,/g'; }
 {
@@ -90,5 +91,6 @@ bytes() { od -An -v -tx1 "$1" | sed -E 's/ ([0-9a-f]{2})/0x\1,/g'; }
   for target in "$@"; do printf '%s, ' "$(stat -c %s "$outdir/$target.bin")"; done; echo "};"
   echo "const char mi4_xpu_aot_source_sha256[] = \"$(sha256sum < "$source" | cut -c1-64)\";"
   echo "const char mi4_xpu_aot_spirv_sha256[] = \"$(sha256sum < "$module" | cut -c1-64)\";"
+  echo "const char mi4_xpu_aot_spirv_simd16_sha256[] = \"$(sha256sum < "$module_simd16" | cut -c1-64)\";"
 } > "$outdir/xpu_kernels_aot.c.tmp"
 mv "$outdir/xpu_kernels_aot.c.tmp" "$outdir/xpu_kernels_aot.c"

@@ -125,6 +125,9 @@ void mi4_xpu_ocl_handles(mi4_xpu_runtime *rt, void **device, void **context, voi
 extern const char mi4_xpu_kernel_source[];
 extern const unsigned char mi4_xpu_kernel_spirv[];
 extern const size_t mi4_xpu_kernel_spirv_size;
+/* The same kernels at SIMD16, for EUs 16 lanes wide (xpu_runtime_ze.c). */
+extern const unsigned char mi4_xpu_kernel_spirv_simd16[];
+extern const size_t mi4_xpu_kernel_spirv_simd16_size;
 /* ocloc's binaries of the OpenCL C text for Intel GPU targets, with each
  * target's ocloc -options (aot_compile.sh). */
 extern const int mi4_xpu_aot_count;
@@ -134,5 +137,6 @@ extern const unsigned char *const mi4_xpu_aot_binaries[];
 extern const size_t mi4_xpu_aot_sizes[];
 extern const char mi4_xpu_aot_source_sha256[];
 extern const char mi4_xpu_aot_spirv_sha256[];
+extern const char mi4_xpu_aot_spirv_simd16_sha256[];
 
 #endif

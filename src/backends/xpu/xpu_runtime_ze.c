@@ -70,6 +70,7 @@ typedef struct ze_runtime {
     ze_context_handle_t context;
     ze_command_list_handle_t list;
     int owns_context, owns_list;
+    int eu_simd_width; /* ze_device_properties_t.physicalEUSimdWidth: 8 on Xe-LP / Xe-HPG */
     ze_module_handle_t module;
     ze_kernel_handle_t kernels[MI4_XPU_KERNEL_COUNT];
     ze_event_pool_handle_t event_pool;
@@ -431,10 +432,14 @@ static ze_result_t create_objects(ze_runtime *rt, char *log, size_t log_cap)
         memset(&desc, 0, sizeof desc);
         desc.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
         desc.format = ZE_MODULE_FORMAT_IL_SPIRV;
-        desc.inputSize = mi4_xpu_kernel_spirv_size;
-        desc.pInputModule = mi4_xpu_kernel_spirv;
+        /* EUs 16 lanes wide (Xe-HPC, Xe2): the SIMD16 module; IGC's own
+         * choice there, SIMD32, spills (ocloc for pvc, in the build log) */
+        const int simd16 = rt->eu_simd_width >= 16;
+        desc.inputSize = simd16 ? mi4_xpu_kernel_spirv_simd16_size : mi4_xpu_kernel_spirv_size;
+        desc.pInputModule = simd16 ? mi4_xpu_kernel_spirv_simd16 : mi4_xpu_kernel_spirv;
         ze_module_build_log_handle_t build_log = NULL;
-        snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "SPIR-V");
+        snprintf(rt->base.kernels_from, sizeof rt->base.kernels_from, "%s",
+                 simd16 ? "SPIR-V (SIMD16)" : "SPIR-V");
         rc = api->module_create(rt->context, rt->device, &desc, &rt->module, &build_log);
         if (rc != ZE_RESULT_SUCCESS && build_log) {
             size_t size = log_cap;
@@ -483,8 +488,10 @@ moeint4_status mi4_xpu_ze_create(const moeint4_context_options *options, mi4_xpu
         return mi4_xpu_fail(err, cap, MOEINT4_BACKEND_UNAVAILABLE, "%s", reason);
     }
     ze_device_properties_t props;
-    if (device_properties(&rt->api, rt->device, &props) == ZE_RESULT_SUCCESS)
+    if (device_properties(&rt->api, rt->device, &props) == ZE_RESULT_SUCCESS) {
         rt->base.compute_units = (int)(props.numSlices * props.numSubslicesPerSlice);
+        rt->eu_simd_width = (int)props.physicalEUSimdWidth;
+    }
     char log[160] = "";
     ze_result_t rc = create_objects(rt, log, sizeof log);
     if (rc != ZE_RESULT_SUCCESS) {

@@ -446,12 +446,14 @@ void mi4_w13(__local float4 *xs, int max_rows, __global const uchar *zeros, MI4_
  * tiles of one slot: only the one-row code, so the compiler sizes
  * registers for it alone (on the H200 the GEMM kernel run on one-row
  * tiles took 1.5x the GEMV's time). */
-/* An ahead-of-time build for one Intel target may fix the SIMD width
- * (-DMI4_SUB_GROUP_SIZE, aot_compile.sh: IGC's own choice of SIMD32 on pvc
- * spills thousands of bytes per thread). These kernels call no sub-group
+/* A build for Intel GPUs may fix the SIMD width (-DMI4_SUB_GROUP_SIZE: the
+ * ocloc binary for pvc, aot_compile.sh, and the SPIR-V module for EUs 16
+ * lanes wide, spirv_module.cmake: IGC's own choice of SIMD32 there spills
+ * thousands of bytes per thread). These kernels call no sub-group
  * function, so the width changes registers, not results; elsewhere
- * (PoCL, NVIDIA, a runtime build) the attribute is absent. */
-#if defined(MI4_SUB_GROUP_SIZE) && defined(cl_intel_required_subgroup_size)
+ * (PoCL, NVIDIA, a runtime build) the attribute is absent. clang's SPIR
+ * target takes the attribute without defining the extension's macro. */
+#if defined(MI4_SUB_GROUP_SIZE)
 #define MI4_SIMD_WIDTH __attribute__((intel_reqd_sub_group_size(MI4_SUB_GROUP_SIZE)))
 #else
 #define MI4_SIMD_WIDTH
