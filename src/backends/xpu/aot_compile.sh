@@ -1,8 +1,8 @@
 #!/bin/bash
 # Build step: Intel's offline compiler (ocloc, IGC) compiles the XPU kernels
 # for each Intel GPU target, from the OpenCL C text (what the OpenCL runtime
-# builds) and from the two SPIR-V modules (what the Level Zero runtime
-# loads: IGC's own SIMD width, or SIMD16 on EUs 16 lanes wide).
+# builds) and from the SPIR-V module the Level Zero runtime loads on that
+# target (IGC's own SIMD width, or SIMD16 on EUs 16 lanes wide).
 # Any compile error fails the build. Writes OUTDIR/<target>.bin (compiled
 # from the OpenCL C text with the target's options below, through IGC's own
 # optimizing front end; the plugin embeds them) and prints, per target, input and
@@ -29,6 +29,15 @@ target_options() {
   case $1 in
   pvc) echo "-DMI4_SUB_GROUP_SIZE=16" ;;
   *) echo "" ;;
+  esac
+}
+
+# Whether the Level Zero runtime hands a target the SIMD16 module: EUs 16
+# lanes wide (pvc; Xe2's bmg and lnl, which this ocloc does not know).
+simd16_target() {
+  case $1 in
+  pvc* | bmg* | lnl*) return 0 ;;
+  *) return 1 ;;
   esac
 }
 
@@ -66,11 +75,14 @@ compile() { # target input kind [options] -> binary in $work/<kind>_<target>
 start=$(date +%s)
 for target in "$@"; do
   compile "$target" "$source" opencl_c "$(target_options "$target")"
-  compile "$target" "$module" spirv
-  compile "$target" "$module_simd16" spirv_simd16
+  if simd16_target "$target"; then # the module the target gets
+    compile "$target" "$module_simd16" spirv_simd16
+  else
+    compile "$target" "$module" spirv
+  fi
   cp "$work"/opencl_c_"$target"*.bin "$outdir/$target.bin"
 done
-echo "ocloc: $(( $# * 3 )) compiles in $(( $(date +%s) - start )) s"
+echo "ocloc: $(( $# * 2 )) compiles in $(( $(date +%s) - start )) s"
 
 bytes() { od -An -v -tx1 "$1" | sed -E 's/ ([0-9a-f]{2})/0x\1,/g'; }
 {
