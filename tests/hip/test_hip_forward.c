@@ -331,7 +331,8 @@ static void test_int4_tile_dequant(void **state)
  * at every ring depth (MOEINT4_HIP_DECODE_RING) and with one, three or the
  * chosen number of blocks per slot / token (MOEINT4_HIP_DECODE_BLOCKS: one
  * block walks every output block, its ring running across them), gemm2's
- * token rows in the ring or staged (MOEINT4_HIP_DECODE_X); zero points, an
+ * token rows in the ring or staged (MOEINT4_HIP_DECODE_X), gemm13's items
+ * of two or four output blocks (MOEINT4_HIP_DECODE_ITEM); zero points, an
  * expert map, steps with no chunk (3 chunks over 2 warps; 10 slots over 8
  * warps), the router weight on either side; then a per-channel layer whose
  * intermediate (200) ends inside a chunk (the ring's inputs past it: zeros). */
@@ -341,6 +342,7 @@ static void test_decode_rings_and_grids(void **state)
     const char *rings[] = { "4", "6", "8" };
     const char *blocks[] = { "1", "3", "auto" };
     const char *x_modes[] = { "ring", "staged" };
+    const char *items[] = { "2", "4" };
     moeint4_context *ctx = hip_test_context("mma");
     tk_layer layer;
     moeint4_weights *w =
@@ -350,15 +352,17 @@ static void test_decode_rings_and_grids(void **state)
     for (int x = 0; x < 2; x++)
         for (int r = 0; r < 3; r++)
             for (int b = 0; b < 3; b++)
-                for (int i = 0; i < 3; i++) {
+                for (int i = 0; i < 6; i++) {
                     setenv("MOEINT4_HIP_DECODE_X", x_modes[x], 1);
                     setenv("MOEINT4_HIP_DECODE_RING", rings[r], 1);
                     setenv("MOEINT4_HIP_DECODE_BLOCKS", blocks[b], 1);
-                    hip_test_case c =
-                        default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 6, i == 2 ? 10 : 4, seed++);
-                    c.on_input = i == 1;
-                    print_message("x %s, ring %s, blocks %s, M = %lld, top-k %d\n", x_modes[x],
-                                  rings[r], blocks[b], (long long)c.num_tokens, c.topk);
+                    setenv("MOEINT4_HIP_DECODE_ITEM", items[i / 3], 1);
+                    hip_test_case c = default_case(MOEINT4_DTYPE_BF16, i % 3 == 0 ? 1 : 6,
+                                                   i % 3 == 2 ? 10 : 4, seed++);
+                    c.on_input = i % 3 == 1;
+                    print_message("x %s, ring %s, blocks %s, item %s, M = %lld, top-k %d\n",
+                                  x_modes[x], rings[r], blocks[b], items[i / 3],
+                                  (long long)c.num_tokens, c.topk);
                     double e = hip_test_error(ctx, w, &layer, &c);
                     assert_true(e <= HIP_TOLERANCE);
                 }
@@ -369,18 +373,20 @@ static void test_decode_rings_and_grids(void **state)
     w = hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_SYM, 8, 256, 200, -1, 0, 62);
     for (int x = 0; x < 2; x++)
         for (int r = 0; r < 3; r += 2)
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < 6; i++) {
                 setenv("MOEINT4_HIP_DECODE_X", x_modes[x], 1);
                 setenv("MOEINT4_HIP_DECODE_RING", rings[r], 1);
-                hip_test_case c =
-                    default_case(MOEINT4_DTYPE_BF16, i == 0 ? 1 : 3, i == 2 ? 3 : 2, seed++);
-                print_message("intermediate 200: x %s, ring %s, M = %lld, top-k %d\n", x_modes[x],
-                              rings[r], (long long)c.num_tokens, c.topk);
+                setenv("MOEINT4_HIP_DECODE_ITEM", items[i / 3], 1);
+                hip_test_case c = default_case(MOEINT4_DTYPE_BF16, i % 3 == 0 ? 1 : 3,
+                                               i % 3 == 2 ? 3 : 2, seed++);
+                print_message("intermediate 200: x %s, ring %s, item %s, M = %lld, top-k %d\n",
+                              x_modes[x], rings[r], items[i / 3], (long long)c.num_tokens, c.topk);
                 double e = hip_test_error(ctx, w, &layer, &c);
                 assert_true(e <= HIP_TOLERANCE);
             }
     unsetenv("MOEINT4_HIP_DECODE_X");
     unsetenv("MOEINT4_HIP_DECODE_RING");
+    unsetenv("MOEINT4_HIP_DECODE_ITEM");
     unsetenv("MOEINT4_HIP_TILE");
     moeint4_weights_release(w);
     tk_layer_free(&layer);

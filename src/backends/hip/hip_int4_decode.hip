@@ -22,9 +22,10 @@
  * 1 KB) through a ring of STAGES chunks in shared memory with cp.async,
  * STAGES - 1 chunks ahead of the one it multiplies, so the loads hold no
  * registers; a chunk's scales and zero points ride in registers. An item
- * is an output block of 16 of one slot (gemm13) or token (gemm2); the
- * block's warps split its input (gemm13: 4 warps per 8 outputs, two
- * output blocks an item; gemm2: the token's slots, 8 / top-k warps each)
+ * is an output block of 16 of one slot (gemm13: 32 where each block
+ * still walks two or more) or token (gemm2); the block's warps split its
+ * input (gemm13: 4 warps per 8 outputs, two output blocks an item, or 2
+ * warps for each of four; gemm2: the token's slots, 8 / top-k warps each)
  * and their partial sums meet in shared memory in warp order
  * (deterministic). The grid is what the SMs hold; each block walks
  * several items of its slot or token with the ring running on across
@@ -41,7 +42,10 @@ namespace {
 using namespace mi4_gemm;
 
 constexpr int DECODE_WARPS = 8;
-constexpr int GEMM13_BLOCKS = 2; /* output blocks of 8 (16 rows: gate, up) a block */
+/* gemm13's output blocks of 8 (16 rows: gate, up) an item: 2 (4 warps
+ * split each block's input) or 4 (2 warps each: longer runs a warp, fewer
+ * items a block; mi4_hip_launch_int4_decode chooses) */
+constexpr int GEMM13_ITEM_NARROW = 2, GEMM13_ITEM_WIDE = 4;
 constexpr int CHUNK_BYTES = 1024; /* 16 rows x 128 inputs of codes */
 /* gemm2 with its token rows in the ring (X_RING): a slot also holds the
  * chunk's 128 inputs of the run's row, 256 bytes, after its codes. */
@@ -80,7 +84,6 @@ bool decode_fits(bool gated, const mi4_gemm::gemm_params &p, const mi4_hip_int4_
 constexpr int CHUNK = 128; /* inputs of one chunk */
 /* X_RING: where a slot's inputs start (uint4), and the lanes that copy them */
 constexpr int X_AT = CHUNK_BYTES / 16, X_LANES = X_CHUNK_BYTES / 16;
-constexpr int GEMM13_SPLIT = DECODE_WARPS / GEMM13_BLOCKS;
 
 /* (row g, row g + 8) . token over one chunk (codes lo, hi; zero: the two
  * rows' zero points); x: the lane's 32 staged inputs (4 x 16 bytes in
@@ -236,12 +239,13 @@ MI4_DEVICE const float *publish_partials(float *partial, int k, float lo, float 
     return buf;
 }
 
-/* gemm13's plan: item k is the output block of 16 (GEMM13_BLOCKS x 8
- * outputs) rank + k * blocks of one slot; warp (split s, output block b)
+/* gemm13's plan: item k is the output block of BLOCKS x 8 outputs
+ * rank + k * blocks of one slot; warp (split s, output block b)
  * takes chunk run s; row g is the gate row, g + 8 the up row of output
  * 8 * block + g. Partial sums meet in shared memory (publish_partials:
  * one barrier an item) and warp 0 applies the activation. */
-struct gemm13_plan {
+template <int BLOCKS> struct gemm13_plan {
+    static constexpr int SPLIT = DECODE_WARPS / BLOCKS;
     const gemm_params *p;
     const uint4 *xs;
     float *partial; /* [2][DECODE_WARPS][16] */
@@ -251,13 +255,13 @@ struct gemm13_plan {
 
     MI4_DEVICE int out_of(int k, int b, int g) const
     {
-        return ((rank + k * blocks) * GEMM13_BLOCKS + b) * 8 + g;
+        return ((rank + k * blocks) * BLOCKS + b) * 8 + g;
     }
     MI4_DEVICE bool start_run(int k, int r, item_rows &rows) const
     {
         (void)r;
         const int warp = (int)threadIdx.x / MI4_WARP;
-        const int out = out_of(k, warp % GEMM13_BLOCKS, mi4_lane() >> 2);
+        const int out = out_of(k, warp % BLOCKS, mi4_lane() >> 2);
         const bool valid = out < p->out_cols;
         rows = rows_of(*q, expert, valid ? out : -1, valid ? p->out_cols + out : -1);
         return true;
@@ -276,12 +280,12 @@ struct gemm13_plan {
     {
         const float *buf = publish_partials(partial, k, gate, up);
         const int tid = (int)threadIdx.x;
-        if (tid < 8 * GEMM13_BLOCKS) {
+        if (tid < 8 * BLOCKS) {
             const int b = tid / 8, row = tid % 8, o = out_of(k, b, row);
             float sum_gate = 0.0f, sum_up = 0.0f;
-            for (int s = 0; s < GEMM13_SPLIT; s++) {
-                sum_gate += buf[(s * GEMM13_BLOCKS + b) * 16 + row];
-                sum_up += buf[(s * GEMM13_BLOCKS + b) * 16 + 8 + row];
+            for (int s = 0; s < SPLIT; s++) {
+                sum_gate += buf[(s * BLOCKS + b) * 16 + row];
+                sum_up += buf[(s * BLOCKS + b) * 16 + 8 + row];
             }
             if (o < p->out_cols)
                 p->act[(size_t)slot * p->out_cols + o] = mi4_dev_f32_to_bf16(
@@ -293,7 +297,7 @@ struct gemm13_plan {
 /* gemm13: blocks (slot, rank): the slot's output blocks rank, rank +
  * blocks, ... A bad or non-local slot skips the block (gemm2 reports a bad
  * one). */
-template <int STAGES>
+template <int STAGES, int BLOCKS>
 __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
@@ -301,13 +305,13 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     mi4_grid_allow_next(); /* gemm2's blocks may start loading weights as these end */
     const int slot = (int)blockIdx.x / blocks, rank = (int)blockIdx.x % blocks;
     const int expert = mi4_slot_local(p.combine.check, slot);
-    const int units = (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS);
+    const int units = (p.out_cols + 8 * BLOCKS - 1) / (8 * BLOCKS);
     const int items = items_of(units, rank, blocks);
     if (expert < 0 || items == 0)
         return;
     const int warp = (int)threadIdx.x / MI4_WARP;
     uint4 *xs = decode_shared + DECODE_WARPS * STAGES * slot_uint4(false);
-    gemm13_plan plan;
+    gemm13_plan<BLOCKS> plan;
     plan.p = &p;
     plan.q = &q;
     plan.xs = xs;
@@ -316,7 +320,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.expert = expert;
     plan.rank = rank;
     plan.blocks = blocks;
-    plan.run = split_chunks(q, warp / GEMM13_BLOCKS, GEMM13_SPLIT);
+    plan.run = split_chunks(q, warp / BLOCKS, plan.SPLIT);
     plan.runs = 1;
     const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
     stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * slot_uint4(false), [&]() {
@@ -437,7 +441,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
 
 #else /* no mma.sync: int4_mma is never set (mi4_hip_int4_mma_serves), these never launch */
 
-template <int STAGES>
+template <int STAGES, int BLOCKS>
 __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
@@ -465,10 +469,11 @@ struct decode_choice {
 
 template <int STAGES>
 decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q,
-                               bool x_ring)
+                               bool x_ring, int item)
 {
     decode_choice c;
-    c.kernel = gated    ? int4_decode_gemm13<STAGES>
+    c.kernel = gated    ? (item == GEMM13_ITEM_WIDE ? int4_decode_gemm13<STAGES, GEMM13_ITEM_WIDE>
+                                                    : int4_decode_gemm13<STAGES, GEMM13_ITEM_NARROW>)
                : x_ring ? int4_decode_gemm2<STAGES, true>
                         : int4_decode_gemm2<STAGES, false>;
     c.shared = decode_shared_bytes(gated, p, q, STAGES, x_ring);
@@ -484,12 +489,26 @@ decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_i
  * (gemm13) or token (gemm2), so that 1 makes every block walk all output
  * blocks. 0: unset or not a positive number (the choice by occupancy).
  * MOEINT4_HIP_DECODE_X=staged keeps gemm2's token rows staged in shared
- * memory where they would ride in the ring. */
+ * memory where they would ride in the ring; MOEINT4_HIP_DECODE_ITEM
+ * gemm13's output blocks an item (gemm13_item). */
 int decode_knob(const char *name)
 {
     const char *v = getenv(name);
     const int n = v != nullptr ? atoi(v) : 0;
     return n > 0 ? n : 0;
+}
+
+/* gemm13's output blocks an item for `share` blocks a slot: 4 where every
+ * block still walks two items or more (each warp's run of a row is twice
+ * as long and a block meets its warps half as often), else 2.
+ * MOEINT4_HIP_DECODE_ITEM=2|4 forces one. */
+int gemm13_item(int out_cols, int64_t share)
+{
+    const int forced = decode_knob("MOEINT4_HIP_DECODE_ITEM");
+    if (forced == GEMM13_ITEM_NARROW || forced == GEMM13_ITEM_WIDE)
+        return forced;
+    const int64_t wide_units = (out_cols + 8 * GEMM13_ITEM_WIDE - 1) / (8 * GEMM13_ITEM_WIDE);
+    return wide_units >= 2 * share ? GEMM13_ITEM_WIDE : GEMM13_ITEM_NARROW;
 }
 
 } // namespace
@@ -504,9 +523,12 @@ hipError_t mi4_hip_int4_decode_init(void)
     if (e != hipSuccess)
         return e;
     const hipError_t results[] = {
-        allow_decode_shared(int4_decode_gemm13<8>, limit),
-        allow_decode_shared(int4_decode_gemm13<6>, limit),
-        allow_decode_shared(int4_decode_gemm13<4>, limit),
+        allow_decode_shared(int4_decode_gemm13<8, GEMM13_ITEM_NARROW>, limit),
+        allow_decode_shared(int4_decode_gemm13<6, GEMM13_ITEM_NARROW>, limit),
+        allow_decode_shared(int4_decode_gemm13<4, GEMM13_ITEM_NARROW>, limit),
+        allow_decode_shared(int4_decode_gemm13<8, GEMM13_ITEM_WIDE>, limit),
+        allow_decode_shared(int4_decode_gemm13<6, GEMM13_ITEM_WIDE>, limit),
+        allow_decode_shared(int4_decode_gemm13<4, GEMM13_ITEM_WIDE>, limit),
         allow_decode_shared(int4_decode_gemm2<8, false>, limit),
         allow_decode_shared(int4_decode_gemm2<6, false>, limit),
         allow_decode_shared(int4_decode_gemm2<4, false>, limit),
@@ -541,23 +563,34 @@ hipError_t mi4_hip_launch_int4_decode(bool gated, const mi4_hip_gemm_args *a, bo
         return hipSuccess;
     const int ring2 = gated ? 0 : decode_knob("MOEINT4_HIP_DECODE_RING2");
     const int ring = ring2 > 0 ? ring2 : decode_knob("MOEINT4_HIP_DECODE_RING");
-    decode_choice use = ring == 8   ? decode_choice_of<8>(gated, p, q, x_ring)
-                        : ring == 6 ? decode_choice_of<6>(gated, p, q, x_ring)
-                                    : decode_choice{};
-    if (use.per_sm < 1) /* the default, or a deeper ring that does not fit */
-        use = decode_choice_of<4>(gated, p, q, x_ring);
-    if (use.per_sm < 1)
-        return hipErrorInvalidValue; /* decode_fits said it fits */
+    auto choose = [&](int item) {
+        decode_choice c = ring == 8   ? decode_choice_of<8>(gated, p, q, x_ring, item)
+                          : ring == 6 ? decode_choice_of<6>(gated, p, q, x_ring, item)
+                                      : decode_choice{};
+        return c.per_sm >= 1 ? c : decode_choice_of<4>(gated, p, q, x_ring, item);
+    };
     const int64_t owners = gated ? p.num_slots : p.combine.num_tokens;
-    const int64_t units = gated ? (p.out_cols + 8 * GEMM13_BLOCKS - 1) / (8 * GEMM13_BLOCKS)
-                                : (p.out_cols + 15) / 16;
-    if (owners == 0 || units == 0)
-        return hipSuccess;
-    const int64_t resident = (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * use.per_sm;
     const int forced_blocks = decode_knob("MOEINT4_HIP_DECODE_BLOCKS");
-    const int64_t share = forced_blocks > 0          ? forced_blocks
-                          : resident / owners > 1 ? resident / owners
-                                                  : 1;
+    auto share_of = [&](const decode_choice &c) { /* blocks per slot or token */
+        const int64_t resident = (int64_t)(a->multiprocessors > 0 ? a->multiprocessors : 1) * c.per_sm;
+        return forced_blocks > 0 ? (int64_t)forced_blocks
+                                 : resident / owners > 1 ? resident / owners : (int64_t)1;
+    };
+    decode_choice use = choose(GEMM13_ITEM_NARROW);
+    if (use.per_sm < 1 || owners == 0)
+        return use.per_sm < 1 ? hipErrorInvalidValue : hipSuccess; /* decode_fits said it fits */
+    int64_t share = share_of(use);
+    const int item = gated ? gemm13_item(p.out_cols, share) : GEMM13_ITEM_NARROW;
+    if (item != GEMM13_ITEM_NARROW) {
+        const decode_choice wide = choose(item);
+        if (wide.per_sm < 1)
+            return hipErrorInvalidValue;
+        use = wide;
+        share = share_of(use);
+    }
+    const int64_t units = gated ? (p.out_cols + 8 * item - 1) / (8 * item) : (p.out_cols + 15) / 16;
+    if (units == 0)
+        return hipSuccess;
     const int64_t per_owner = share < units ? share : units;
     /* gemm2 starts streaming its weights while gemm13's last blocks run */
     const dim3 grid((unsigned)(owners * per_owner)), block(DECODE_WARPS * MI4_WARP);
