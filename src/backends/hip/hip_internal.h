@@ -262,15 +262,12 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
  * to BF16 for the BF16 wgmma GEMM instead (unless int4_ws_prefill), on
  * sm_90a (hip_tiles.hip; measured on the H200). */
 #define MI4_Q256_MIN_ROWS_PER_EXPERT 96
-#define MI4_EXPAND_MIN_ROWS_PER_EXPERT 512
+#define MI4_EXPAND_MIN_ROWS_PER_EXPERT 1024
 /* Rows per expert up to which qw128 (exact chunks, 128-row tiles) takes
  * the place of q256 from MI4_Q256_MIN_ROWS_PER_EXPERT (measured on the
  * H200: 22-23% faster at 96 rows, even at 128, 1-5% slower at 256 and
  * more: bench/results/hip-2026-12-04-queued.md). */
 #define MI4_QW128_MAX_ROWS_PER_EXPERT 128
-/* Intermediate size from which qw64 takes 25-40 rows an expert too (where
- * q32 serves shorter gemm2 inputs; hip_tiles.hip). */
-#define MI4_QW64_MIN_INTERMEDIATE 4096
 
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */

@@ -36,40 +36,38 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * (bench/results/hip-int4-tiles-2026-12-01.md; now with gemm2 on the
      * warp-specialized kernel at 13-24 rows, qw32, below); the persistent
      * warp-specialized tiles from 41 rows: qw64, then qw128 from 96 to 128
-     * rows and q256 to 511 (bench/results/hip-2026-12-04-queued.md; q256
+     * rows and q256 to 1023 (bench/results/hip-2026-12-04-queued.md; q256
      * had been 16-19% faster than q128 at 128 rows:
      * bench/results/hip-2026-12-04-q256-v2.md);
-     * from 512 rows the expansion to BF16 and the BF16 wgmma tile below
-     * (Mixtral M = 2048 / 4096: q256 1.5% / 10% slower; at 256 rows an expert
-     * q256 was as fast or 16% faster). MOEINT4_HIP_INT4_PREFILL=q256 at
-     * prepare keeps q256 from 512 rows too: no expansion workspace. */
+     * from 1024 rows the expansion to BF16 and the BF16 wgmma tile below
+     * (Mixtral, 512 / 640 / 768 / 896 rows: q256 8.6 / 6.5 / 3.4 / 1.7%
+     * faster, bench/results/hip-2026-12-05-s26.md; 1024 rows: 5.5% slower,
+     * hip-2026-12-05-s25.md). MOEINT4_HIP_INT4_PREFILL=q256 at prepare
+     * keeps q256 from 1024 rows too: no expansion workspace. */
     /* the routed decode GEMVs (d8) where experts see up to 4 rows:
      * measured on the H200 (bench/results/hip-2026-12-02-routed.md; at 3
      * and 4 rows 8-11% faster than q8, at 6 and 8 rows 7-39% slower:
      * bench/results/hip-2026-12-03-scales.md, call 2) */
     if (int4_gemm && w->int4_routed && rows_per_expert <= MI4_ROUTED_MAX_ROWS_PER_EXPERT)
         return MI4_TILE_D8;
-    /* from 41 rows the warp-specialized qw64 where q128 served (Mixtral
-     * M = 256 and Qwen3 M = 1024, 64 rows an expert: 24% and 22% faster;
-     * at 16 rows 15% slower than q32, at 32 rows 15-16% faster for Mixtral
-     * and 3-9% slower for Qwen3: bench/results/hip-2026-12-04-queued.md,
-     * hip-2026-12-04-s20.md). Its gemm2 is where Mixtral gains: a long
-     * input (14336 against Qwen3's 768) amortizes a persistent tile's
-     * start, and one 64-row tile reads an expert's weights once where
-     * experts past 32 rows take two 32-row ones. From 13 rows qw32: both
+    /* from 25 rows the warp-specialized qw64 (Mixtral M = 256 and Qwen3
+     * M = 1024, 64 rows an expert: 24% and 22% faster than q128; at 16
+     * rows 15% slower than q32; at 32 rows 15-16% faster for Mixtral,
+     * bench/results/hip-2026-12-04-queued.md, hip-2026-12-04-s20.md, and
+     * 9.6% for Qwen3, hip-2026-12-05-s26.md, where session 20 had
+     * measured it 3-9% slower). From 13 rows qw32: both
      * GEMMs on the warp-specialized kernel at 32 rows (two blocks an SM);
      * its gemm2 was 18% faster for Mixtral at 16 rows, its gemm13 6%
      * (Mixtral M = 64 forward; bench/results/hip-2026-12-05-s25.md). */
-    if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT) {
-        const bool long_gemm2 = w->intermediate_size >= MI4_QW64_MIN_INTERMEDIATE;
+    if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
                : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 24 ? MI4_TILE_QW32
-               : rows_per_expert <= 40 && !long_gemm2 ? MI4_TILE_Q32
-                                                      : MI4_TILE_QW64;
-    }
+                                       : MI4_TILE_QW64;
     /* qw128 22-23% faster than q256 at 96 rows, even at 128, 1-5% slower at
-     * 256 and more (bench/results/hip-2026-12-04-queued.md, call 7) */
+     * 256 and more (bench/results/hip-2026-12-04-queued.md, call 7; on
+     * 2026-12-05 for Mixtral 6.2% slower at 192 rows, 7.7% faster at 256:
+     * hip-2026-12-05-s26.md, too few points to move the bound) */
     if (int4_gemm && rows_per_expert <= MI4_QW128_MAX_ROWS_PER_EXPERT)
         return MI4_TILE_QW128;
     if (int4_gemm && (rows_per_expert < MI4_EXPAND_MIN_ROWS_PER_EXPERT || w->int4_ws_prefill))
