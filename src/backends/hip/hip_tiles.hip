@@ -35,7 +35,7 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * the H200: q8 best at 2 and 4 rows per expert, q32 at 16 and 32
      * (bench/results/hip-int4-tiles-2026-12-01.md; now with gemm2 on the
      * warp-specialized kernel at 13-24 rows, qw32, below); the persistent
-     * warp-specialized tiles from 41 rows: qw64, then qw128 from 96 to 128
+     * warp-specialized tiles from 25 rows: qw64, then qw128 from 96 to 128
      * rows and q256 to 1023 (bench/results/hip-2026-12-04-queued.md; q256
      * had been 16-19% faster than q128 at 128 rows:
      * bench/results/hip-2026-12-04-q256-v2.md);
