@@ -124,7 +124,7 @@ MI4_DEVICE void chunk_dot(const uint4 &code_lo, const uint4 &code_hi, const uint
  * after the wait lets every lane read them. The first STAGES - 1 slots'
  * inputs are plain loads after stage() (where gemm2 waits for gemm13, which
  * writes them): their codes are in flight before it. */
-template <int STAGES, bool X_RING = false, typename Plan, typename Stage>
+template <int STAGES, bool ZEROS, bool X_RING = false, typename Plan, typename Stage>
 MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int items,
                              uint4 *ring, Stage stage)
 {
@@ -132,7 +132,8 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
     const int lane = mi4_lane(), t = lane & 3;
     /* The scale bits and zero points of slot s's rows (g, g + 8), kept as
      * loaded: combining them at issue would wait there for the loads. */
-    uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u; /* landed: bit s, slot s holds a chunk */
+    uint32_t scales[STAGES][2], landed = 0u; /* landed: bit s, slot s holds a chunk */
+    uint32_t zeros[ZEROS ? STAGES : 1][2] = {}; /* none without zero points: 8 */
     item_rows rows;
     bool run_loads = false; /* the same in every lane: mma.sync needs the whole warp */
     int issue_k = 0, issue_r = 0, issue_c = 0;
@@ -148,7 +149,7 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
             const int c = plan.run.first + issue_c;
             has = run_loads && c < plan.run.end;
             if (has) {
-                issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
+                issue_chunk<ZEROS>(q, rows, c, ring + s * SLOT, scales[s], zeros[ZEROS ? s : 0]);
                 if (X_RING && lane < X_LANES) {
                     const int at = c * CHUNK + lane * 8; /* inputs past q.inner: zeros */
                     if (before_stage)
@@ -197,7 +198,9 @@ MI4_DEVICE void stream_items(const mi4_hip_int4_matrix &q, const Plan &plan, int
                 if (landed >> s & 1u) {
                     const uint4 *slot = ring + s * SLOT;
                     float dot_lo, dot_hi;
-                    chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], zeros[s],
+                    const uint32_t(&zero)[2] = zeros[ZEROS ? s : 0];
+                    const uint32_t eight[2] = { 8u, 8u };
+                    chunk_dot<X_RING>(slot[lane], slot[MI4_WARP + lane], ZEROS ? zero : eight,
                                       X_RING ? slot + X_AT + 4 * t : x + c * (CHUNK / 8),
                                       dot_lo, dot_hi);
                     lo = fmaf(dot_lo, int4_scale_of(q, (uint16_t)scales[s][0]) * factor, lo);
@@ -297,7 +300,7 @@ template <int BLOCKS> struct gemm13_plan {
 /* gemm13: blocks (slot, rank): the slot's output blocks rank, rank +
  * blocks, ... A bad or non-local slot skips the block (gemm2 reports a bad
  * one). */
-template <int STAGES, int BLOCKS>
+template <int STAGES, int BLOCKS, bool ZEROS>
 __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
@@ -323,7 +326,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, 3)
     plan.run = split_chunks(q, warp / BLOCKS, plan.SPLIT);
     plan.runs = 1;
     const uint16_t *x = p.a + (size_t)(p.a_by_slot ? slot : slot / p.topk) * p.inner;
-    stream_items<STAGES>(q, plan, items, decode_shared + warp * STAGES * slot_uint4(false), [&]() {
+    stream_items<STAGES, ZEROS>(q, plan, items, decode_shared + warp * STAGES * slot_uint4(false), [&]() {
         stage_rows(xs, 1, q, [&](int) { return x; });
         __syncthreads();
     });
@@ -384,7 +387,7 @@ struct gemm2_plan {
  * out. X_RING: the token rows ride in the ring with the codes (no staged
  * rows: less shared memory, deeper rings); the first slots' rows are read
  * after the wait for gemm13, their codes before it. */
-template <int STAGES, bool X_RING>
+template <int STAGES, bool X_RING, bool ZEROS>
 __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_RING: no spills */
     int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
@@ -423,7 +426,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
     plan.first_slot = warp / splits;
     plan.run = split_chunks(q, warp % splits, splits);
     plan.runs = (p.topk + plan.groups - 1) / plan.groups;
-    stream_items<STAGES, X_RING>(q, plan, items, decode_shared + warp * STAGES * SLOT, [&]() {
+    stream_items<STAGES, ZEROS, X_RING>(q, plan, items, decode_shared + warp * STAGES * SLOT, [&]() {
         mi4_grid_wait_previous(); /* the act rows are gemm13's (launched early) */
         /* a skipped slot's act row was never written: zeros */
         if (!X_RING)
@@ -441,7 +444,7 @@ __global__ void __launch_bounds__(DECODE_WARPS *MI4_WARP, X_RING ? 2 : 3) /* X_R
 
 #else /* no mma.sync: int4_mma is never set (mi4_hip_int4_mma_serves), these never launch */
 
-template <int STAGES, int BLOCKS>
+template <int STAGES, int BLOCKS, bool ZEROS>
 __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
@@ -449,7 +452,7 @@ __global__ void int4_decode_gemm13(gemm_params p, mi4_hip_int4_matrix q, int blo
     (void)blocks;
 }
 
-template <int STAGES, bool X_RING>
+template <int STAGES, bool X_RING, bool ZEROS>
 __global__ void int4_decode_gemm2(gemm_params p, mi4_hip_int4_matrix q, int blocks)
 {
     (void)p;
@@ -467,15 +470,23 @@ struct decode_choice {
     int per_sm;
 };
 
+/* The kernel for a ring depth, zero points or none */
+template <int STAGES, bool ZEROS>
+void (*decode_kernel(bool gated, bool x_ring, int item))(gemm_params, mi4_hip_int4_matrix, int)
+{
+    return gated    ? (item == GEMM13_ITEM_WIDE ? int4_decode_gemm13<STAGES, GEMM13_ITEM_WIDE, ZEROS>
+                                                : int4_decode_gemm13<STAGES, GEMM13_ITEM_NARROW, ZEROS>)
+           : x_ring ? int4_decode_gemm2<STAGES, true, ZEROS>
+                    : int4_decode_gemm2<STAGES, false, ZEROS>;
+}
+
 template <int STAGES>
 decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q,
                                bool x_ring, int item)
 {
     decode_choice c;
-    c.kernel = gated    ? (item == GEMM13_ITEM_WIDE ? int4_decode_gemm13<STAGES, GEMM13_ITEM_WIDE>
-                                                    : int4_decode_gemm13<STAGES, GEMM13_ITEM_NARROW>)
-               : x_ring ? int4_decode_gemm2<STAGES, true>
-                        : int4_decode_gemm2<STAGES, false>;
+    c.kernel = q.zeros != nullptr ? decode_kernel<STAGES, true>(gated, x_ring, item)
+                                  : decode_kernel<STAGES, false>(gated, x_ring, item);
     c.shared = decode_shared_bytes(gated, p, q, STAGES, x_ring);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, DECODE_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
@@ -522,22 +533,22 @@ hipError_t mi4_hip_int4_decode_init(void)
         e = hipDeviceGetAttribute(&limit, hipDeviceAttributeSharedMemPerBlockOptin, device);
     if (e != hipSuccess)
         return e;
-    const hipError_t results[] = {
-        allow_decode_shared(int4_decode_gemm13<8, GEMM13_ITEM_NARROW>, limit),
-        allow_decode_shared(int4_decode_gemm13<6, GEMM13_ITEM_NARROW>, limit),
-        allow_decode_shared(int4_decode_gemm13<4, GEMM13_ITEM_NARROW>, limit),
-        allow_decode_shared(int4_decode_gemm13<8, GEMM13_ITEM_WIDE>, limit),
-        allow_decode_shared(int4_decode_gemm13<6, GEMM13_ITEM_WIDE>, limit),
-        allow_decode_shared(int4_decode_gemm13<4, GEMM13_ITEM_WIDE>, limit),
-        allow_decode_shared(int4_decode_gemm2<8, false>, limit),
-        allow_decode_shared(int4_decode_gemm2<6, false>, limit),
-        allow_decode_shared(int4_decode_gemm2<4, false>, limit),
-        allow_decode_shared(int4_decode_gemm2<8, true>, limit),
-        allow_decode_shared(int4_decode_gemm2<6, true>, limit),
-        allow_decode_shared(int4_decode_gemm2<4, true>, limit)};
-    for (hipError_t r : results)
-        if (r != hipSuccess)
-            return r;
+    for (int zeros = 0; zeros < 2; zeros++)
+        for (int gated = 0; gated < 2; gated++)
+            for (int variant = 0; variant < 2; variant++) { /* item width, or x_ring */
+                const int item = variant ? GEMM13_ITEM_WIDE : GEMM13_ITEM_NARROW;
+                const bool x_ring = variant != 0;
+                const hipError_t results[] = {
+                    allow_decode_shared(zeros ? decode_kernel<8, true>(gated, x_ring, item)
+                                              : decode_kernel<8, false>(gated, x_ring, item), limit),
+                    allow_decode_shared(zeros ? decode_kernel<6, true>(gated, x_ring, item)
+                                              : decode_kernel<6, false>(gated, x_ring, item), limit),
+                    allow_decode_shared(zeros ? decode_kernel<4, true>(gated, x_ring, item)
+                                              : decode_kernel<4, false>(gated, x_ring, item), limit)};
+                for (hipError_t r : results)
+                    if (r != hipSuccess)
+                        return r;
+            }
 #endif
     return hipSuccess;
 }

@@ -129,7 +129,10 @@ MI4_DEVICE item_rows rows_of(const mi4_hip_int4_matrix &q, int expert, int row_l
 /* Starts chunk c of this lane's rows: codes into `slot` (row g at lane,
  * row g + 8 at 32 + lane; zeros for no row) by cp.async, the scale bits and
  * zero points (row g, row g + 8) into registers. A chunk is its group
- * for group 128; per-channel rows have one group. */
+ * for group 128; per-channel rows have one group. ZEROS false (a matrix
+ * without zero points): `zero` is left alone, so a ring keeps no registers
+ * for them. */
+template <bool ZEROS = true>
 MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, int c, uint4 *slot,
                             uint32_t (&scale)[2], uint32_t (&zero)[2])
 {
@@ -138,7 +141,8 @@ MI4_DEVICE void issue_chunk(const mi4_hip_int4_matrix &q, const item_rows &r, in
     for (int h = 0; h < 2; h++) {
         mi4_copy16(slot + 32 * h + lane, r.codes[h] + c * MI4_INT4_CHUNK_BYTES, r.valid[h]);
         scale[h] = r.valid[h] ? r.scales[h][group] : 0u;
-        zero[h] = q.zeros != nullptr ? r.zeros[h][group] : 8u;
+        if (ZEROS)
+            zero[h] = q.zeros != nullptr ? r.zeros[h][group] : 8u;
     }
 }
 
