@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """HIP backend bench on a GPU, everything measured in one process and one run:
 
-  floors    device copy bandwidth (bytes read + written) and the dense BF16
-            GEMM rate (torch.matmul, 8192^3, random data)
+  floors    device memory bandwidth: the higher of a copy's (bytes read +
+            written) and a read-only reduction's (torch.sum over 2 GiB; on the
+            H100 a BF16 GEMV of ours outran the copy's rate, so the copy alone
+            was no lower bound), and the dense BF16 GEMM rate (torch.matmul,
+            8192^3, random data)
   ours      moeint4_forward (HIP backend, GPTQ-sym int4 checkpoint) through
             ctypes in each weights mode asked for (--weights: bf16 = dequantized
             to BF16 at prepare, int4 = kept int4 on the device), timed with CUDA
@@ -77,8 +80,9 @@ class ForwardArgs(C.Structure):
 
 FORWARD_ASYNC = 0x1
 GRAPH_FORWARDS = 20
-# vLLM's tuned BF16 Triton fused-MoE kernel on this H200 under CUDA-graph
-# replay, routing precomputed, L2 flushed (us per forward; for scale).
+# vLLM's tuned BF16 Triton fused-MoE kernel on the lent H200 under CUDA-graph
+# replay, routing precomputed, L2 flushed (us per forward; for scale; given
+# only where the GPU is an H200).
 VLLM_GRAPH_US = {
     "qwen3-30b-a3b": {1: 46, 8: 145, 64: 304, 512: 348, 4096: 843},
     "mixtral-8x7b": {1: 199, 8: 594, 64: 677, 512: 989, 4096: 5269},
@@ -157,18 +161,22 @@ def time_events(fn, iters, warmup=3):
 
 
 def measure_floors():
+    """(bandwidth, copy bandwidth, read bandwidth, dense BF16 rate); bandwidth
+    is the higher of the two, what the floors divide by."""
     n = 1 << 30  # 2 GiB of bf16 read, 2 GiB written
     a = torch.empty(n, dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)
     b = torch.empty_like(a)
     t = statistics.median(time_events(lambda i: b.copy_(a), 20))
-    bandwidth = 2 * a.numel() * a.element_size() / (t * 1e-3)
+    copy = 2 * a.numel() * a.element_size() / (t * 1e-3)
+    t = statistics.median(time_events(lambda i: torch.sum(a, dtype=torch.float32), 20))
+    read = a.numel() * a.element_size() / (t * 1e-3)
     del a, b
     s = 8192
     x = torch.randn(s, s, dtype=torch.bfloat16, device="cuda")
     y = torch.randn(s, s, dtype=torch.bfloat16, device="cuda")
     t = statistics.median(time_events(lambda i: torch.matmul(x, y), 20))
     rate = 2 * s ** 3 / (t * 1e-3)
-    return bandwidth, rate
+    return max(copy, read), copy, read, rate
 
 
 def random_checkpoint(p, gen):
@@ -258,9 +266,9 @@ def prepare(lib, p, ck, mode, log, name):
                 device_bytes=dev_b.value, checkpoint_bytes=ck_bytes)
 
 
-def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep, graph,
-                 baselines, modes):
+def bench_preset(lib, name, p, tokens, hw, commit, gen, log, sweep, graph, baselines, modes):
     E, topk, K, N = p["E"], p["topk"], p["K"], p["N"]
+    bandwidth, rate = hw["bandwidth"], hw["rate"]  # the floors'
     # every random draw is seeded from the preset (and M) alone, so that a
     # point's weights and routings do not depend on which presets and sizes
     # ran before it in the process (runs over other size lists compare)
@@ -354,13 +362,15 @@ def bench_preset(lib, name, p, tokens, bandwidth, rate, commit, gen, log, sweep,
                      experts_hit=hit, bytes_per_forward=bytes_moved, flops_per_forward=flops,
                      baseline_loop_ms=base_loop, baseline_grouped_ms=base_grouped,
                      speedup_vs_baseline=baseline / med, iters=iters,
-                     dense_bf16_tflops=rate / 1e12, copy_gbps=bandwidth / 1e9,
+                     dense_bf16_tflops=rate / 1e12, copy_gbps=hw["copy"] / 1e9,
+                     read_gbps=hw["read"] / 1e9, floor_gbps=bandwidth / 1e9,
                      prepare_ms=prep["prepare_ms"], device_bytes=prep["device_bytes"],
                      checkpoint_bytes=prep["checkpoint_bytes"],
                      graph_ms=graph_ms, graph_min_ms=min(t_graph) if t_graph else None,
                      graph_forwards=GRAPH_FORWARDS if t_graph else None,
                      graph_ratio_to_floor=graph_ms / floor if graph_ms else None,
-                     vllm_graph_ms=VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) / 1e3,
+                     vllm_graph_ms=(VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) if hw["h200"]
+                                    else float("nan")) / 1e3,
                      timing="CUDA events around each synchronous moeint4_forward, 3 warm-ups, "
                             f"{len(sets)} routings rotated")
             records.append(r)
@@ -413,14 +423,16 @@ def main():
     lib.moeint4_forward_check.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
-    bandwidth, rate = measure_floors()
-    log(f"{torch.cuda.get_device_name()}: copy {bandwidth / 1e9:.0f} GB/s, dense bf16 "
-        f"{rate / 1e12:.0f} TFLOP/s, torch {torch.__version__}, "
+    hw = dict(zip(("bandwidth", "copy", "read", "rate"), measure_floors()))
+    hw["h200"] = "H200" in torch.cuda.get_device_name()
+    log(f"{torch.cuda.get_device_name()}: copy {hw['copy'] / 1e9:.0f} GB/s, read "
+        f"{hw['read'] / 1e9:.0f} GB/s, dense bf16 {hw['rate'] / 1e12:.0f} TFLOP/s, "
+        f"torch {torch.__version__}, "
         f"_grouped_mm {'yes' if hasattr(torch, '_grouped_mm') else 'no'}")
     tokens = [int(t) for t in a.tokens.split(",")]
     records = []
     for name in a.presets.split(","):
-        records += bench_preset(lib, name, PRESETS[name], tokens, bandwidth, rate, a.commit, gen,
+        records += bench_preset(lib, name, PRESETS[name], tokens, hw, a.commit, gen,
                                 log, a.sweep_tiles, a.graph, not a.no_baselines,
                                 a.weights.split(","))
     with open(a.json, "w") as f:
