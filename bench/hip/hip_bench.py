@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """HIP backend bench on a GPU, everything measured in one process and one run:
 
-  floors    device memory bandwidth: the higher of a copy's (bytes read +
-            written) and a read-only reduction's (torch.sum over 2 GiB; on the
-            H100 a BF16 GEMV of ours outran the copy's rate, so the copy alone
-            was no lower bound), and the dense BF16 GEMM rate (torch.matmul,
-            8192^3, random data)
+  floors    device memory bandwidth: the highest of a copy's (bytes read +
+            written) and two read-only kernels' (torch.sum over 2 GiB, and
+            cuBLAS's GEMV, torch.mv, over a 2 GiB matrix): on the H100 and the
+            H200 a BF16 GEMV of ours outran the copy's rate by 1-2% (torch.sum
+            was slower than the copy on the H200), so the copy alone was no
+            lower bound; and the dense BF16 GEMM rate (torch.matmul, 8192^3,
+            random data)
   ours      moeint4_forward (HIP backend, GPTQ-sym int4 checkpoint) through
             ctypes in each weights mode asked for (--weights: bf16 = dequantized
             to BF16 at prepare, int4 = kept int4 on the device), timed with CUDA
@@ -161,8 +163,9 @@ def time_events(fn, iters, warmup=3):
 
 
 def measure_floors():
-    """(bandwidth, copy bandwidth, read bandwidth, dense BF16 rate); bandwidth
-    is the higher of the two, what the floors divide by."""
+    """(bandwidth, copy bandwidth, read bandwidth, dense BF16 rate); read is
+    the faster read-only kernel's, bandwidth the higher of copy and read,
+    what the floors divide by."""
     n = 1 << 30  # 2 GiB of bf16 read, 2 GiB written
     a = torch.empty(n, dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)
     b = torch.empty_like(a)
@@ -170,7 +173,10 @@ def measure_floors():
     copy = 2 * a.numel() * a.element_size() / (t * 1e-3)
     t = statistics.median(time_events(lambda i: torch.sum(a, dtype=torch.float32), 20))
     read = a.numel() * a.element_size() / (t * 1e-3)
-    del a, b
+    m, v = a.view(32768, -1), a[:32768]  # the same 2 GiB as a matrix, times a vector
+    t = statistics.median(time_events(lambda i: torch.mv(m, v), 20))
+    read = max(read, a.numel() * a.element_size() / (t * 1e-3))
+    del a, b, m, v
     s = 8192
     x = torch.randn(s, s, dtype=torch.bfloat16, device="cuda")
     y = torch.randn(s, s, dtype=torch.bfloat16, device="cuda")
