@@ -8,8 +8,9 @@
 # meta: branch hip-decode-meta at fddd8bc (calls 2-3); b4: the same with
 # -DMI4_DECODE13_NOZP_BLOCKS=4, a launch bound for gemm13 without zero
 # points that the branch then had (call 3; the macro did not land);
-# m27: main at 469a469 (call 4). Each build of the tests is packed without
-# objects.
+# m27: main at 469a469 (call 4); routed: branch hip-routed-zeros
+# (routed-zeros.diff, prepared for call5.sh, not run in this session). Each
+# build of the tests is packed without objects.
 set -euo pipefail
 cd /work/main
 # shellcheck source=bench/hip/nvidia_build.sh
@@ -28,5 +29,6 @@ base) bash bench/hip/prebuild.sh /tmp/wt-old build-base && pack base build-base 
 s27) git checkout -q hip-decode-s27 && tests_build build-s27 && pack s27 build-s27 ;;
 meta) git checkout -q hip-decode-meta && tests_build build-meta && pack meta build-meta ;;
 m27) git checkout -q 469a469 && tests_build build-m27 && pack m27 build-m27 ;;
-*) echo "base | s27 | meta | m27 (b4: meta's source with the macro, see above)" >&2; exit 2 ;;
+routed) git checkout -q hip-routed-zeros && tests_build build-routed && pack routed build-routed ;;
+*) echo "base | s27 | meta | m27 | routed (b4: meta's source with the macro, see above)" >&2; exit 2 ;;
 esac
