@@ -3,7 +3,8 @@
 # (d8: 2-4 rows an expert) without zero-point registers, as the direct
 # decode landed in fddd8bc. Carry ["build-hipdeps", "build-packs27"] with
 # packs m27 and routed (prepare.sh m27 / routed): the decode, graph and
-# int4-conformance entries on the branch, then the d8 points against main.
+# int4-conformance entries on the branch, then the d8 points against main;
+# then ncu over qw32's gemm13 at Mixtral M = 64.
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
 for t in build-packs27/m27 build-packs27/routed; do tar xJf $t.tar.xz; done
@@ -17,4 +18,10 @@ hip env OUT=$O/routed DEPS=build-hipdeps TOKENS=8,16,32 WEIGHTS=int4 ROUNDS=2 \
   PROFILE_POINTS="mixtral-8x7b:8 qwen3-30b-a3b:32" timeout 200 bash bench/hip/ab_bench.sh > $O/routed.log 2>&1
 cat $O/routed/ab-table.md || tail -30 $O/routed.log
 grep -E "us  x|forward" $O/routed/profile-*.log
+# where qw32's gemm13 spends Mixtral M = 64 (2.2x its floor on the H200):
+# stall reasons and memory traffic of main's kernel
+hip env OUT=$O/ncu LIB=build-m27/lib/libmoeint4.so POINT=mixtral-8x7b:64 KERNEL='int4_ws_gemm<32, true' \
+  COUNT=1 SECTIONS="SpeedOfLight SchedulerStats WarpStateStats Occupancy MemoryWorkloadAnalysis MemoryWorkloadAnalysis_Tables InstructionStats" \
+  timeout 150 bash bench/hip/ncu_point.sh > $O/ncu.log 2>&1
+tail -32 $O/ncu.log
 tar czf "$OUT/call5.tgz" -C $O .
