@@ -4,7 +4,8 @@
 # decode landed in fddd8bc. Carry ["build-hipdeps", "build-packs27"] with
 # packs m27 and routed (prepare.sh m27 / routed): the decode, graph and
 # int4-conformance entries on the branch, then the d8 points against main;
-# then ncu over qw32's gemm13 at Mixtral M = 64.
+# then ncu over qw32's gemm13 at Mixtral M = 64 and the decode kernels at
+# Qwen3 M = 1 (stall samples).
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
 for t in build-packs27/m27 build-packs27/routed; do tar xJf $t.tar.xz; done
@@ -24,4 +25,9 @@ hip env OUT=$O/ncu LIB=build-m27/lib/libmoeint4.so POINT=mixtral-8x7b:64 KERNEL=
   COUNT=1 SECTIONS="SpeedOfLight SchedulerStats WarpStateStats Occupancy MemoryWorkloadAnalysis MemoryWorkloadAnalysis_Tables InstructionStats" \
   timeout 150 bash bench/hip/ncu_point.sh > $O/ncu.log 2>&1
 tail -32 $O/ncu.log
+# where Qwen3 M = 1's gemm2 waits (8.5 us alone under ncu in session 10, 16% of DRAM): stall samples
+hip env OUT=$O/ncu LIB=build-m27/lib/libmoeint4.so POINT=qwen3-30b-a3b:1 KERNEL=int4_decode_gemm \
+  COUNT=2 SECTIONS="SpeedOfLight WarpStateStats SourceCounters LaunchStats Occupancy" \
+  timeout 120 bash bench/hip/ncu_point.sh > $O/ncu-qwen3.log 2>&1
+tail -32 $O/ncu-qwen3.log
 tar czf "$OUT/call5.tgz" -C $O .
