@@ -1,19 +1,29 @@
 #!/bin/bash
 # Prepared in session 27, not run (no device time left): the routed decode
 # (d8: 2-4 rows an expert) without zero-point registers, as the direct
-# decode landed in fddd8bc. Carry ["build-hipdeps", "build-packs27"] with
-# packs m27 and routed (prepare.sh m27 / routed): the decode, graph and
-# int4-conformance entries on the branch, then the d8 points against main;
+# decode landed in fddd8bc, and gemm2 beside gemm13 at one token (branch
+# hip-gemm2-resident). Carry ["build-hipdeps", "build-packs27"] with packs
+# m27, routed and res (prepare.sh m27 / routed / res): the decode, graph and
+# int4-conformance entries on each branch, the d8 points and Qwen3 M = 1
+# against main;
 # then ncu over qw32's gemm13 at Mixtral M = 64 and the decode kernels at
 # Qwen3 M = 1 (stall samples).
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
-for t in build-packs27/m27 build-packs27/routed; do tar xJf $t.tar.xz; done
+for t in build-packs27/m27 build-packs27/routed build-packs27/res; do tar xJf $t.tar.xz; done
 O=/tmp/s27c5; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > $O/gpu.txt 2>&1
 hip() { ( . bench/hip/nvidia_build.sh && use_hip_deps build-hipdeps && "$@" ); }
 hip bash -c 'cd build-routed && timeout 150 ctest --timeout 140 -j3 -R "^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4)$" --output-on-failure' > $O/tests.log 2>&1
 grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests.log | tail -6
+hip bash -c 'cd build-res && timeout 150 ctest --timeout 140 -j3 -R "^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4)$" --output-on-failure' > $O/tests-res.log 2>&1
+grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests-res.log | tail -6
+# gemm2 beside gemm13 at Qwen3 M = 1 (Mixtral M = 1 keeps the ring: 256 output blocks)
+hip env OUT=$O/res DEPS=build-hipdeps TOKENS=1,2 WEIGHTS=int4 ROUNDS=2 \
+  VARIANTS="main=lib:build-m27/lib res=lib:build-res/lib ring=@res" ENV_ring=MOEINT4_HIP_DECODE_GEMM2=ring \
+  PROFILE_POINTS="qwen3-30b-a3b:1" timeout 150 bash bench/hip/ab_bench.sh > $O/res.log 2>&1
+cat $O/res/ab-table.md || tail -30 $O/res.log
+grep -E "us  x|forward" $O/res/profile-*.log
 hip env OUT=$O/routed DEPS=build-hipdeps TOKENS=8,16,32 WEIGHTS=int4 ROUNDS=2 \
   VARIANTS="main=lib:build-m27/lib routed=lib:build-routed/lib" \
   PROFILE_POINTS="mixtral-8x7b:8 qwen3-30b-a3b:32" timeout 200 bash bench/hip/ab_bench.sh > $O/routed.log 2>&1

@@ -9,7 +9,8 @@
 # -DMI4_DECODE13_NOZP_BLOCKS=4, a launch bound for gemm13 without zero
 # points that the branch then had (call 3; the macro did not land);
 # m27: main at 469a469 (call 4); routed: branch hip-routed-zeros
-# (routed-zeros.diff, prepared for call5.sh, not run in this session). Each
+# (routed-zeros.diff) and res: branch hip-gemm2-resident (gemm2-resident.diff),
+# both prepared for call5.sh, not run in this session. Each
 # build of the tests is packed without objects.
 set -euo pipefail
 cd /work/main
@@ -30,5 +31,6 @@ s27) git checkout -q hip-decode-s27 && tests_build build-s27 && pack s27 build-s
 meta) git checkout -q hip-decode-meta && tests_build build-meta && pack meta build-meta ;;
 m27) git checkout -q 469a469 && tests_build build-m27 && pack m27 build-m27 ;;
 routed) git checkout -q hip-routed-zeros && tests_build build-routed && pack routed build-routed ;;
-*) echo "base | s27 | meta | m27 | routed (b4: meta's source with the macro, see above)" >&2; exit 2 ;;
+res) git checkout -q hip-gemm2-resident && tests_build build-res && pack res build-res ;;
+*) echo "base | s27 | meta | m27 | routed | res (b4: meta's source with the macro, see above)" >&2; exit 2 ;;
 esac
