@@ -10,6 +10,7 @@
 # Qwen3 M = 1 (stall samples).
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
+ln -sfn "$PWD" /tmp/wt-routed; ln -sfn "$PWD" /tmp/wt-res # the builds name their source trees
 for t in build-packs27/m27 build-packs27/routed build-packs27/res; do tar xJf $t.tar.xz; done
 O=/tmp/s27c5; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > $O/gpu.txt 2>&1

@@ -30,7 +30,10 @@ base) bash bench/hip/prebuild.sh /tmp/wt-old build-base && pack base build-base 
 s27) git checkout -q hip-decode-s27 && tests_build build-s27 && pack s27 build-s27 ;;
 meta) git checkout -q hip-decode-meta && tests_build build-meta && pack meta build-meta ;;
 m27) git checkout -q 469a469 && tests_build build-m27 && pack m27 build-m27 ;;
-routed) git checkout -q hip-routed-zeros && tests_build build-routed && pack routed build-routed ;;
-res) git checkout -q hip-gemm2-resident && tests_build build-res && pack res build-res ;;
+routed | res) # from worktrees (call5.sh links them to the checkout on the device)
+  branch=$([ "$1" = routed ] && echo hip-routed-zeros || echo hip-gemm2-resident)
+  git worktree add -f "/tmp/wt-$1" "$branch" 2>/dev/null || true
+  configure_nvidia "/tmp/wt-$1" "build-$1" -DMOEINT4_BUILD_TESTS=ON -DMOEINT4_PYTHON=/usr/bin/python3 > /dev/null
+  ninja -C "build-$1" -j2 > "build-$1.log" && pack "$1" "build-$1" ;;
 *) echo "base | s27 | meta | m27 | routed | res (b4: meta's source with the macro, see above)" >&2; exit 2 ;;
 esac
