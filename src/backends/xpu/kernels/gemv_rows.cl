@@ -36,7 +36,9 @@
  * opt-in; to be measured on the H200);
  * MI4_ROWS_CHAINS=2 sums a piece's even and odd codes in two chains,
  * halving the dependent FMAs (mi4_rows_piece_dot; other rounding;
- * opt-in; to be measured on the H200). */
+ * opt-in; to be measured on the H200); MI4_ROWS_XBLOCK=8192 stages rows of
+ * up to 8192 activations once (36 KB of local memory: Mixtral's w2 in two
+ * blocks instead of four; opt-in, not yet measured). */
 #ifndef MI4_ROWS_AHEAD
 #define MI4_ROWS_AHEAD 4
 #endif
@@ -58,7 +60,12 @@
 #if MI4_ROWS_CHAINS != 1 && MI4_ROWS_CHAINS != 2
 #error "MI4_ROWS_CHAINS: 1 or 2"
 #endif
-#define MI4_ROWS_XBLOCK 4096 /* activations staged at a time */
+#ifndef MI4_ROWS_XBLOCK /* activations staged at a time (Mixtral's w2: 4 blocks a row) */
+#define MI4_ROWS_XBLOCK 4096
+#endif
+#if MI4_ROWS_XBLOCK % 32 != 0 || MI4_ROWS_XBLOCK < 32
+#error "MI4_ROWS_XBLOCK: a multiple of 32"
+#endif
 #define MI4_ROWS_PIECE 36    /* floats a staged piece takes: 32 and padding */
 
 /* Stages activations [x_at, x_at + count) (dtype; count a multiple of 32),
