@@ -7,7 +7,8 @@
 # int4-conformance entries on each branch, the d8 points and Qwen3 M = 1
 # against main;
 # then ncu over qw32's gemm13 at Mixtral M = 64 and the decode kernels at
-# Qwen3 M = 1 (stall samples).
+# Qwen3 M = 1 (stall samples). PART=ab runs the tests and A/B only,
+# PART=ncu the profiles only (each fits one 10-minute call).
 set -x
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
 ln -sfn "$PWD" /tmp/wt-routed; ln -sfn "$PWD" /tmp/wt-res # the builds name their source trees
@@ -15,6 +16,7 @@ for t in build-packs27/m27 build-packs27/routed build-packs27/res; do tar xJf $t
 O=/tmp/s27c5; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > $O/gpu.txt 2>&1
 hip() { ( . bench/hip/nvidia_build.sh && use_hip_deps build-hipdeps && "$@" ); }
+if [ "${PART:-all}" != ncu ]; then
 hip bash -c 'cd build-routed && timeout 150 ctest --timeout 140 -j3 -R "^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4)$" --output-on-failure' > $O/tests.log 2>&1
 grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests.log | tail -6
 hip bash -c 'cd build-res && timeout 150 ctest --timeout 140 -j3 -R "^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4)$" --output-on-failure' > $O/tests-res.log 2>&1
@@ -30,6 +32,8 @@ hip env OUT=$O/routed DEPS=build-hipdeps TOKENS=8,16,32 WEIGHTS=int4 ROUNDS=2 \
   PROFILE_POINTS="mixtral-8x7b:8 qwen3-30b-a3b:32" timeout 200 bash bench/hip/ab_bench.sh > $O/routed.log 2>&1
 cat $O/routed/ab-table.md || tail -30 $O/routed.log
 grep -E "us  x|forward" $O/routed/profile-*.log
+fi
+[ "${PART:-all}" = ab ] && { tar czf "$OUT/call5.tgz" -C $O .; exit 0; }
 # where qw32's gemm13 spends Mixtral M = 64 (2.2x its floor on the H200):
 # stall reasons and memory traffic of main's kernel
 hip env OUT=$O/ncu LIB=build-m27/lib/libmoeint4.so POINT=mixtral-8x7b:64 KERNEL='int4_ws_gemm<32, true' \
