@@ -58,7 +58,7 @@ PY
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== XPU tests on the H200 (OpenCL runtime, NVIDIA driver)"
   # the three of every call, then the walking GEMVs and codes in place
-  timeout 240 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j4 \
+  timeout 300 ctest --test-dir "$BUILT_AT/build-x" --output-on-failure -j8 \
     -R '^test_xpu_(kernels|backend|conformance)(_gemv_walk|_gemv_lanes|_gemv_rows|_gemv_staged|_variant_(nibbles|lanes_late|rows_pipeline_ahead2|rows_bits_scales|rows_early|rows_early_chains2|rows_xblock8192|x_global|split_columns4|lockstep2_ahead2|preload|preload_nibbles_piece_major_ahead2))?$' \
     > "$OUT/ctest.txt" 2>&1
   echo "ctest exit $?"; tail -15 "$OUT/ctest.txt"
