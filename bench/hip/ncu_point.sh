@@ -7,7 +7,9 @@
 # KERNEL: an ncu --kernel-name regex (regex: is added); COUNT: launches
 # profiled (default 2: gemm13 and gemm2 when KERNEL matches both), after SKIP
 # (default 20) launches of the timing forwards; SECTIONS: ncu sections;
-# DEPS: the carried dependencies (the core library links cJSON).
+# DEPS: the carried dependencies (the core library links cJSON). SASS=1 also
+# keeps the report and prints ncu's source page: per SASS instruction, its
+# executed count and warp-stall samples by reason (ncu-<name>-sass.csv).
 set -u
 OUT=${OUT:-$PWD/out-ncu}
 : "${LIB:?the libmoeint4.so to profile}" "${POINT:?preset:M[:tile]}" "${KERNEL:?kernel name regex}"
@@ -21,9 +23,17 @@ section_args=()
 for s in $SECTIONS; do section_args+=(--section "$s"); done
 # the first launches are the timing forwards of hip_profile.py: skip them
 # clocks left alone: the device's METHOD.md asks it, and graph timings ran so
+report=()
+[ "${SASS:-0}" = 1 ] && report=(-f -o "$OUT/ncu-$name")
 ncu --clock-control none --kernel-name "regex:$KERNEL" --launch-skip "${SKIP:-20}" --launch-count "${COUNT:-2}" \
-  "${section_args[@]}" python3 bench/hip/hip_profile.py --plain --lib "$LIB" "$POINT" \
+  "${report[@]}" "${section_args[@]}" python3 bench/hip/hip_profile.py --plain --lib "$LIB" "$POINT" \
   > "$OUT/ncu-$name.txt" 2>&1
 echo "ncu $POINT $KERNEL: exit $? ($OUT/ncu-$name.txt)"
+if [ "${SASS:-0}" = 1 ]; then
+  ncu --import "$OUT/ncu-$name.ncu-rep" --page details "${section_args[@]}" >> "$OUT/ncu-$name.txt" 2>&1
+  ncu --import "$OUT/ncu-$name.ncu-rep" --page source --csv --print-source sass \
+    > "$OUT/ncu-$name-sass.csv" 2> "$OUT/ncu-$name-sass.err"
+  echo "source page: exit $? ($(wc -l < "$OUT/ncu-$name-sass.csv") lines)"
+fi
 grep -E "Duration|Throughput|Issued|Eligible|Achieved Occupancy|Registers|No Eligible|Stall" \
   "$OUT/ncu-$name.txt" | head -30
