@@ -9,7 +9,8 @@
 # (default 20) launches of the timing forwards; SECTIONS: ncu sections;
 # DEPS: the carried dependencies (the core library links cJSON). SASS=1 also
 # keeps the report and prints ncu's source page: per SASS instruction, its
-# executed count and warp-stall samples by reason (ncu-<name>-sass.csv).
+# executed count and warp-stall samples by reason (ncu-<name>-sass.csv;
+# bench/hip/sass_stalls.py sums it up).
 set -u
 OUT=${OUT:-$PWD/out-ncu}
 : "${LIB:?the libmoeint4.so to profile}" "${POINT:?preset:M[:tile]}" "${KERNEL:?kernel name regex}"
