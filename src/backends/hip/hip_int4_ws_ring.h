@@ -12,11 +12,34 @@ namespace mi4_int4_ws {
 using namespace mi4_gemm;
 
 constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) holds */
+/* Each tile's ring: stages, and the lag at which the producer signals a stage
+ * (q256: MI4_QW_*, the qw tiles: MI4_QW<T>_*), macros for tuning builds
+ * (-DMI4_QW32_LAG=3); lag + 2 <= stages, and the stages must fit shared
+ * memory (static_asserts below). q256's lag 4 was 12-16% slower in its
+ * gemm13 than 3 (bench/results/hip-2026-12-05-s28.md). */
 #ifndef MI4_QW_STAGES
 #define MI4_QW_STAGES 6
 #endif
 #ifndef MI4_QW_LAG
 #define MI4_QW_LAG 3
+#endif
+#ifndef MI4_QW128_STAGES
+#define MI4_QW128_STAGES 5
+#endif
+#ifndef MI4_QW128_LAG
+#define MI4_QW128_LAG 3
+#endif
+#ifndef MI4_QW64_STAGES
+#define MI4_QW64_STAGES 9
+#endif
+#ifndef MI4_QW64_LAG
+#define MI4_QW64_LAG 6
+#endif
+#ifndef MI4_QW32_STAGES
+#define MI4_QW32_STAGES 6
+#endif
+#ifndef MI4_QW32_LAG
+#define MI4_QW32_LAG 4
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 
@@ -37,10 +60,16 @@ template <int T> struct qw_config {
     static constexpr int k_inputs = exact ? 128 : 64;
     static constexpr int k_steps = k_inputs / 16;   /* wgmma k steps a stage */
     static constexpr int halves = k_inputs / QW_HALF; /* token blocks a stage */
-    static constexpr int stages = T == 256 ? MI4_QW_STAGES : T == 128 ? 5 : T == 64 ? 9 : 6;
+    static constexpr int stages = T == 256   ? MI4_QW_STAGES
+                                  : T == 128 ? MI4_QW128_STAGES
+                                  : T == 64  ? MI4_QW64_STAGES
+                                             : MI4_QW32_STAGES;
     /* a stage is signalled once the copies of the `lag` steps after it are
      * issued: lag + 1 stages of copies in flight a producer thread */
-    static constexpr int lag = T == 256 ? MI4_QW_LAG : T == 128 ? 3 : T == 64 ? 6 : 4;
+    static constexpr int lag = T == 256   ? MI4_QW_LAG
+                               : T == 128 ? MI4_QW128_LAG
+                               : T == 64  ? MI4_QW64_LAG
+                                          : MI4_QW32_LAG;
     /* setmaxnreg: producer x 128 + consumer x 256 within the launch's
      * registers a block (the consumers' raise waits for what the producer
      * gives back); the producer keeps its token rows (16 at most) in
