@@ -6,7 +6,9 @@
 # the address arithmetic (LEA) of its copies at Qwen3 M = 4096. The A/B
 # goes first, over every ws tile's M points, then the tests. Carry
 # ["build-hipdeps", "build-packs28"] (packs m27: main at 469a469; rowptr:
-# configure_nvidia . build-rowptr -DMOEINT4_BUILD_TESTS=ON on the branch).
+# configure_nvidia . build-rowptr -DMOEINT4_BUILD_TESTS=ON on the branch;
+# where the branch is gone, main at 1e991b4 with `git apply
+# bench/results/hip-2026-12-05-s28/ws-row-pointers.diff` is the same tree).
 ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
 for p in m27 rowptr; do tar xJf build-packs28/$p.tar.xz; done
 O=$OUT/s28c5; mkdir -p $O
