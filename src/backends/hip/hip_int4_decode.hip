@@ -480,13 +480,21 @@ void (*decode_kernel(bool gated, bool x_ring, int item))(gemm_params, mi4_hip_in
                     : int4_decode_gemm2<STAGES, false, ZEROS>;
 }
 
+/* The same for a matrix with zero points (`zeros`) or without */
+template <int STAGES>
+void (*decode_kernel_for(bool zeros, bool gated, bool x_ring,
+                         int item))(gemm_params, mi4_hip_int4_matrix, int)
+{
+    return zeros ? decode_kernel<STAGES, true>(gated, x_ring, item)
+                 : decode_kernel<STAGES, false>(gated, x_ring, item);
+}
+
 template <int STAGES>
 decode_choice decode_choice_of(bool gated, const gemm_params &p, const mi4_hip_int4_matrix &q,
                                bool x_ring, int item)
 {
     decode_choice c;
-    c.kernel = q.zeros != nullptr ? decode_kernel<STAGES, true>(gated, x_ring, item)
-                                  : decode_kernel<STAGES, false>(gated, x_ring, item);
+    c.kernel = decode_kernel_for<STAGES>(q.zeros != nullptr, gated, x_ring, item);
     c.shared = decode_shared_bytes(gated, p, q, STAGES, x_ring);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, DECODE_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
@@ -539,12 +547,9 @@ hipError_t mi4_hip_int4_decode_init(void)
                 const int item = variant ? GEMM13_ITEM_WIDE : GEMM13_ITEM_NARROW;
                 const bool x_ring = variant != 0;
                 const hipError_t results[] = {
-                    allow_decode_shared(zeros ? decode_kernel<8, true>(gated, x_ring, item)
-                                              : decode_kernel<8, false>(gated, x_ring, item), limit),
-                    allow_decode_shared(zeros ? decode_kernel<6, true>(gated, x_ring, item)
-                                              : decode_kernel<6, false>(gated, x_ring, item), limit),
-                    allow_decode_shared(zeros ? decode_kernel<4, true>(gated, x_ring, item)
-                                              : decode_kernel<4, false>(gated, x_ring, item), limit)};
+                    allow_decode_shared(decode_kernel_for<8>(zeros, gated, x_ring, item), limit),
+                    allow_decode_shared(decode_kernel_for<6>(zeros, gated, x_ring, item), limit),
+                    allow_decode_shared(decode_kernel_for<4>(zeros, gated, x_ring, item), limit)};
                 for (hipError_t r : results)
                     if (r != hipSuccess)
                         return r;

@@ -38,7 +38,9 @@
  * halving the dependent FMAs (mi4_rows_piece_dot; other rounding;
  * opt-in; to be measured on the H200); MI4_ROWS_XBLOCK=8192 stages rows of
  * up to 8192 activations once (36 KB of local memory: Mixtral's w2 in two
- * blocks instead of four; opt-in, not yet measured). */
+ * blocks instead of four; opt-in: on an H100 through NVIDIA's OpenCL that
+ * GEMV 4.4-5.0% faster, bench/results/xpu-2026-12-05-s28.md; on Intel GPUs
+ * the larger block may halve the work-groups a core holds). */
 #ifndef MI4_ROWS_AHEAD
 #define MI4_ROWS_AHEAD 4
 #endif
