@@ -350,6 +350,18 @@ static double ref_activation(int kind, double g, double u, double limit, double 
     return (uc + beta) * gc / (1.0 + exp(-alpha * gc));
 }
 
+/* The most roundings a term of a row of `in` codes goes through (the n of
+ * xt_sum_error_bound): in the rows GEMVs, a piece's chain of 32 FMAs, its
+ * group scale, a work-item's chain over its pieces, one more a staged
+ * block of 4096 or more codes, the team's sum and the router weight, so
+ * that one piece left out of a row of 14336 codes shows (in + 8 lets it
+ * pass); the other kernels' orders: one a term. */
+static int rows_gemv_depth(gemm_dims d, int in, int team)
+{
+    return d.rows > 0 ? 32 + 1 + (in / 32 + team - 1) / team + in / 4096 + 1 + team + 1 + 2
+                      : in + 8;
+}
+
 static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_input, int group_size,
                       moeint4_dtype scales_dtype, uint64_t seed)
 {
@@ -389,6 +401,7 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
     xt_launch(rt, gemm_kernel(d, 1), gemm_width(d, N), (size_t)g.num_tiles + 2, d.zp ? 21 : 20,
               args);
     xt_download(rt, got, act_d, (size_t)g.num_slots * N * 4);
+    int depth = rows_gemv_depth(d, K, team);
     expect_gemv_bits(rt, d, 1, N, (size_t)g.num_tiles + 2, 20, args, got,
                      (size_t)g.num_slots * N * 4);
     for (int s = 0; s < g.num_slots; ++s) {
@@ -404,10 +417,10 @@ static void check_w13(gemm_dims d, moeint4_dtype dtype, int act_kind, int on_inp
             }
             gate *= scale, up *= scale, gate_abs *= scale, up_abs *= scale;
             double want = ref_activation(act_kind, gate, up, limit, alpha, beta);
-            /* f32 sums (K terms + per-group scaling + the weight), then the
+            /* f32 sums (rows_gemv_depth roundings a term), then the
              * activation's sensitivity to each input and its own few ulps */
-            double gate_err = xt_sum_error_bound(K + 8, gate_abs);
-            double up_err = xt_sum_error_bound(K + 8, up_abs);
+            double gate_err = xt_sum_error_bound(depth, gate_abs);
+            double up_err = xt_sum_error_bound(depth, up_abs);
             /* |d act / d gate| <= 1.13 |up| for SiLU and GELU; SwiGLU's
              * (u + beta) g sigmoid(alpha g) adds alpha |g| / 4 */
             double d_gate =
@@ -503,14 +516,7 @@ static void check_w2(gemm_dims d, int on_input, int group_size, moeint4_dtype sc
     xt_launch(rt, gemm_kernel(d, 0), gemm_width(d, K), (size_t)g.num_tiles + 2, d.zp ? 15 : 14,
               args);
     xt_download(rt, got, out_d, (size_t)g.num_slots * K * 4);
-    /* The most roundings a term goes through (the bound's n): in the rows
-     * GEMV, a piece's chain of 32 FMAs, its group scale, a work-item's chain
-     * over its pieces, one more a staged block of 4096 or more codes, the
-     * team's sum and the router weight, so that one piece left out of a row
-     * of 14336 codes shows (N + 8 lets it pass); the other kernels: one a
-     * term. */
-    int depth =
-        d.rows > 0 ? 32 + 1 + (N / 32 + team - 1) / team + N / 4096 + 1 + team + 1 + 2 : N + 8;
+    int depth = rows_gemv_depth(d, N, team);
     expect_gemv_bits(rt, d, 0, K, (size_t)g.num_tiles + 2, 14, args, got,
                      (size_t)g.num_slots * K * 4);
     for (int s = 0; s < g.num_slots; ++s) {
