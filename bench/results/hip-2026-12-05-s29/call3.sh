@@ -1,0 +1,22 @@
+#!/bin/bash
+# Session 29, call 3 (carry ["build-hipdeps", "build-packs29"]): call 1 had
+# lagB (q256 1, qw128 1, qw64 2, qw32 2) fastest at every warp-specialized
+# point and rowptr 1.6-2.9% faster where q256 runs. Here main (m27) against
+# lagB, lagC (every tile's lag 1), and both on the row-pointer producer
+# (lagBrow, lagCrow: ws-row-pointers.diff applied to 1efbecb, built with
+# those lags), then the int4 tests of lagC, lagBrow and lagCrow.
+ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
+for p in m27 lagB lagC lagBrow lagCrow; do tar xJf build-packs29/$p.tar.xz; done
+O=$OUT/s29c3; mkdir -p $O
+nvidia-smi --query-gpu=name,driver_version --format=csv > $O/gpu.txt 2>&1; cat $O/gpu.txt
+hip() { ( . bench/hip/nvidia_build.sh && use_hip_deps build-hipdeps && "$@" ); }
+hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,256,512,1024,2048,4096 WEIGHTS=int4 ROUNDS=2 \
+  VARIANTS="main=lib:build-m27/lib lagB=lib:build-lagB/lib lagC=lib:build-lagC/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
+  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 330 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
+cat $O/ab/ab-table.md || tail -30 $O/ab.log
+grep -E "us  x1 .*int4_ws|forward" $O/ab/profile-*.log
+for v in lagC lagBrow lagCrow; do
+  hip bash -c "cd build-$v && timeout 75 ctest --timeout 70 -j4 -R '^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4|test_hip_weights)$' --output-on-failure" > $O/tests-$v.log 2>&1
+  echo "$v:"; grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests-$v.log | tail -5
+done
+tar czf $OUT/call3.tgz -C $O .
