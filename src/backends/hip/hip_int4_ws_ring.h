@@ -15,31 +15,34 @@ constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) ho
 /* Each tile's ring: stages, and the lag at which the producer signals a stage
  * (q256: MI4_QW_*, the qw tiles: MI4_QW<T>_*), macros for tuning builds
  * (-DMI4_QW32_LAG=3); lag + 2 <= stages, and the stages must fit shared
- * memory (static_asserts below). q256's lag 4 was 12-16% slower in its
- * gemm13 than 3 (bench/results/hip-2026-12-05-s28.md). */
+ * memory (static_asserts below). Lags 1, 1, 2, 2 (q256, qw128, qw64,
+ * qw32) were 0.2-6.7% faster than 3, 3, 6, 4 at every point these tiles
+ * serve on an H100, and 2, 2, 4, 3 half as much
+ * (bench/results/hip-2026-12-05-s29.md); q256's lag 4 was 12-16% slower in
+ * its gemm13 than 3 (hip-2026-12-05-s28.md). */
 #ifndef MI4_QW_STAGES
 #define MI4_QW_STAGES 6
 #endif
 #ifndef MI4_QW_LAG
-#define MI4_QW_LAG 3
+#define MI4_QW_LAG 1
 #endif
 #ifndef MI4_QW128_STAGES
 #define MI4_QW128_STAGES 5
 #endif
 #ifndef MI4_QW128_LAG
-#define MI4_QW128_LAG 3
+#define MI4_QW128_LAG 1
 #endif
 #ifndef MI4_QW64_STAGES
 #define MI4_QW64_STAGES 9
 #endif
 #ifndef MI4_QW64_LAG
-#define MI4_QW64_LAG 6
+#define MI4_QW64_LAG 2
 #endif
 #ifndef MI4_QW32_STAGES
 #define MI4_QW32_STAGES 6
 #endif
 #ifndef MI4_QW32_LAG
-#define MI4_QW32_LAG 4
+#define MI4_QW32_LAG 2
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 
