@@ -16,7 +16,7 @@ constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) ho
  * (q256: MI4_QW_*, the qw tiles: MI4_QW<T>_*), macros for tuning builds
  * (-DMI4_QW32_LAG=3); lag + 2 <= stages, and the stages must fit shared
  * memory (static_asserts below). Lags 1, 1, 2, 2 (q256, qw128, qw64,
- * qw32) were 0.2-6.7% faster than 3, 3, 6, 4 at every point these tiles
+ * qw32) were 0.5-6.7% faster than 3, 3, 6, 4 at every point these tiles
  * serve on an H100, and 2, 2, 4, 3 half as much
  * (bench/results/hip-2026-12-05-s29.md); q256's lag 4 was 12-16% slower in
  * its gemm13 than 3 (hip-2026-12-05-s28.md). */
