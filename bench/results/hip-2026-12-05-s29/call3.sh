@@ -5,11 +5,8 @@
 # lagB, lagC (every tile's lag 1), and both on the row-pointer producer
 # (lagBrow, lagCrow: ws-row-pointers.diff applied to 1efbecb, built with
 # those lags), then the int4 tests of lagC, lagBrow and lagCrow.
-ln -sfn "$PWD" /work/main 2>/dev/null || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
-for p in m27 lagB lagC lagBrow lagCrow; do tar xJf build-packs29/$p.tar.xz; done
-O=$OUT/s29c3; mkdir -p $O
-nvidia-smi --query-gpu=name,driver_version --format=csv > $O/gpu.txt 2>&1; cat $O/gpu.txt
-hip() { ( . bench/hip/nvidia_build.sh && use_hip_deps build-hipdeps && "$@" ); }
+O=$OUT/s29c3
+. bench/hip/device_call.sh build-packs29 m27 lagB lagC lagBrow lagCrow
 hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,256,512,1024,2048,4096 WEIGHTS=int4 ROUNDS=2 \
   VARIANTS="main=lib:build-m27/lib lagB=lib:build-lagB/lib lagC=lib:build-lagC/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
   PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 330 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
