@@ -4,16 +4,29 @@
 # point and rowptr 1.6-2.9% faster where q256 runs. Here main (m27) against
 # lagB, lagC (every tile's lag 1), and both on the row-pointer producer
 # (lagBrow, lagCrow: ws-row-pointers.diff applied to 1efbecb, built with
-# those lags), then the int4 tests of lagC, lagBrow and lagCrow.
+# those lags), then the int4 tests of lagC, lagBrow and lagCrow. Run in
+# session 30, which added the last step: on an H200 (issue 15's card), the
+# README's table in both weights modes for lagB (main's HIP code at 628e0fd).
 O=$OUT/s29c3
 . bench/hip/device_call.sh build-packs29 m27 lagB lagC lagBrow lagCrow
 hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,256,512,1024,2048,4096 WEIGHTS=int4 ROUNDS=2 \
   VARIANTS="main=lib:build-m27/lib lagB=lib:build-lagB/lib lagC=lib:build-lagC/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
-  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 330 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
+  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 270 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
 cat $O/ab/ab-table.md || tail -30 $O/ab.log
 grep -E "us  x1 .*int4_ws|forward" $O/ab/profile-*.log
-for v in lagC lagBrow lagCrow; do
-  hip bash -c "cd build-$v && timeout 75 ctest --timeout 70 -j4 -R '^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4|test_hip_weights)$' --output-on-failure" > $O/tests-$v.log 2>&1
+int4_tests() {
+  for v in "$@"; do
+  hip bash -c "cd build-$v && timeout 80 ctest --timeout 75 -j4 -R '^(test_hip_forward_int4|test_hip_graph_int4|hip_conformance_int4|test_hip_weights)$' --output-on-failure" > $O/tests-$v.log 2>&1
   echo "$v:"; grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests-$v.log | tail -5
-done
+  done
+}
+int4_tests lagBrow lagCrow
+grep -q H200 $O/gpu.txt && {
+  hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 WEIGHTS=bf16,int4 ROUNDS=2 \
+    VARIANTS="main=lib:build-lagB/lib" PROFILE_POINTS="qwen3-30b-a3b:1" \
+    timeout 150 bash bench/hip/ab_bench.sh > $O/table.log 2>&1
+  cat $O/table/ab-table.md || tail -20 $O/table.log
+  grep -h "copy .* GB/s" $O/table.log | head -2
+}
+int4_tests lagC
 tar czf $OUT/call3.tgz -C $O .
