@@ -1,17 +1,19 @@
 #!/bin/bash
 # Session 29, call 3 (carry ["build-hipdeps", "build-packs29"]): call 1 had
 # lagB (q256 1, qw128 1, qw64 2, qw32 2) fastest at every warp-specialized
-# point and rowptr 1.6-2.9% faster where q256 runs. Here main (m27) against
-# lagB, lagC (every tile's lag 1), and both on the row-pointer producer
-# (lagBrow, lagCrow: ws-row-pointers.diff applied to 1efbecb, built with
-# those lags), then the int4 tests of lagC, lagBrow and lagCrow. Run in
-# session 30, which added the last step: on an H200 (issue 15's card), the
-# README's table in both weights modes for lagB (main's HIP code at 628e0fd).
+# point and rowptr 1.6-2.9% faster where q256 runs. lagB is main's HIP code
+# since 0403859. Here lagB against lagC (every tile's lag 1) and both on the
+# row-pointer producer (lagBrow, lagCrow: ws-row-pointers.diff applied to
+# 1efbecb, built with those lags), then the int4 tests of lagBrow, lagCrow
+# and lagC. Run in session 30, which dropped m27 (measured against lagB in
+# call 1) and added, on an H200 (issue 15's card), the README's table in
+# both weights modes for lagB. Outputs land under $OUT as they come, so a
+# call cut at its limit keeps what finished.
 O=$OUT/s29c3
-. bench/hip/device_call.sh build-packs29 m27 lagB lagC lagBrow lagCrow
+. bench/hip/device_call.sh build-packs29 lagB lagC lagBrow lagCrow
 hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,256,512,1024,2048,4096 WEIGHTS=int4 ROUNDS=2 \
-  VARIANTS="main=lib:build-m27/lib lagB=lib:build-lagB/lib lagC=lib:build-lagC/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
-  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 270 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
+  VARIANTS="lagB=lib:build-lagB/lib lagC=lib:build-lagC/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
+  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 300 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
 cat $O/ab/ab-table.md || tail -30 $O/ab.log
 grep -E "us  x1 .*int4_ws|forward" $O/ab/profile-*.log
 int4_tests() {
