@@ -22,6 +22,16 @@ static moeint4_status read_source(const moeint4_quant_matrix *caller, moeint4_qu
                            "moeint4_quant_matrix");
 }
 
+/* read_source, then the shape checks every conversion starts with. */
+static moeint4_status read_source_shape(const moeint4_quant_matrix *caller,
+                                        moeint4_quant_matrix *src)
+{
+    moeint4_status status = read_source(caller, src);
+    if (status == MOEINT4_SUCCESS)
+        status = mi4_layout_validate_shape(src, SOURCE_NAME);
+    return status;
+}
+
 moeint4_status moeint4_layout_validate(const moeint4_quant_matrix *caller)
 {
     mi4_clear_error();
@@ -51,10 +61,8 @@ static moeint4_status dequantize(const moeint4_quant_matrix *caller, float *out_
 {
     mi4_clear_error();
     moeint4_quant_matrix normalized;
-    moeint4_status status = read_source(caller, &normalized);
+    moeint4_status status = read_source_shape(caller, &normalized);
     const moeint4_quant_matrix *src = &normalized;
-    if (status == MOEINT4_SUCCESS)
-        status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     if (!out_given)
@@ -110,10 +118,8 @@ static moeint4_status to_xpu(const moeint4_quant_matrix *caller, uint8_t *packed
 {
     mi4_clear_error();
     moeint4_quant_matrix normalized;
-    moeint4_status status = read_source(caller, &normalized);
+    moeint4_status status = read_source_shape(caller, &normalized);
     const moeint4_quant_matrix *src = &normalized;
-    if (status == MOEINT4_SUCCESS)
-        status = mi4_layout_validate_shape(src, SOURCE_NAME);
     if (status != MOEINT4_SUCCESS)
         return status;
     int has_zeros = src->format != MOEINT4_FORMAT_GPTQ_SYM;
