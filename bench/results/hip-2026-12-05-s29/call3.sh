@@ -9,13 +9,17 @@
 # and, on an H200 (issue 15's card), the README's table in both weights
 # modes for lagB. The device was scarce (eleven refusals left session 30
 # 509 of its 1800 device seconds): m27 and lagC were dropped, and LIMIT
-# (the call's seconds) gates the steps after the first tests. Outputs land
+# (the call's seconds) sizes the A/B and gates the steps after it; BUILDS
+# (default lagB lagBrow lagCrow) picks the builds. Outputs land
 # under $OUT as they come, so a call cut at its limit keeps what finished.
 O=$OUT/s29c3
-. bench/hip/device_call.sh build-packs29 lagB lagBrow lagCrow
-hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=64,256,1024,4096 WEIGHTS=int4 ROUNDS=2 \
-  VARIANTS="lagB=lib:build-lagB/lib lagBrow=lib:build-lagBrow/lib lagCrow=lib:build-lagCrow/lib" \
-  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout 200 bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
+BUILDS=${BUILDS:-lagB lagBrow lagCrow} # the A/B's builds, the first its baseline
+. bench/hip/device_call.sh build-packs29 $BUILDS
+left() { echo $(( ${LIMIT:-600} - SECONDS )); } # seconds this call has left
+ab=$(( $(left) - 100 )); [ $ab -gt 200 ] && ab=200
+hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=${TOKENS:-64,256,1024,4096} WEIGHTS=int4 ROUNDS=2 \
+  VARIANTS="$(for b in $BUILDS; do printf '%s=lib:build-%s/lib ' $b $b; done)" \
+  PROFILE_POINTS="mixtral-8x7b:64 qwen3-30b-a3b:4096" timeout $ab bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
 cat $O/ab/ab-table.md || tail -30 $O/ab.log
 grep -E "us  x1 .*int4_ws|forward" $O/ab/profile-*.log
 int4_tests() {
@@ -24,9 +28,8 @@ int4_tests() {
   echo "$v:"; grep -E "tests passed|\*\*\*|Failed|Total Test" $O/tests-$v.log | tail -5
   done
 }
-left() { echo $(( ${LIMIT:-600} - SECONDS )); } # seconds this call has left
-int4_tests lagBrow
-[ "$(left)" -gt 90 ] && int4_tests lagCrow
+[ "$(left)" -gt 85 ] && int4_tests lagBrow
+[ "$(left)" -gt 85 ] && [[ " $BUILDS " == *" lagCrow "* ]] && int4_tests lagCrow
 grep -q H200 $O/gpu.txt && [ "$(left)" -gt 120 ] && {
   hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 WEIGHTS=bf16,int4 ROUNDS=2 \
     VARIANTS="main=lib:build-lagB/lib" PROFILE_POINTS="qwen3-30b-a3b:1" \
