@@ -7,7 +7,7 @@
 # (lagBrow) and with every tile's lag 1 (lagCrow), at M = 64, 256, 1024,
 # 4096 (each tile once a preset); then the int4 tests of lagBrow and lagCrow
 # and, on an H200 (issue 15's card), the README's table in both weights
-# modes for lagB. The device was scarce (eleven refusals left session 30
+# modes for lagB. The device was scarce (session 30: eleven failed starts left
 # 509 of its 1800 device seconds): m27 and lagC were dropped, and LIMIT
 # (the call's seconds) sizes the A/B and gates the steps after it; BUILDS
 # (default lagB lagBrow lagCrow) picks the builds. Outputs land
