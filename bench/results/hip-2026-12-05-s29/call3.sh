@@ -2,7 +2,8 @@
 # Session 29, call 3 (carry ["build-hipdeps", "build-packs29"]): call 1 had
 # lagB (q256 1, qw128 1, qw64 2, qw32 2) fastest at every warp-specialized
 # point and rowptr 1.6-2.9% faster where q256 runs. lagB is main's HIP code
-# since 0403859. As run in session 30: lagB against the row-pointer
+# since 0403859. As reshaped in session 30 (not yet run on a GPU): lagB
+# against the row-pointer
 # producer (ws-row-pointers.diff applied to 1efbecb) with lagB's lags
 # (lagBrow) and with every tile's lag 1 (lagCrow), at M = 64, 256, 1024,
 # 4096 (each tile once a preset); then the int4 tests of lagBrow and lagCrow
