@@ -3,16 +3,16 @@
 # lagB (q256 1, qw128 1, qw64 2, qw32 2) fastest at every warp-specialized
 # point and rowptr 1.6-2.9% faster where q256 runs. lagB is main's HIP code
 # since 0403859. As reshaped in session 30 (not yet run on a GPU): lagB
-# against the row-pointer
-# producer (ws-row-pointers.diff applied to 1efbecb) with lagB's lags
-# (lagBrow) and with every tile's lag 1 (lagCrow), at M = 64, 256, 1024,
-# 4096 (each tile once a preset); then the int4 tests of lagBrow and lagCrow
-# and, on an H200 (issue 15's card), the README's table in both weights
-# modes for lagB. The device was scarce (session 30: eleven failed starts left
-# 509 of its 1800 device seconds): m27 and lagC were dropped, and LIMIT
-# (the call's seconds) sizes the A/B and gates the steps after it; BUILDS
-# (default lagB lagBrow lagCrow) picks the builds. Outputs land
-# under $OUT as they come, so a call cut at its limit keeps what finished.
+# against the row-pointer producer (ws-row-pointers.diff applied to
+# 1efbecb) with lagB's lags (lagBrow) and with every tile's lag 1
+# (lagCrow), at M = 64, 256, 1024, 4096 (each tile once a preset); then the
+# int4 tests of lagBrow and lagCrow and, on an H200 (issue 15's card), the
+# README's table in both weights modes for lagB. The device was scarce
+# (session 30: eleven failed starts left 509 of its 1800 device seconds):
+# m27 and lagC were dropped, LIMIT (the call's seconds) sizes the A/B and
+# gates the steps after it, and BUILDS (default lagB lagBrow lagCrow) picks
+# the builds. Outputs land under $OUT as they come, so a call cut at its
+# limit keeps what finished.
 O=$OUT/s29c3
 BUILDS=${BUILDS:-lagB lagBrow lagCrow} # the A/B's builds, the first its baseline
 . bench/hip/device_call.sh build-packs29 $BUILDS
