@@ -13,7 +13,7 @@ O=$OUT/s31c1
 . bench/hip/device_call.sh build-packs31 lagBmap
 BUILDS=${BUILDS:-lagB lagBmap lagBrow lagCrow} # the first: the baseline
 left() { echo $(( ${LIMIT:-600} - SECONDS )); }
-ab=$(( $(left) - 250 )); [ $ab -gt 300 ] && ab=300
+ab=${AB:-$(( $(left) - 250 ))}; [ $ab -gt 300 ] && ab=300 # AB: the A/B's seconds
 hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=${TOKENS:-1,64,256,1024,4096} WEIGHTS=int4 ROUNDS=2 \
   VARIANTS="$(for b in $BUILDS; do printf '%s=lib:build-%s/lib ' $b $b; done)" \
   PROFILE_POINTS="qwen3-30b-a3b:1 qwen3-30b-a3b:4096" timeout $ab bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
