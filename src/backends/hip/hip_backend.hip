@@ -254,8 +254,11 @@ moeint4_status hip_prepare(void *backend_context, const moeint4_weights_desc *de
             snprintf(err, err_cap, "hip: out of host memory");
             st = MOEINT4_OUT_OF_MEMORY;
         } else {
-            for (int e = 0; e < w->num_experts; e++)
+            w->identity_map = 1;
+            for (int e = 0; e < w->num_experts; e++) {
                 map[e] = desc->expert_map ? desc->expert_map[e] : e;
+                w->identity_map &= map[e] == e;
+            }
             hipError_t e = hipMemcpy(w->expert_map, map, map_bytes, hipMemcpyHostToDevice);
             free(map);
             if (e != hipSuccess)

@@ -76,7 +76,7 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
     mi4_slot_check check;
     check.topk_ids = args->topk_ids;
     check.topk_weights = args->topk_weights;
-    check.expert_map = w->expert_map;
+    check.expert_map = w->identity_map ? nullptr : w->expert_map;
     check.num_experts = w->num_experts;
     check.topk = args->topk;
     check.record = record;

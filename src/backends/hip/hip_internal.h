@@ -94,6 +94,8 @@ typedef struct mi4_hip_weights {
     mi4_hip_int4_matrix q13; /* int4 [E_l][2N][K] */
     mi4_hip_int4_matrix q2;  /* int4 [E_l][K][N] */
     int32_t *expert_map;     /* [E]: global -> local or -1 */
+    int identity_map;        /* 1: expert_map[e] == e for every e (the forwards
+                                skip its load) */
     int32_t *input_perm;     /* int4 act-order weights (sorted at prepare): [E_l][K],
                                 row i of w13 takes x[input_perm[i]]; else NULL */
     int *error_record;       /* device MI4_RECORD_WORDS: the sticky record of

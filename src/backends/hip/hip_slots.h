@@ -32,7 +32,8 @@ enum {
 struct mi4_slot_check {
     const int32_t *topk_ids;
     const float *topk_weights;
-    const int32_t *expert_map; /* [E]: global -> local or -1 */
+    const int32_t *expert_map; /* [E]: global -> local or -1; NULL: identity
+                                  (saves a dependent load before the weights) */
     int num_experts;
     int topk;
     int *record; /* MI4_RECORD_WORDS ints, see above */
@@ -50,7 +51,7 @@ MI4_DEVICE int mi4_slot_local_of(const mi4_slot_check &c, int32_t id, float weig
 {
     if (id < 0 || id >= c.num_experts || !mi4_weight_finite(weight))
         return MI4_SLOT_BAD;
-    return c.expert_map[id];
+    return c.expert_map != nullptr ? c.expert_map[id] : id;
 }
 
 MI4_DEVICE int mi4_slot_local(const mi4_slot_check &c, int64_t slot)
