@@ -119,16 +119,19 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
             qw_fill_table<T, GATED>(p, sh, tile, buf, (unsigned)((j >> 1) & 1) ^ 1u);
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
         const int valid = sh.rows[buf];
-        /* this thread's token rows of the tile, read once (a table read and
-         * a 64-bit multiply before every copy made the producer a serial
-         * chain that the consumers waited for: ncu, 2026-12-04) */
+        /* this thread's token rows of the tile, as pointers to its piece,
+         * read once a tile (a table read and a 64-bit multiply before every
+         * copy made the producer a serial chain that the consumers waited
+         * for: ncu, 2026-12-04; the BF16 warp-specialized GEMM keeps row
+         * pointers too); a step adds its constant offset */
         const int *table_rows = sh.table(buf).row;
-        unsigned row_of[T / 16];
+        const uint16_t *row_src[T / 16];
 #pragma unroll
         for (int i = 0; i < T / 16; i++)
-            row_of[i] = !TOKEN_TMA && first_row + 16 * i < valid
-                            ? (unsigned)table_rows[first_row + 16 * i]
-                            : 0u;
+            row_src[i] = p.a + (!TOKEN_TMA && first_row + 16 * i < valid
+                                    ? (size_t)table_rows[first_row + 16 * i] * (size_t)p.inner
+                                    : 0) +
+                         piece * 8;
         const int expert = p.tile_expert[tile];
         const uint8_t *code_src[4];
 #pragma unroll
@@ -160,12 +163,12 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                 /* rows past `valid` are not copied: only dropped columns read them */
 #pragma unroll
                 for (int h = 0; h < C::halves; h++) {
-                    const uint16_t *a_k = p.a + k * C::k_inputs + h * QW_HALF + piece * 8;
+                    const int at_k = k * C::k_inputs + h * QW_HALF;
 #pragma unroll
                     for (int i = 0; i < T / 16; i++)
                         if (first_row + 16 * i < valid)
                             mi4_copy16(tokens + h * (C::half_bytes / 2) + token_at + i * 16 * 64,
-                                       a_k + (size_t)row_of[i] * (unsigned)p.inner, true);
+                                       row_src[i] + at_k, true);
                 }
             }
             uint8_t *codes = (uint8_t *)(base + C::token_bytes);
