@@ -7,7 +7,8 @@
 # gemm13's first weights at one token). M = 1 (the decode chain), 64, 256,
 # 1024, 4096 of both presets, then the tests of each candidate. LIMIT (the
 # call's seconds) sizes the A/B and gates the tests; outputs land under $OUT
-# as they come.
+# as they come. Ran as LIMIT=320 AB=170 TOKENS=1,64,4096 BUILDS="lagB lagBmap
+# lagBrow" (the device time left), on a lent H100: call1.tgz.
 O=$OUT/s31c1
 . bench/hip/device_call.sh build-packs29 lagB lagBrow lagCrow
 . bench/hip/device_call.sh build-packs31 lagBmap
