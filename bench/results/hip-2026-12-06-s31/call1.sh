@@ -2,7 +2,7 @@
 # Session 31, call 1 (carry ["build-hipdeps", "build-packs29", "build-packs31"]):
 # session 29's call 3 (lagB: main's HIP code; lagBrow / lagCrow: the
 # row-pointer producer with lags 1, 1, 2, 2 and with every lag 1) plus
-# lagBmap: branch hip-identity-map (identity-map.diff here: no expert_map
+# lagBmap: branch hip-identity-map (landed unchanged as 1213fa3: no expert_map
 # load where the map is the identity, a dependent HBM round trip less before
 # gemm13's first weights at one token). M = 1 (the decode chain), 64, 256,
 # 1024, 4096 of both presets, then the tests of each candidate. LIMIT (the

@@ -39,8 +39,8 @@ constexpr int SLOT_UNROLL = 8; /* slots of one thread in flight together */
 
 /* The local experts of this thread's slots base + i * THREADS + tid,
  * i < SLOT_UNROLL: all id and weight loads are issued before the first use,
- * then all expert_map loads. -1 for slots at or past `end` and for experts
- * of other ranks, MI4_SLOT_BAD for bad slots. */
+ * then the expert_map loads (none for an identity map). -1 for slots at
+ * or past `end` and for experts of other ranks, MI4_SLOT_BAD for bad slots. */
 template <int THREADS>
 __device__ __forceinline__ void load_locals(const mi4_slot_check &c, int64_t base, int64_t end,
                                             int (&local)[SLOT_UNROLL])
