@@ -33,14 +33,14 @@
  * MI4_ROWS_EARLY=1 loads a work-item's first batch of a block before the
  * activations are staged, so the staging and its barriers overlap the
  * weights' latency (mi4_rows_walk; combines with MI4_ROWS_PIPELINE=1;
- * opt-in; to be measured on the H200);
- * MI4_ROWS_CHAINS=2 sums a piece's even and odd codes in two chains,
- * halving the dependent FMAs (mi4_rows_piece_dot; other rounding;
- * opt-in; to be measured on the H200); MI4_ROWS_XBLOCK=8192 stages rows of
- * up to 8192 activations once (36 KB of local memory: Mixtral's w2 in two
- * blocks instead of four; opt-in: on an H100 through NVIDIA's OpenCL that
- * GEMV 4.4-5.0% faster, bench/results/xpu-2026-12-05-s28.md; on Intel GPUs
- * the larger block may halve the work-groups a core holds). */
+ * opt-in: on the H200 Mixtral's w2 3-4% faster, every other GEMV 12-24%
+ * slower); MI4_ROWS_CHAINS=2 sums a piece's even and odd codes in two
+ * chains, halving the dependent FMAs (mi4_rows_piece_dot; other rounding;
+ * opt-in: no gain on the H200); MI4_ROWS_XBLOCK=8192 stages rows of up to
+ * 8192 activations once (36 KB of local memory: Mixtral's w2 in two blocks
+ * instead of four; opt-in: through NVIDIA's OpenCL that GEMV 3.7-5.0%
+ * faster on H100s and an H200; on Intel GPUs the larger block may halve
+ * the work-groups a core holds). Measured: bench/results/xpu-2026-12-06-s32.md. */
 #ifndef MI4_ROWS_AHEAD
 #define MI4_ROWS_AHEAD 4
 #endif
