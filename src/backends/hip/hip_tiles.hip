@@ -5,6 +5,32 @@
 
 #include "backends/hip/hip_internal.h"
 
+/* What the direct decode reads beyond the routed paths, on average: it
+ * reads a slot's expert once per slot, they read each expert hit once, and
+ * `slots` slots routed uniformly over E local experts hit E (1 - (1 - 1/E)^
+ * slots) of them. Bytes of the weights as held (int4 codes, or BF16). */
+static double direct_extra_bytes(int64_t slots, const mi4_hip_weights *w)
+{
+    const double experts = w->num_local_experts > 0 ? w->num_local_experts : 1;
+    double missed = 1.0; /* (1 - 1/E)^slots: the direct decode takes at most 64 slots */
+    for (int64_t s = 0; s < slots; s++)
+        missed *= 1.0 - 1.0 / experts;
+    const double hit = experts * (1.0 - missed);
+    const double expert = 3.0 * w->hidden_size * w->intermediate_size * (w->int4 ? 0.5 : 2.0);
+    return ((double)slots - hit) * expert;
+}
+
+/* Above this many extra bytes the routed paths' fixed costs (routing,
+ * combine, tiles of an expert's few rows) pay. Measured on an H100
+ * (bench/results/hip-2026-12-06-s33.md, calls 4 and 5; the routed paths
+ * against the direct decode): Mixtral int4 M = 2 (61 MB extra) 5.5%
+ * slower, M = 3 (140 MB) 8.8% and M = 4 (242 MB) 16.5% faster; Mixtral
+ * BF16 M = 2 (244 MB) 2.1% and M = 3, 4 22% faster; Qwen3 int4 M = 8
+ * (32 MB) 29% slower, Qwen3 BF16 M = 8 (128 MB) a tie. An H200 reads
+ * 1.4x faster, which should move the break-even up by about that much
+ * (not measured there). Only where those routed paths exist (sm_90a). */
+#define MI4_DIRECT_MAX_EXTRA_BYTES 100e6
+
 /* Rows per expert decide the row tile; MOEINT4_HIP_TILE (a mi4_hip_tile_name)
  * forces one, for tuning. */
 mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w)
@@ -21,13 +47,19 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     }
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
      * routing, no combine) while there are no more slots than local experts
-     * (one token, or Qwen3's 128 experts up to 8 tokens); past that, on
+     * (one token, or Qwen3's 128 experts up to 8 tokens) and the experts
+     * they read twice stay few (direct_extra_bytes: Mixtral's 8 experts at
+     * 2 int4 tokens, not 3 or 4, nor 2 in BF16); past that, on
      * sm_90a builds, the persistent wgmma tiles, 64 x 256 while experts see
      * fewer than 64 rows (less padding), else 128 x 256 (faster than the
      * GEMV from two rows per expert up). Elsewhere (AMD, other NVIDIA
      * targets): the routed register-streaming GEMV while experts see about
      * two rows, then 16- and 64-row tiles, then the 128-row tiles. */
-    if (slots <= 64 && (tokens == 1 || slots <= w->num_local_experts))
+    /* the routed paths measured against it: int4's d8, BF16's w64 (sm_90a) */
+    const bool routed_measured = w->int4 ? int4_gemm && w->int4_routed : mi4_hip_wgmma_built();
+    if (slots <= 64 &&
+        (tokens == 1 || (slots <= w->num_local_experts &&
+                         (!routed_measured || direct_extra_bytes(slots, w) <= MI4_DIRECT_MAX_EXTRA_BYTES))))
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
