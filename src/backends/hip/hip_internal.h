@@ -201,6 +201,13 @@ typedef enum mi4_hip_tile_config {
  * "w64", "q8", "q16", "q32", "q64", "q128", "d8", "q256", "qw64", "qw128",
  * "qw32" (MOEINT4_HIP_TILE); NULL otherwise. */
 const char *mi4_hip_tile_name(mi4_hip_tile_config config);
+/* hip_tiles.hip: 1 when a forward of `tokens` tokens and `slots` slots takes
+ * the direct decode: at most 64 slots, and one token, or no more slots than
+ * local experts while the experts it would read twice (on average, for
+ * uniform routing) stay under 100 MB where the routed paths it was measured
+ * against exist (routed_measured). Pure: reads the weights' sizes only. */
+int mi4_hip_direct_decode_serves(int64_t tokens, int64_t slots, const mi4_hip_weights *w,
+                                 int routed_measured);
 int mi4_hip_tile_rows(mi4_hip_tile_config config);
 /* 1 for the int4 grouped GEMM's tiles (MI4_TILE_Q8 .. MI4_TILE_Q128, MI4_TILE_Q256,
  * MI4_TILE_QW64, MI4_TILE_QW128, MI4_TILE_QW32). */

@@ -13,6 +13,9 @@
  *   hip_test_wgmma_built(): 1 when this build has the sm_90a wgmma tiles
  *   hip_test_int4_routed_fits(hidden, intermediate): 1 when the routed decode
  *     GEMVs (tile "d8") of such a layer fit the current device
+ *   hip_test_direct_serves(tokens, slots, experts, hidden, intermediate, int4,
+ *     routed_measured): mi4_hip_direct_decode_serves for a layer of those sizes
+ *     (host code only: runs without a GPU)
  *   hip_test_rounded_pairs(scales_bf16, &mismatches): the rounded A fragments
  *     of the int4 wgmma tiles (q_dequant<true>: two bf16x2 FMAs a pair)
  *     against int4_word_to_bf16 (the BF16 mode's bits) for every positive
@@ -146,6 +149,18 @@ int routed_fits(int hidden, int intermediate)
     return mi4_hip_int4_routed_fits(hidden, intermediate);
 }
 
+int direct_serves(int64_t tokens, int64_t slots, int experts, int hidden, int intermediate,
+                  int int4, int routed_measured)
+{
+    mi4_hip_weights w;
+    memset(&w, 0, sizeof w);
+    w.num_experts = w.num_local_experts = experts;
+    w.hidden_size = hidden;
+    w.intermediate_size = intermediate;
+    w.int4 = int4;
+    return mi4_hip_direct_decode_serves(tokens, slots, &w, routed_measured);
+}
+
 } // namespace
 
 void *mi4_hip_test_extra(const char *name)
@@ -164,6 +179,7 @@ void *mi4_hip_test_extra(const char *name)
         {"hip_test_graph_destroy", (void *)graph_destroy},
         {"hip_test_wgmma_built", (void *)wgmma_built},
         {"hip_test_int4_routed_fits", (void *)routed_fits},
+        {"hip_test_direct_serves", (void *)direct_serves},
         {"hip_test_rounded_pairs", (void *)rounded_pairs},
     };
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)

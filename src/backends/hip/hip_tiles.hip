@@ -31,6 +31,15 @@ static double direct_extra_bytes(int64_t slots, const mi4_hip_weights *w)
  * (not measured there). Only where those routed paths exist (sm_90a). */
 #define MI4_DIRECT_MAX_EXTRA_BYTES 100e6
 
+int mi4_hip_direct_decode_serves(int64_t tokens, int64_t slots, const mi4_hip_weights *w,
+                                 int routed_measured)
+{
+    return slots <= 64 &&
+           (tokens == 1 ||
+            (slots <= w->num_local_experts &&
+             (!routed_measured || direct_extra_bytes(slots, w) <= MI4_DIRECT_MAX_EXTRA_BYTES)));
+}
+
 /* Rows per expert decide the row tile; MOEINT4_HIP_TILE (a mi4_hip_tile_name)
  * forces one, for tuning. */
 mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w)
@@ -57,9 +66,7 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * two rows, then 16- and 64-row tiles, then the 128-row tiles. */
     /* the routed paths measured against it: int4's d8, BF16's w64 (sm_90a) */
     const bool routed_measured = w->int4 ? int4_gemm && w->int4_routed : mi4_hip_wgmma_built();
-    if (slots <= 64 &&
-        (tokens == 1 || (slots <= w->num_local_experts &&
-                         (!routed_measured || direct_extra_bytes(slots, w) <= MI4_DIRECT_MAX_EXTRA_BYTES))))
+    if (mi4_hip_direct_decode_serves(tokens, slots, w, routed_measured))
         return MI4_TILE_DIRECT;
     int64_t rows_per_expert = slots / (w->num_local_experts > 0 ? w->num_local_experts : 1);
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
