@@ -8,7 +8,11 @@
 //   tiled1k:   1 KB contiguous (a layout re-tiled to the chunk)
 // Each warp walks a run of consecutive chunks of its rows (a quarter of the
 // row, as gemm2's 4 warps a slot do). Prints the median of 20 kernel times
-// (CUDA events, L2 flushed before each) and GB/s.
+// (CUDA events, L2 flushed before each) and GB/s. The blocks an SM holds
+// are what its shared memory allows, or (`N/SM`) forced down to N by extra
+// shared memory, as the decode kernels' staged token rows do (the routed
+// decode: 2 an SM); the M = 8 shapes are the bytes Mixtral's routed
+// decode reads with all 8 experts hit.
 //   nvcc -O3 -arch=sm_90a -o /tmp/stream_pattern bench/hip/stream_pattern.cu && /tmp/stream_pattern
 #include <cstdint>
 #include <cstdio>
@@ -78,13 +82,20 @@ __global__ void __launch_bounds__(256, 2)
 }
 
 template <Pattern P, int STAGES>
-float time_one(const uint8_t *codes, int rows, int row_bytes, const stream_bench &bench)
+float time_one(const uint8_t *codes, int rows, int row_bytes, int force_per_sm,
+               const stream_bench &bench, int *ran_per_sm)
 {
     auto k = stream<P, STAGES>;
-    const int shared = 8 * STAGES * 1024;
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    const int ring = 8 * STAGES * 1024;
+    /* a block's share of the SM's shared memory (228 KB, 1 KB a block reserved) */
+    const int forced = force_per_sm > 0 ? 228 * 1024 / force_per_sm - 1024 : 0;
+    const int shared = std::min(optin, std::max(ring, forced));
     cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 256, shared);
+    *ran_per_sm = per_sm;
     return bench.median_us(
         [&] { k<<<bench.sms * per_sm, 256, shared>>>(codes, rows, row_bytes, 4, bench.sink); });
 }
@@ -98,20 +109,27 @@ int main()
         int rows, row_bytes;
     } shapes[] = { { "mixtral w2 x2 (8192 x 7168 B)", 8192, 7168 },
                    { "mixtral w13 x2 (57344 x 2048 B)", 57344, 2048 },
-                   { "qwen3 w13 x8 (12288 x 1024 B)", 12288, 1024 } };
-    cudaMalloc(&codes, (size_t)57344 * 2048);
-    cudaMemset(codes, 1, (size_t)57344 * 2048);
+                   { "qwen3 w13 x8 (12288 x 1024 B)", 12288, 1024 },
+                   { "mixtral w2 x8, M = 8 (32768 x 7168 B)", 32768, 7168 },
+                   { "mixtral w13 x8, M = 8 (229376 x 2048 B)", 229376, 2048 } };
+    const size_t most = (size_t)229376 * 2048;
+    cudaMalloc(&codes, most);
+    cudaMemset(codes, 1, most);
     for (const Shape &s : shapes) {
         const double mb = (double)s.rows * s.row_bytes / 1e6;
         printf("%s, %.1f MB\n", s.name, mb);
-#define RUN(P, ST)                                                                                 \
+#define RUN(P, ST, FORCE)                                                                          \
     {                                                                                              \
-        float us = time_one<P, ST>(codes, s.rows, s.row_bytes, bench);                             \
-        printf("  %-10s ring %d: %8.2f us %7.0f GB/s\n", #P, ST, us, mb * 1e3 / us);               \
+        int ran = 0;                                                                               \
+        float us = time_one<P, ST>(codes, s.rows, s.row_bytes, FORCE, bench, &ran);                \
+        printf("  %-10s ring %d, %d/SM%s: %8.2f us %7.0f GB/s\n", #P, ST, ran,                     \
+               FORCE ? " (forced)" : "", us, mb * 1e3 / us);                                       \
     }
         // clang-format off
-        RUN(ROWS16X64, 4) RUN(ROWS8X128, 4) RUN(TILED1K, 4)
-        RUN(ROWS16X64, 8) RUN(ROWS8X128, 8) RUN(TILED1K, 8)
+        RUN(ROWS16X64, 4, 0) RUN(ROWS8X128, 4, 0) RUN(TILED1K, 4, 0)
+        RUN(ROWS16X64, 8, 0) RUN(ROWS8X128, 8, 0) RUN(TILED1K, 8, 0)
+        RUN(TILED1K, 4, 2) RUN(TILED1K, 4, 3) RUN(TILED1K, 4, 4)
+        RUN(TILED1K, 8, 2) RUN(TILED1K, 6, 2)
         // clang-format on
     }
     cudaError_t e = cudaDeviceSynchronize();
