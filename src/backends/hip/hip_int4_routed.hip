@@ -160,7 +160,8 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
  * OBS - 1, OBS = 8 / splits, over the pair's input run. */
 template <bool GATED, bool X_RING>
 __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
-    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits)
+    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits,
+                       int l2_ahead)
 {
     extern __shared__ uint4 routed_shared[];
     constexpr int SLOT = routed_slot_uint4(X_RING), STAGES = ROUTED_STAGES;
@@ -206,14 +207,22 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u;
     item_rows rows;
     int issue_k = 0, issue_c = 0;
+    /* the step l2_ahead steps past the one issued, whose codes each issue
+     * starts into L2 (l2_ahead 0: none) */
+    item_rows ahead_rows;
+    int ahead_k = l2_ahead / run.per, ahead_c = l2_ahead % run.per;
+    auto item_rows_of = [&](int k) {
+        int lo, hi;
+        block_rows<GATED>(p, (rank + k * per_pair) * obs + warp_ob, &lo, &hi);
+        return rows_of(q, expert, lo, hi);
+    };
+    if (l2_ahead > 0 && ahead_k < items)
+        ahead_rows = item_rows_of(ahead_k);
     auto issue = [&](int s, bool with_x) {
         bool has = false;
         if (issue_k < items) {
-            if (issue_c == 0) {
-                int lo, hi;
-                block_rows<GATED>(p, (rank + issue_k * per_pair) * obs + warp_ob, &lo, &hi);
-                rows = rows_of(q, expert, lo, hi);
-            }
+            if (issue_c == 0)
+                rows = item_rows_of(issue_k);
             const int c = run.first + issue_c;
             has = c < run.end;
             if (has) {
@@ -224,6 +233,18 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             if (++issue_c == run.per) {
                 issue_c = 0;
                 issue_k++;
+            }
+        }
+        if (l2_ahead > 0 && ahead_k < items) {
+            const int c = run.first + ahead_c;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (c < run.end && ahead_rows.valid[h])
+                    mi4_prefetch_l2(ahead_rows.codes[h] + c * MI4_INT4_CHUNK_BYTES);
+            if (++ahead_c == run.per) {
+                ahead_c = 0;
+                if (++ahead_k < items)
+                    ahead_rows = item_rows_of(ahead_k);
             }
         }
         landed = has ? landed | 1u << s : landed & ~(1u << s);
@@ -340,12 +361,14 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
 #else /* no mma.sync: mi4_hip_int4_mma_serves is 0, these never launch */
 
 template <bool GATED, bool X_RING>
-__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits)
+__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits,
+                                   int l2_ahead)
 {
     (void)p;
     (void)q;
     (void)splits;
     (void)ksplits;
+    (void)l2_ahead;
 }
 
 #endif
@@ -364,10 +387,12 @@ struct routed_x {
 };
 
 /* MOEINT4_HIP_ROUTED_X=staged|ring|split forces where the token rows go (a
- * test and tuning knob; split into MOEINT4_HIP_ROUTED_KSPLITS runs, by
- * default the fewest whose inputs fit ROUTED_MAX_STAGED, at least 2). By
- * default staged while the rows fit ROUTED_MAX_STAGED, else split
- * (gemm2) or in the ring (gemm13). */
+ * test and tuning knob; split: gemm2's, into MOEINT4_HIP_ROUTED_KSPLITS
+ * runs, by default the fewest whose inputs fit ROUTED_MAX_STAGED, at
+ * least 2). By default staged while the rows fit ROUTED_MAX_STAGED, else
+ * in the ring: on an H100 the split gemm2 took as long as the ring's at
+ * Mixtral M = 3 to 16 and the combine 1.2 us more (bench/results/
+ * hip-2026-12-06-s34.md); the H200, which reads faster, is unmeasured. */
 routed_x routed_x_of(bool gated, const mi4_hip_int4_matrix &q)
 {
     const char *mode = getenv("MOEINT4_HIP_ROUTED_X");
@@ -376,26 +401,30 @@ routed_x routed_x_of(bool gated, const mi4_hip_int4_matrix &q)
     const int chunks = q.inner_padded / DECODE_CHUNK;
     const size_t rows_bytes = (size_t)ROUTED_TOKENS * q.inner_padded * 2;
     int needed = (int)((rows_bytes + ROUTED_MAX_STAGED - 1) / ROUTED_MAX_STAGED);
+    const bool forced = mode != nullptr && *mode != '\0';
     routed_x x = { false, 1 };
-    if (mode != nullptr && strcmp(mode, "staged") == 0)
+    if (forced && strcmp(mode, "staged") == 0)
         return x;
-    if (mode != nullptr && strcmp(mode, "ring") == 0) {
-        x.ring = ring_fits;
-        return x;
-    }
-    const bool split = mode != nullptr && strcmp(mode, "split") == 0;
-    if (!split && needed <= 1)
-        return x;
-    if (gated) {
-        x.ring = ring_fits;
+    if (!gated && forced && strcmp(mode, "split") == 0) {
+        if (forced_splits != nullptr && atoi(forced_splits) > 0)
+            needed = atoi(forced_splits);
+        /* as many runs as an even split of the chunks makes: none empty */
+        const int runs = min(max(needed, 2), chunks), per = (chunks + runs - 1) / runs;
+        x.ksplits = (chunks + per - 1) / per;
         return x;
     }
-    if (forced_splits != nullptr && atoi(forced_splits) > 0)
-        needed = atoi(forced_splits);
-    /* as many runs as an even split of the chunks makes: none empty */
-    const int per = (chunks + min(max(needed, 2), chunks) - 1) / min(max(needed, 2), chunks);
-    x.ksplits = (chunks + per - 1) / per;
+    x.ring = ring_fits && ((forced && strcmp(mode, "ring") == 0) || needed > 1);
     return x;
+}
+
+/* MOEINT4_HIP_ROUTED_L2=n: each warp starts its codes n chunk steps past
+ * its ring's into L2 (a tuning knob; 0, the default: none). More bytes in
+ * flight an SM than two blocks' rings of shared memory hold. */
+int routed_l2_ahead()
+{
+    const char *v = getenv("MOEINT4_HIP_ROUTED_L2");
+    const int n = v != nullptr ? atoi(v) : 0;
+    return n > 0 ? min(n, 64) : 0;
 }
 
 } // namespace
@@ -423,7 +452,7 @@ hipError_t mi4_hip_int4_routed_init(void)
 namespace
 {
 
-typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int, int);
+typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int, int, int);
 
 /* The kernel for one GEMM over q, where its token rows go, its shared
  * bytes and how many of its blocks an SM of the current device holds (0:
@@ -510,5 +539,5 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     /* both early: gemm13's blocks wait on the SMs for the routing's end,
      * gemm2's load weights while gemm13 ends */
     return mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits,
-                            use.x.ksplits);
+                            use.x.ksplits, routed_l2_ahead());
 }
