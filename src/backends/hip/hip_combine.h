@@ -1,7 +1,5 @@
 /* The combine step: out[m] = sum over the local slots of token m, in slot
- * order, of the f32 rows y[slot] (deterministic: no atomics); where gemm2
- * split its input (y_splits > 1), each slot's rows of every split, in
- * split order. Its
+ * order, of the f32 rows y[slot] (deterministic: no atomics). Its
  * parameters also tell the direct decode gemm2, which combines as it goes,
  * where and how to write the output. */
 #ifndef MOEINT4_BACKENDS_HIP_HIP_COMBINE_H
@@ -12,8 +10,7 @@
 #include "moeint4.h"
 
 struct mi4_combine_params {
-    const float *y;             /* [y_splits][M * topk][K] */
-    int y_splits;
+    const float *y;             /* [M * topk][K] */
     mi4_slot_check check;       /* which slots count, where a bad one is reported */
     int64_t num_tokens;
     int topk, hidden;
@@ -48,14 +45,11 @@ MI4_DEVICE void mi4_combine_quads(const mi4_combine_params &c, int64_t first, in
             int64_t slot = m * c.topk + j;
             if (mi4_slot_local(c.check, slot) < 0) /* other rank's, or dropped */
                 continue;
-            for (int s = 0; s < c.y_splits; s++) {
-                const float4 v =
-                    *(const float4 *)(c.y + ((int64_t)s * c.num_tokens * c.topk + slot) * c.hidden + k);
-                sum.x += v.x;
-                sum.y += v.y;
-                sum.z += v.z;
-                sum.w += v.w;
-            }
+            float4 v = *(const float4 *)(c.y + slot * c.hidden + k);
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
         }
         size_t at = (size_t)(m * c.hidden + k);
         float s[4] = {sum.x, sum.y, sum.z, sum.w};

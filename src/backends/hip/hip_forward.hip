@@ -102,7 +102,6 @@ hipError_t enqueue(const mi4_hip_context *ctx, const mi4_hip_weights *w,
     g.multiprocessors = ctx->multiprocessors;
     g.num_slots = s.slots;
     g.combine.y = g.y;
-    g.combine.y_splits = s.config == MI4_TILE_D8 ? mi4_hip_int4_routed_y_splits(w) : 1;
     g.combine.check = check;
     g.combine.num_tokens = s.tokens;
     g.combine.topk = args->topk;

@@ -25,22 +25,16 @@ MI4_DEVICE int items_of(int units, int rank, int blocks)
 }
 
 /* Chunks [first, end) of the input that warp split `split` of `splits`
- * takes: an even run each (the last ones may be short or empty);
- * split_range splits chunks [first, end) of it alike. */
+ * takes: an even run each (the last ones may be short or empty). */
 struct split_run {
     int first, end, per;
 };
 
-MI4_HOST_DEVICE split_run split_range(int first, int end, int split, int splits)
-{
-    const int per = (end - first + splits - 1) / splits;
-    const int at = first + (split * per < end - first ? split * per : end - first);
-    return { at, at + per < end ? at + per : end, per };
-}
-
 MI4_DEVICE split_run split_chunks(const mi4_hip_int4_matrix &q, int split, int splits)
 {
-    return split_range(0, q.inner_padded / DECODE_CHUNK, split, splits);
+    const int chunks = q.inner_padded / DECODE_CHUNK, per = (chunks + splits - 1) / splits;
+    const int first = min(chunks, split * per);
+    return { first, min(chunks, first + per), per };
 }
 
 /* Where input j (0..7) of an 8-input piece sits in pair order. */

@@ -46,11 +46,7 @@ constexpr int CODE_UINT4 = 64;                     /* 16 rows x 128 inputs: 1 KB
 constexpr int X_UINT4 = ROUTED_TOKENS * 16;        /* 8 rows x 128 inputs: 2 KB */
 constexpr int PARTIAL_FLOATS = 16 * ROUTED_TOKENS; /* a warp's 16 rows x 8 tokens */
 /* Token rows staged per block up to this many bytes (Mixtral's gemm13: 64
- * KB). Longer rows of gemm2 (Mixtral's 14336 inputs: 229 KB) are split:
- * each block takes one of `ksplits` runs of the input and stages only
- * those inputs, writes its own f32 rows y, and the combine adds the
- * splits' rows. (X_RING instead carries 2 KB of token inputs with each
- * 1 KB of codes: three bytes from L2 for each byte of weights.) */
+ * KB); longer rows ride in the ring. */
 constexpr size_t ROUTED_MAX_STAGED = 64 * 1024;
 
 MI4_HOST_DEVICE constexpr int routed_slot_uint4(bool x_ring)
@@ -58,16 +54,10 @@ MI4_HOST_DEVICE constexpr int routed_slot_uint4(bool x_ring)
     return CODE_UINT4 + (x_ring ? X_UINT4 : 0);
 }
 
-/* Chunks of the input run of split ks of ksplits (the widest: ks 0). */
-MI4_HOST_DEVICE split_run ksplit_run(const mi4_hip_int4_matrix &q, int ks, int ksplits)
-{
-    return split_range(0, q.inner_padded / DECODE_CHUNK, ks, ksplits);
-}
-
-size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q, int ksplits)
+size_t routed_shared_bytes(bool x_ring, const mi4_hip_int4_matrix &q)
 {
     return (size_t)ROUTED_WARPS * ROUTED_STAGES * routed_slot_uint4(x_ring) * 16 +
-           (x_ring ? 0 : (size_t)ROUTED_TOKENS * ksplit_run(q, 0, ksplits).per * DECODE_CHUNK * 2) +
+           (x_ring ? 0 : (size_t)ROUTED_TOKENS * q.inner_padded * 2) +
            2 * (size_t)ROUTED_WARPS * PARTIAL_FLOATS * sizeof(float);
 }
 
@@ -151,17 +141,15 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
     acc[3] = fmaf(d[3], scale_hi, acc[3]);
 }
 
-/* Blocks (tile, input split ks, rank): the grid's blocks shared out evenly
- * over the tiles the routing made (p.status[2], known only on the device;
- * shared by its host bound max_tiles instead, Mixtral M = 8 ran in 1.8
- * waves with a ninth of the blocks empty: 14% slower) times the ksplits
- * runs of the input (gemm2 only; 1 otherwise), each pair's items rank,
- * rank + per_pair, ...; item u covers output blocks u * OBS .. u * OBS +
- * OBS - 1, OBS = 8 / splits, over the pair's input run. */
-template <bool GATED, bool X_RING>
+/* Blocks (tile, rank): the grid's blocks shared out evenly over the tiles
+ * the routing made (p.status[2], known only on the device; shared by its
+ * host bound max_tiles instead, Mixtral M = 8 ran in 1.8 waves with a
+ * ninth of the blocks empty: 14% slower), each tile's items rank, rank +
+ * per_tile, ...; item u covers output blocks u * OBS .. u * OBS + OBS - 1,
+ * OBS = 8 / splits. */
+template <bool GATED, bool X_RING, bool ZEROS>
 __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
-    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits,
-                       int l2_ahead)
+    int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
     extern __shared__ uint4 routed_shared[];
     constexpr int SLOT = routed_slot_uint4(X_RING), STAGES = ROUTED_STAGES;
@@ -176,24 +164,20 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     const int obs = ROUTED_WARPS / splits;
     const int outs = GATED ? 8 : 16;
     const int units = ((p.out_cols + outs - 1) / outs + obs - 1) / obs; /* items a tile */
-    const int pairs = tiles * ksplits;
-    const int per_pair = pairs > 0 ? max(1, min((int)gridDim.x / pairs, units)) : 1;
-    const int pair = (int)blockIdx.x / per_pair, rank = (int)blockIdx.x % per_pair;
-    if (pair >= pairs)
+    const int per_tile = tiles > 0 ? max(1, min((int)gridDim.x / tiles, units)) : 1;
+    const int tile = (int)blockIdx.x / per_tile, rank = (int)blockIdx.x % per_tile;
+    if (tile >= tiles)
         return;
-    const int tile = pair / ksplits, ks = pair % ksplits;
-    const split_run input = ksplit_run(q, ks, ksplits); /* the block's chunks */
     const int expert = p.tile_expert[tile];
     const int warp = (int)threadIdx.x / MI4_WARP, lane = mi4_lane(), g = lane >> 2, t = lane & 3;
     const int warp_ob = warp % obs;
-    const int items = items_of(units, rank, per_pair);
+    const int items = items_of(units, rank, per_tile);
     if (items == 0)
         return;
-    const split_run run = split_range(input.first, input.end, warp / obs, splits);
+    const split_run run = split_chunks(q, warp / obs, splits);
     uint4 *ring = routed_shared + warp * STAGES * SLOT;
-    /* staged rows (not X_RING): the inputs of the block's chunks */
-    uint4 *xs = routed_shared + ROUTED_WARPS * STAGES * SLOT;
-    const int row_uint4 = X_RING ? 0 : input.per * DECODE_CHUNK / 8;
+    uint4 *xs = routed_shared + ROUTED_WARPS * STAGES * SLOT; /* staged rows (not X_RING) */
+    const int row_uint4 = X_RING ? 0 : q.inner_padded / 8;
     float *partial = (float *)(xs + ROUTED_TOKENS * row_uint4);
     /* X_RING: the token rows of the pieces this lane copies */
     const uint16_t *x_src[4] = { nullptr, nullptr, nullptr, nullptr };
@@ -204,47 +188,28 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             x_src[i] = a_row<ROUTED_TOKENS, GATED>(p, tile, (lane + 32 * i) / 16, &slot);
         }
 
-    uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u;
+    uint32_t scales[STAGES][2], landed = 0u;
+    uint32_t zeros[ZEROS ? STAGES : 1][2] = {}; /* none without zero points: 8 */
     item_rows rows;
     int issue_k = 0, issue_c = 0;
-    /* the step l2_ahead steps past the one issued, whose codes each issue
-     * starts into L2 (l2_ahead 0: none) */
-    item_rows ahead_rows;
-    int ahead_k = l2_ahead / run.per, ahead_c = l2_ahead % run.per;
-    auto item_rows_of = [&](int k) {
-        int lo, hi;
-        block_rows<GATED>(p, (rank + k * per_pair) * obs + warp_ob, &lo, &hi);
-        return rows_of(q, expert, lo, hi);
-    };
-    if (l2_ahead > 0 && ahead_k < items)
-        ahead_rows = item_rows_of(ahead_k);
     auto issue = [&](int s, bool with_x) {
         bool has = false;
         if (issue_k < items) {
-            if (issue_c == 0)
-                rows = item_rows_of(issue_k);
+            if (issue_c == 0) {
+                int lo, hi;
+                block_rows<GATED>(p, (rank + issue_k * per_tile) * obs + warp_ob, &lo, &hi);
+                rows = rows_of(q, expert, lo, hi);
+            }
             const int c = run.first + issue_c;
             has = c < run.end;
             if (has) {
-                issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
+                issue_chunk<ZEROS>(q, rows, c, ring + s * SLOT, scales[s], zeros[ZEROS ? s : 0]);
                 if (X_RING && with_x)
                     copy_token_chunk<false>(ring + s * SLOT + CODE_UINT4, x_src, c, q);
             }
             if (++issue_c == run.per) {
                 issue_c = 0;
                 issue_k++;
-            }
-        }
-        if (l2_ahead > 0 && ahead_k < items) {
-            const int c = run.first + ahead_c;
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                if (c < run.end && ahead_rows.valid[h])
-                    mi4_prefetch_l2(ahead_rows.codes[h] + c * MI4_INT4_CHUNK_BYTES);
-            if (++ahead_c == run.per) {
-                ahead_c = 0;
-                if (++ahead_k < items)
-                    ahead_rows = item_rows_of(ahead_k);
             }
         }
         landed = has ? landed | 1u << s : landed & ~(1u << s);
@@ -264,23 +229,17 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
         tile_factor[threadIdx.x] =
             !GATED && slot >= 0 && p.weight_on_output ? p.topk_weights[slot] : 1.0f;
     }
-    if (!X_RING) {
-        const int k0 = input.first * DECODE_CHUNK; /* the run's inputs, as rows of their own */
-        mi4_hip_int4_matrix run_q = q;
-        run_q.inner = min(max(q.inner - k0, 0), (input.end - input.first) * DECODE_CHUNK);
-        run_q.inner_padded = (input.end - input.first) * DECODE_CHUNK;
+    if (!X_RING)
         stage_rows(
-            xs, ROUTED_TOKENS, run_q,
+            xs, ROUTED_TOKENS, q,
             [&](int n) {
                 int slot;
-                const uint16_t *row = a_row<ROUTED_TOKENS, GATED>(p, tile, n, &slot);
-                return row != nullptr ? row + k0 : nullptr;
+                return a_row<ROUTED_TOKENS, GATED>(p, tile, n, &slot);
             },
             [row_uint4](int n, int u) {
                 return n * row_uint4 + (u & ~15) + token_piece_at(n, u & 15);
             },
             !GATED && act_paired(q.inner));
-    }
     if (X_RING)
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++) {
@@ -304,10 +263,10 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                     const uint4 *slot = ring + s * SLOT;
                     const int chunk = run.first + c;
                     chunk_mma<X_RING && GATED>(
-                        slot[lane], slot[MI4_WARP + lane], int4_bias_pair((int)zeros[s][0]),
-                        int4_bias_pair((int)zeros[s][1]),
-                        X_RING ? slot + CODE_UINT4 + 16 * g
-                               : xs + g * row_uint4 + (chunk - input.first) * 16,
+                        slot[lane], slot[MI4_WARP + lane],
+                        int4_bias_pair(ZEROS ? (int)zeros[ZEROS ? s : 0][0] : 8),
+                        int4_bias_pair(ZEROS ? (int)zeros[ZEROS ? s : 0][1] : 8),
+                        X_RING ? slot + CODE_UINT4 + 16 * g : xs + g * row_uint4 + chunk * 16,
                         int4_scale_of(q, (uint16_t)scales[s][0]),
                         int4_scale_of(q, (uint16_t)scales[s][1]), acc);
                 }
@@ -325,7 +284,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                         acc[j] = acc[2 + j] = 0.0f;
                     }
                     __syncthreads();
-                    const int ob0 = (rank + k * per_pair) * obs;
+                    const int ob0 = (rank + k * per_tile) * obs;
                     const int per_ob = GATED ? 8 * ROUTED_TOKENS : PARTIAL_FLOATS;
                     for (int i = (int)threadIdx.x; i < obs * per_ob; i += (int)blockDim.x) {
                         const int b = i / per_ob, r = i % per_ob / ROUTED_TOKENS,
@@ -346,9 +305,8 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                                                           : out)] =
                                 mi4_dev_f32_to_bf16(
                                     activate(p.activation, sum, up, p.limit, p.alpha, p.beta));
-                        else /* split ks's rows: [ksplits][slots][out_cols] */
-                            p.y[((size_t)ks * p.num_slots + slot) * p.out_cols + out] =
-                                sum * tile_factor[n];
+                        else
+                            p.y[(size_t)slot * p.out_cols + out] = sum * tile_factor[n];
                     }
                     k++;
                 }
@@ -360,71 +318,57 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
 
 #else /* no mma.sync: mi4_hip_int4_mma_serves is 0, these never launch */
 
-template <bool GATED, bool X_RING>
-__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits, int ksplits,
-                                   int l2_ahead)
+template <bool GATED, bool X_RING, bool ZEROS>
+__global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
     (void)p;
     (void)q;
     (void)splits;
-    (void)ksplits;
-    (void)l2_ahead;
 }
 
 #endif
 
-/* Splits of a block's chunks over its warps: 8 for long runs (Mixtral's
- * gemm2 in the ring: 112 chunks), 4 from 16 chunks, 2 from 4; each warp
- * then has at least two chunks an item. */
-int routed_splits(int chunks) { return chunks >= 64 ? 8 : chunks >= 16 ? 4 : chunks >= 4 ? 2 : 1; }
-
-/* Where a GEMM's token rows go: staged whole in each block; in the ring
- * with the codes (ring); or split over ksplits blocks that stage their
- * input run each (gemm2 only: gemm13's activation needs whole sums). */
-struct routed_x {
-    bool ring;
-    int ksplits;
-};
-
-/* MOEINT4_HIP_ROUTED_X=staged|ring|split forces where the token rows go (a
- * test and tuning knob; split: gemm2's, into MOEINT4_HIP_ROUTED_KSPLITS
- * runs, by default the fewest whose inputs fit ROUTED_MAX_STAGED, at
- * least 2). By default staged while the rows fit ROUTED_MAX_STAGED, else
- * in the ring: on an H100 the split gemm2 took as long as the ring's at
- * Mixtral M = 3 to 16 and the combine 1.2 us more (bench/results/
- * hip-2026-12-06-s34.md); the H200, which reads faster, is unmeasured. */
-routed_x routed_x_of(bool gated, const mi4_hip_int4_matrix &q)
+/* Splits of a row's chunks over the block's warps: 8 for long rows
+ * (Mixtral's gemm2: 112 chunks), 4 from 16 chunks, 2 from 4; each warp then
+ * has at least two chunks an item. MOEINT4_HIP_ROUTED_SPLITS13=1|2|4|8
+ * forces gemm13's (a tuning knob). */
+int routed_splits(bool gated, const mi4_hip_int4_matrix &q)
 {
-    const char *mode = getenv("MOEINT4_HIP_ROUTED_X");
-    const char *forced_splits = getenv("MOEINT4_HIP_ROUTED_KSPLITS");
-    const bool ring_fits = q.inner % 8 == 0; /* ring pieces are whole 8-input pieces */
+    const char *forced = gated ? getenv("MOEINT4_HIP_ROUTED_SPLITS13") : nullptr;
+    const int n = forced != nullptr ? atoi(forced) : 0;
+    if (n == 1 || n == 2 || n == 4 || n == 8)
+        return n;
     const int chunks = q.inner_padded / DECODE_CHUNK;
-    const size_t rows_bytes = (size_t)ROUTED_TOKENS * q.inner_padded * 2;
-    int needed = (int)((rows_bytes + ROUTED_MAX_STAGED - 1) / ROUTED_MAX_STAGED);
-    const bool forced = mode != nullptr && *mode != '\0';
-    routed_x x = { false, 1 };
-    if (forced && strcmp(mode, "staged") == 0)
-        return x;
-    if (!gated && forced && strcmp(mode, "split") == 0) {
-        if (forced_splits != nullptr && atoi(forced_splits) > 0)
-            needed = atoi(forced_splits);
-        /* as many runs as an even split of the chunks makes: none empty */
-        const int runs = min(max(needed, 2), chunks), per = (chunks + runs - 1) / runs;
-        x.ksplits = (chunks + per - 1) / per;
-        return x;
-    }
-    x.ring = ring_fits && ((forced && strcmp(mode, "ring") == 0) || needed > 1);
-    return x;
+    return chunks >= 64 ? 8 : chunks >= 16 ? 4 : chunks >= 4 ? 2 : 1;
 }
 
-/* MOEINT4_HIP_ROUTED_L2=n: each warp starts its codes n chunk steps past
- * its ring's into L2 (a tuning knob; 0, the default: none). More bytes in
- * flight an SM than two blocks' rings of shared memory hold. */
-int routed_l2_ahead()
+/* MOEINT4_HIP_ROUTED_X=ring|staged forces where the token rows go (a test
+ * and tuning knob); by default staged while they fit ROUTED_MAX_STAGED. */
+bool routed_x_ring(const mi4_hip_int4_matrix &q)
 {
-    const char *v = getenv("MOEINT4_HIP_ROUTED_L2");
-    const int n = v != nullptr ? atoi(v) : 0;
-    return n > 0 ? min(n, 64) : 0;
+    const char *mode = getenv("MOEINT4_HIP_ROUTED_X");
+    if (q.inner % 8 != 0)
+        return false; /* ring pieces are whole 8-input pieces */
+    if (mode != nullptr && strcmp(mode, "ring") == 0)
+        return true;
+    if (mode != nullptr && strcmp(mode, "staged") == 0)
+        return false;
+    return (size_t)ROUTED_TOKENS * q.inner_padded * 2 > ROUTED_MAX_STAGED;
+}
+
+typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int);
+
+/* The kernel for a GEMM (gated: gemm13), its token rows (x_ring) and its
+ * weights (zeros: with zero points; without, 8, and no registers for them). */
+routed_kernel routed_kernel_of(bool gated, bool x_ring, bool zeros)
+{
+    const routed_kernel kernels[2][2][2] = {
+        { { int4_routed_decode<false, false, false>, int4_routed_decode<false, false, true> },
+          { int4_routed_decode<false, true, false>, int4_routed_decode<false, true, true> } },
+        { { int4_routed_decode<true, false, false>, int4_routed_decode<true, false, true> },
+          { int4_routed_decode<true, true, false>, int4_routed_decode<true, true, true> } }
+    };
+    return kernels[gated][x_ring][zeros];
 }
 
 } // namespace
@@ -438,13 +382,13 @@ hipError_t mi4_hip_int4_routed_init(void)
         e = hipDeviceGetAttribute(&limit, hipDeviceAttributeSharedMemPerBlockOptin, device);
     if (e != hipSuccess)
         return e;
-    const hipError_t results[] = { allow_decode_shared(int4_routed_decode<true, false>, limit),
-                                   allow_decode_shared(int4_routed_decode<true, true>, limit),
-                                   allow_decode_shared(int4_routed_decode<false, false>, limit),
-                                   allow_decode_shared(int4_routed_decode<false, true>, limit) };
-    for (hipError_t r : results)
-        if (r != hipSuccess)
-            return r;
+    for (int gated = 0; gated < 2; gated++)
+        for (int x_ring = 0; x_ring < 2; x_ring++)
+            for (int zeros = 0; zeros < 2; zeros++) {
+                e = allow_decode_shared(routed_kernel_of(gated, x_ring, zeros), limit);
+                if (e != hipSuccess)
+                    return e;
+            }
 #endif
     return hipSuccess;
 }
@@ -452,27 +396,20 @@ hipError_t mi4_hip_int4_routed_init(void)
 namespace
 {
 
-typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int, int, int);
-
-/* The kernel for one GEMM over q, where its token rows go, its shared
- * bytes and how many of its blocks an SM of the current device holds (0:
- * it does not fit). */
+/* The kernel for one GEMM over q, its shared bytes and how many of its
+ * blocks an SM of the current device holds (0: it does not fit). */
 struct routed_choice {
     routed_kernel kernel;
-    routed_x x;
     size_t shared;
     int per_sm;
 };
 
 routed_choice routed_choice_of(bool gated, const mi4_hip_int4_matrix &q)
 {
+    const bool x_ring = routed_x_ring(q);
     routed_choice c;
-    c.x = routed_x_of(gated, q);
-    const bool x_ring = c.x.ring;
-    c.kernel = gated
-                   ? (x_ring ? int4_routed_decode<true, true> : int4_routed_decode<true, false>)
-                   : (x_ring ? int4_routed_decode<false, true> : int4_routed_decode<false, false>);
-    c.shared = routed_shared_bytes(x_ring, q, c.x.ksplits);
+    c.kernel = routed_kernel_of(gated, x_ring, q.zeros != nullptr);
+    c.shared = routed_shared_bytes(x_ring, q);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, ROUTED_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
         c.per_sm = 0;
@@ -497,21 +434,8 @@ int mi4_hip_int4_routed_fits(int hidden, int intermediate)
 #endif
 }
 
-int mi4_hip_int4_routed_y_splits(const mi4_hip_weights *w)
-{
-#if defined(MI4_PLATFORM_NVIDIA)
-    if (!w->int4 || !w->int4_routed)
-        return 1;
-    const routed_choice use = routed_choice_of(false, w->q2);
-    return use.per_sm > 0 ? use.x.ksplits : 1;
-#else
-    (void)w;
-    return 1;
-#endif
-}
-
-/* The grid: the blocks the SMs hold, one wave (at least one a tile and
- * input split of the routing's bound max_tiles); each block finds its tile and rank from the
+/* The grid: the blocks the SMs hold, one wave (at least one a tile of the
+ * routing's bound max_tiles); each block finds its tile and rank from the
  * tiles the routing made (int4_routed_decode). */
 hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bool *served)
 {
@@ -528,8 +452,8 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     if (!a->weights->int4_routed || use.per_sm < 1)
         return hipSuccess; /* does not fit this device: the 8-row GEMV serves */
     *served = true;
-    const int splits = routed_splits(ksplit_run(q, 0, use.x.ksplits).per);
-    const int64_t tiles = a->routing->max_tiles * use.x.ksplits; /* (tile, input split) pairs */
+    const int splits = routed_splits(gated, q);
+    const int64_t tiles = a->routing->max_tiles;
     if (tiles == 0 || p.out_cols == 0)
         return hipSuccess;
     const int64_t resident =
@@ -538,6 +462,5 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
         block(ROUTED_WARPS * MI4_WARP);
     /* both early: gemm13's blocks wait on the SMs for the routing's end,
      * gemm2's load weights while gemm13 ends */
-    return mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits,
-                            use.x.ksplits, routed_l2_ahead());
+    return mi4_launch_early(use.kernel, grid, block, use.shared, a->stream, p, q, splits);
 }

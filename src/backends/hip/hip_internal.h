@@ -324,10 +324,6 @@ int mi4_hip_int4_wgmma_serves(const mi4_hip_weights *w);
  * layer of these sizes fit the current device (NVIDIA builds; int4 weights
  * the matrix cores take, int4_mma, is the caller's to check). */
 int mi4_hip_int4_routed_fits(int hidden, int intermediate);
-/* How many runs of gemm2's input the routed decode GEMVs split these
- * weights' rows into (MI4_TILE_D8): each run's blocks write f32 rows y of
- * their own, [splits][slots][K], and the combine adds them; 1 elsewhere. */
-int mi4_hip_int4_routed_y_splits(const mi4_hip_weights *w);
 /* Input rows (bf16 [rows][inner]) into the order the int4 grouped GEMM
  * reads its token rows in (dst != src). */
 hipError_t mi4_hip_launch_int4_permute(const uint16_t *src, uint16_t *dst, int64_t rows,

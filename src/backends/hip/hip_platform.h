@@ -262,17 +262,6 @@ MI4_DEVICE void mi4_copy_commit()
 #endif
 }
 
-/* Starts the line holding `global_src` into L2 (NVIDIA sm_80+; elsewhere
- * nothing): bytes in flight that hold no shared memory or registers. */
-MI4_DEVICE void mi4_prefetch_l2(const void *global_src)
-{
-#if defined(MI4_HAVE_CP_ASYNC)
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(global_src));
-#else
-    (void)global_src;
-#endif
-}
-
 /* Waits until at most `pending` committed groups are still in flight. */
 template <int pending> MI4_DEVICE void mi4_copy_wait()
 {

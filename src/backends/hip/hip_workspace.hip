@@ -30,8 +30,7 @@ mi4_hip_workspace_plan mi4_hip_plan_workspace(const mi4_hip_weights *w, int64_t 
     p.at_x = p.at_sorted + round_up((size_t)(max_tiles * bm) * sizeof(int));
     p.at_act = p.at_x + (convert_x ? round_up((size_t)x_rows * k * 2) : 0);
     p.at_y = p.at_act + round_up((size_t)(max_tiles * bm) * n * 2);
-    const size_t y_splits = config == MI4_TILE_D8 ? (size_t)mi4_hip_int4_routed_y_splits(w) : 1;
-    p.at_route = p.at_y + round_up(y_splits * (size_t)slots * k * 4);
+    p.at_route = p.at_y + round_up((size_t)slots * k * 4);
     p.at_expand =
         p.at_route + round_up(mi4_hip_route_scratch_bytes(slots, w->num_local_experts));
     p.total = p.at_expand + mi4_hip_int4_expand_bytes(w, config);
