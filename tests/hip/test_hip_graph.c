@@ -248,7 +248,7 @@ static void graph_case(moeint4_context *ctx, const graph_calls *g, const moeint4
 
 /* 64 experts, top-10, group 128, K and N multiples of 128: M = 1 takes the
  * direct GEMVs; on sm_90a builds 8 takes the routed decode GEMVs (d8), 64,
- * 128 and 512 the int4 grouped GEMM's q16, qw32 and qw64 tiles (BF16
+ * 128 and 512 the int4 grouped GEMM's qw32 (10 and 20 rows an expert) and qw64 tiles (BF16
  * weights: w64, w64, w64, w256), elsewhere the routed tiles; 512 (5120
  * slots) also the multi-block routing. */
 static void test_graph_replay(void **state)

@@ -162,7 +162,7 @@ static void test_paths_in_both_modes(void **state)
                     assert_true((double)(device - map_and_record) <= 1.05 * (double)checkpoint);
                 /* one token: direct; 24 tokens x 4 and 200 x 4 on 16 experts:
                  * int4 mode, group 128 / per-channel on sm_90a: the int4
-                 * grouped GEMM (q16, qw64), else the routed int4 GEMV and the
+                 * grouped GEMM (qw32, qw64), else the routed int4 GEMV and the
                  * BF16 expansion */
                 const int64_t tokens[] = { 1, 24, 200 };
                 const moeint4_dtype dtypes[] = { MOEINT4_DTYPE_BF16, MOEINT4_DTYPE_F32,

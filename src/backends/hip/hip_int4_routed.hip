@@ -147,7 +147,7 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
  * ninth of the blocks empty: 14% slower), each tile's items rank, rank +
  * per_tile, ...; item u covers output blocks u * OBS .. u * OBS + OBS - 1,
  * OBS = 8 / splits. */
-template <bool GATED, bool X_RING, bool ZEROS>
+template <bool GATED, bool X_RING>
 __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
     int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
@@ -188,8 +188,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             x_src[i] = a_row<ROUTED_TOKENS, GATED>(p, tile, (lane + 32 * i) / 16, &slot);
         }
 
-    uint32_t scales[STAGES][2], landed = 0u;
-    uint32_t zeros[ZEROS ? STAGES : 1][2] = {}; /* none without zero points: 8 */
+    uint32_t scales[STAGES][2], zeros[STAGES][2], landed = 0u;
     item_rows rows;
     int issue_k = 0, issue_c = 0;
     auto issue = [&](int s, bool with_x) {
@@ -203,7 +202,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
             const int c = run.first + issue_c;
             has = c < run.end;
             if (has) {
-                issue_chunk<ZEROS>(q, rows, c, ring + s * SLOT, scales[s], zeros[ZEROS ? s : 0]);
+                issue_chunk(q, rows, c, ring + s * SLOT, scales[s], zeros[s]);
                 if (X_RING && with_x)
                     copy_token_chunk<false>(ring + s * SLOT + CODE_UINT4, x_src, c, q);
             }
@@ -263,9 +262,8 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
                     const uint4 *slot = ring + s * SLOT;
                     const int chunk = run.first + c;
                     chunk_mma<X_RING && GATED>(
-                        slot[lane], slot[MI4_WARP + lane],
-                        int4_bias_pair(ZEROS ? (int)zeros[ZEROS ? s : 0][0] : 8),
-                        int4_bias_pair(ZEROS ? (int)zeros[ZEROS ? s : 0][1] : 8),
+                        slot[lane], slot[MI4_WARP + lane], int4_bias_pair((int)zeros[s][0]),
+                        int4_bias_pair((int)zeros[s][1]),
                         X_RING ? slot + CODE_UINT4 + 16 * g : xs + g * row_uint4 + chunk * 16,
                         int4_scale_of(q, (uint16_t)scales[s][0]),
                         int4_scale_of(q, (uint16_t)scales[s][1]), acc);
@@ -318,7 +316,7 @@ __global__ void __launch_bounds__(ROUTED_WARPS *MI4_WARP, 2)
 
 #else /* no mma.sync: mi4_hip_int4_mma_serves is 0, these never launch */
 
-template <bool GATED, bool X_RING, bool ZEROS>
+template <bool GATED, bool X_RING>
 __global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int splits)
 {
     (void)p;
@@ -330,14 +328,9 @@ __global__ void int4_routed_decode(gemm_params p, mi4_hip_int4_matrix q, int spl
 
 /* Splits of a row's chunks over the block's warps: 8 for long rows
  * (Mixtral's gemm2: 112 chunks), 4 from 16 chunks, 2 from 4; each warp then
- * has at least two chunks an item. MOEINT4_HIP_ROUTED_SPLITS13=1|2|4|8
- * forces gemm13's (a tuning knob). */
-int routed_splits(bool gated, const mi4_hip_int4_matrix &q)
+ * has at least two chunks an item. */
+int routed_splits(const mi4_hip_int4_matrix &q)
 {
-    const char *forced = gated ? getenv("MOEINT4_HIP_ROUTED_SPLITS13") : nullptr;
-    const int n = forced != nullptr ? atoi(forced) : 0;
-    if (n == 1 || n == 2 || n == 4 || n == 8)
-        return n;
     const int chunks = q.inner_padded / DECODE_CHUNK;
     return chunks >= 64 ? 8 : chunks >= 16 ? 4 : chunks >= 4 ? 2 : 1;
 }
@@ -356,21 +349,6 @@ bool routed_x_ring(const mi4_hip_int4_matrix &q)
     return (size_t)ROUTED_TOKENS * q.inner_padded * 2 > ROUTED_MAX_STAGED;
 }
 
-typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int);
-
-/* The kernel for a GEMM (gated: gemm13), its token rows (x_ring) and its
- * weights (zeros: with zero points; without, 8, and no registers for them). */
-routed_kernel routed_kernel_of(bool gated, bool x_ring, bool zeros)
-{
-    const routed_kernel kernels[2][2][2] = {
-        { { int4_routed_decode<false, false, false>, int4_routed_decode<false, false, true> },
-          { int4_routed_decode<false, true, false>, int4_routed_decode<false, true, true> } },
-        { { int4_routed_decode<true, false, false>, int4_routed_decode<true, false, true> },
-          { int4_routed_decode<true, true, false>, int4_routed_decode<true, true, true> } }
-    };
-    return kernels[gated][x_ring][zeros];
-}
-
 } // namespace
 
 hipError_t mi4_hip_int4_routed_init(void)
@@ -382,19 +360,21 @@ hipError_t mi4_hip_int4_routed_init(void)
         e = hipDeviceGetAttribute(&limit, hipDeviceAttributeSharedMemPerBlockOptin, device);
     if (e != hipSuccess)
         return e;
-    for (int gated = 0; gated < 2; gated++)
-        for (int x_ring = 0; x_ring < 2; x_ring++)
-            for (int zeros = 0; zeros < 2; zeros++) {
-                e = allow_decode_shared(routed_kernel_of(gated, x_ring, zeros), limit);
-                if (e != hipSuccess)
-                    return e;
-            }
+    const hipError_t results[] = { allow_decode_shared(int4_routed_decode<true, false>, limit),
+                                   allow_decode_shared(int4_routed_decode<true, true>, limit),
+                                   allow_decode_shared(int4_routed_decode<false, false>, limit),
+                                   allow_decode_shared(int4_routed_decode<false, true>, limit) };
+    for (hipError_t r : results)
+        if (r != hipSuccess)
+            return r;
 #endif
     return hipSuccess;
 }
 
 namespace
 {
+
+typedef void (*routed_kernel)(gemm_params, mi4_hip_int4_matrix, int);
 
 /* The kernel for one GEMM over q, its shared bytes and how many of its
  * blocks an SM of the current device holds (0: it does not fit). */
@@ -408,7 +388,9 @@ routed_choice routed_choice_of(bool gated, const mi4_hip_int4_matrix &q)
 {
     const bool x_ring = routed_x_ring(q);
     routed_choice c;
-    c.kernel = routed_kernel_of(gated, x_ring, q.zeros != nullptr);
+    c.kernel = gated
+                   ? (x_ring ? int4_routed_decode<true, true> : int4_routed_decode<true, false>)
+                   : (x_ring ? int4_routed_decode<false, true> : int4_routed_decode<false, false>);
     c.shared = routed_shared_bytes(x_ring, q);
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&c.per_sm, c.kernel, ROUTED_WARPS * MI4_WARP,
                                                      c.shared) != hipSuccess)
@@ -452,7 +434,7 @@ hipError_t mi4_hip_launch_int4_routed(bool gated, const mi4_hip_gemm_args *a, bo
     if (!a->weights->int4_routed || use.per_sm < 1)
         return hipSuccess; /* does not fit this device: the 8-row GEMV serves */
     *served = true;
-    const int splits = routed_splits(gated, q);
+    const int splits = routed_splits(q);
     const int64_t tiles = a->routing->max_tiles;
     if (tiles == 0 || p.out_cols == 0)
         return hipSuccess;

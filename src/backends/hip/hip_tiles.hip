@@ -73,8 +73,8 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     /* int4 weights on sm_90a (group 128 or per-channel, K and N multiples of
      * 128): the int4 grouped GEMMs, no BF16 copy of the weights. Measured on
      * the H200: q8 best at 2 and 4 rows per expert, q32 at 16 and 32
-     * (bench/results/hip-int4-tiles-2026-12-01.md; now with gemm2 on the
-     * warp-specialized kernel at 13-24 rows, qw32, below); the persistent
+     * (bench/results/hip-int4-tiles-2026-12-01.md; now the warp-specialized
+     * qw32 at 5-24 rows, below); the persistent
      * warp-specialized tiles from 25 rows: qw64, then qw128 from 96 to 128
      * rows and q256 to 1023 (bench/results/hip-2026-12-04-queued.md; q256
      * had been 16-19% faster than q128 at 128 rows:
@@ -95,13 +95,16 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * rows 15% slower than q32; at 32 rows 15-16% faster for Mixtral,
      * bench/results/hip-2026-12-04-queued.md, hip-2026-12-04-s20.md, and
      * 9.6% for Qwen3, hip-2026-12-05-s26.md, where session 20 had
-     * measured it 3-9% slower). From 13 rows qw32: both
-     * GEMMs on the warp-specialized kernel at 32 rows (two blocks an SM);
-     * its gemm2 was 18% faster for Mixtral at 16 rows, its gemm13 6%
-     * (Mixtral M = 64 forward; bench/results/hip-2026-12-05-s25.md). */
+     * measured it 3-9% slower). From 5 rows qw32: both GEMMs on the
+     * warp-specialized kernel at 32 rows (two blocks an SM); its gemm2 was
+     * 18% faster for Mixtral at 16 rows, its gemm13 6% (Mixtral M = 64
+     * forward; bench/results/hip-2026-12-05-s25.md); at 5 to 12 rows,
+     * where q16 served, 11.5-21.7% faster for Mixtral and 4.3-9.1% for
+     * Qwen3 on an H100 (hip-2026-12-06-s34.md, call 7; session 20 had
+     * q16 ahead at 8 rows on the H200, before qw32's gemm13 moved to the
+     * warp-specialized kernel). */
     if (int4_gemm && rows_per_expert < MI4_Q256_MIN_ROWS_PER_EXPERT)
         return rows_per_expert <= 4    ? MI4_TILE_Q8
-               : rows_per_expert <= 12 ? MI4_TILE_Q16
                : rows_per_expert <= 24 ? MI4_TILE_QW32
                                        : MI4_TILE_QW64;
     /* qw128 22-23% faster than q256 at 96 rows, even at 128, 1-5% slower at
