@@ -1,10 +1,12 @@
 /* The HIP backend's choice between the direct decode and the routed paths
  * for a few tokens (mi4_hip_direct_decode_serves, through the test extra
- * hip_test_direct_serves): host code only, so it runs wherever the plugin
+ * hip_test_direct_serves), and the int4 grouped GEMMs' tile by rows an
+ * expert (mi4_hip_int4_gemm_tile, hip_test_int4_gemm_tile): host code only, so it runs wherever the plugin
  * loads, with or without a GPU (CI: the AMD build). The direct decode reads
  * a slot's expert once per slot; where the routed paths it was measured
  * against exist it gives way to them once the experts it would read twice
- * weigh more than 100 MB (bench/results/hip-2026-12-06-s33.md). The layers
+ * weigh more than 100 MB (bench/results/hip-2026-12-06-s33.md); qw32 serves
+ * from 5 rows an expert (hip-2026-12-06-s34.md). The layers
  * are the two bench presets' sizes (no weights are made).
  * Exits 77 (ctest: skipped) when the plugin is not built. */
 #include <setjmp.h>
@@ -22,6 +24,10 @@ typedef int (*direct_serves_fn)(int64_t tokens, int64_t slots, int experts, int 
                                 int intermediate, int int4, int routed_measured);
 
 static direct_serves_fn direct_serves;
+
+typedef const char *(*int4_gemm_tile_fn)(int64_t rows_per_expert, int routed, int ws_prefill);
+
+static int4_gemm_tile_fn int4_gemm_tile;
 
 enum { MIXTRAL_E = 8, MIXTRAL_K = 4096, MIXTRAL_N = 14336, MIXTRAL_TOPK = 2 };
 enum { QWEN3_E = 128, QWEN3_K = 2048, QWEN3_N = 768, QWEN3_TOPK = 8 };
@@ -101,11 +107,46 @@ static void test_monotonic(void **state)
         }
 }
 
+/* The tile's name at `rows` rows an expert, "none" where the expansion to
+ * BF16 serves. */
+static const char *tile_at(int64_t rows, int routed, int ws_prefill)
+{
+    const char *name = int4_gemm_tile(rows, routed, ws_prefill);
+    return name != NULL ? name : "none";
+}
+
+/* d8 up to 4 rows where it fits (q8 where not), qw32 from 5 to 24 rows
+ * (q16 served 5-12 before session 34), qw64 to 95, qw128 to 128, q256 to
+ * 1023, then the expansion unless the prepare kept q256. */
+static void test_int4_gemm_tiles(void **state)
+{
+    (void)state;
+    for (int64_t rows = 1; rows <= 4; rows++) {
+        assert_string_equal(tile_at(rows, 1, 0), "d8");
+        assert_string_equal(tile_at(rows, 0, 0), "q8");
+    }
+    const int64_t qw32_rows[] = { 5, 6, 8, 12, 13, 24 };
+    for (int i = 0; i < 6; i++)
+        for (int routed = 0; routed < 2; routed++)
+            assert_string_equal(tile_at(qw32_rows[i], routed, 0), "qw32");
+    assert_string_equal(tile_at(25, 1, 0), "qw64");
+    assert_string_equal(tile_at(95, 1, 0), "qw64");
+    assert_string_equal(tile_at(96, 1, 0), "qw128");
+    assert_string_equal(tile_at(128, 1, 0), "qw128");
+    assert_string_equal(tile_at(129, 1, 0), "q256");
+    assert_string_equal(tile_at(1023, 1, 0), "q256");
+    assert_string_equal(tile_at(1024, 1, 0), "none");
+    assert_string_equal(tile_at(1024, 1, 1), "q256");
+    assert_string_equal(tile_at(100000, 0, 1), "q256");
+}
+
 int main(void)
 {
     direct_serves = (direct_serves_fn)moeint4_backend_get_proc_address(MOEINT4_BACKEND_HIP,
                                                                        "hip_test_direct_serves");
-    if (direct_serves == NULL) {
+    int4_gemm_tile = (int4_gemm_tile_fn)moeint4_backend_get_proc_address(
+        MOEINT4_BACKEND_HIP, "hip_test_int4_gemm_tile");
+    if (direct_serves == NULL || int4_gemm_tile == NULL) {
         printf("the HIP plugin (a test build) is not loaded: %s\n", moeint4_last_error());
         return 77;
     }
@@ -115,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_no_routed_paths),
         cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_monotonic),
+        cmocka_unit_test(test_int4_gemm_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,12 @@ hipError_t mi4_hip_int4_expand(const mi4_hip_weights *w, void *scratch, hipStrea
  * more: bench/results/hip-2026-12-04-queued.md). */
 #define MI4_QW128_MAX_ROWS_PER_EXPERT 128
 
+/* hip_tiles.hip: the int4 grouped GEMMs' tile (sm_90a builds, int4 weights
+ * they serve) for rows_per_expert rows an expert: d8 up to 4 rows where
+ * `routed` (the routed decode GEMVs fit), q8 there otherwise, qw32 to 24,
+ * qw64, qw128, q256; -1 from MI4_EXPAND_MIN_ROWS_PER_EXPERT unless
+ * ws_prefill (the BF16 expansion serves). Pure: a mi4_hip_tile_config. */
+int mi4_hip_int4_gemm_tile(int64_t rows_per_expert, int routed, int ws_prefill);
 /* hip_tiles.hip: the row tile of a forward of `tokens` tokens and `slots`
  * slots (MOEINT4_HIP_TILE forces one). */
 mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4_hip_weights *w);

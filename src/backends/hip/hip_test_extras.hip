@@ -16,6 +16,8 @@
  *   hip_test_direct_serves(tokens, slots, experts, hidden, intermediate, int4,
  *     routed_measured): mi4_hip_direct_decode_serves for a layer of those sizes
  *     (host code only: runs without a GPU)
+ *   hip_test_int4_gemm_tile(rows_per_expert, routed, ws_prefill): the name
+ *     of mi4_hip_int4_gemm_tile's tile, NULL for none (host code only)
  *   hip_test_rounded_pairs(scales_bf16, &mismatches): the rounded A fragments
  *     of the int4 wgmma tiles (q_dequant<true>: two bf16x2 FMAs a pair)
  *     against int4_word_to_bf16 (the BF16 mode's bits) for every positive
@@ -161,6 +163,12 @@ int direct_serves(int64_t tokens, int64_t slots, int experts, int hidden, int in
     return mi4_hip_direct_decode_serves(tokens, slots, &w, routed_measured);
 }
 
+const char *int4_gemm_tile(int64_t rows_per_expert, int routed, int ws_prefill)
+{
+    const int tile = mi4_hip_int4_gemm_tile(rows_per_expert, routed, ws_prefill);
+    return tile < 0 ? nullptr : mi4_hip_tile_name((mi4_hip_tile_config)tile);
+}
+
 } // namespace
 
 void *mi4_hip_test_extra(const char *name)
@@ -180,6 +188,7 @@ void *mi4_hip_test_extra(const char *name)
         {"hip_test_wgmma_built", (void *)wgmma_built},
         {"hip_test_int4_routed_fits", (void *)routed_fits},
         {"hip_test_direct_serves", (void *)direct_serves},
+        {"hip_test_int4_gemm_tile", (void *)int4_gemm_tile},
         {"hip_test_rounded_pairs", (void *)rounded_pairs},
     };
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
