@@ -1,8 +1,9 @@
 /* The HIP backend's choice between the direct decode and the routed paths
  * for a few tokens (mi4_hip_direct_decode_serves, through the test extra
  * hip_test_direct_serves), and the int4 grouped GEMMs' tile by rows an
- * expert (mi4_hip_int4_gemm_tile, hip_test_int4_gemm_tile): host code only, so it runs wherever the plugin
- * loads, with or without a GPU (CI: the AMD build). The direct decode reads
+ * expert (mi4_hip_int4_gemm_tile, hip_test_int4_gemm_tile): host code
+ * only, so it runs wherever the plugin loads, with or without a GPU (CI:
+ * the AMD build). The direct decode reads
  * a slot's expert once per slot; where the routed paths it was measured
  * against exist it gives way to them once the experts it would read twice
  * weigh more than 100 MB (bench/results/hip-2026-12-06-s33.md); qw32 serves

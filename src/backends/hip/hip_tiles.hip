@@ -48,16 +48,16 @@ int mi4_hip_direct_decode_serves(int64_t tokens, int64_t slots, const mi4_hip_we
  * weights are expanded to BF16 instead. */
 int mi4_hip_int4_gemm_tile(int64_t rows_per_expert, int routed, int ws_prefill)
 {
-    /* Measured on the H200: q8 best at 2 and 4 rows per expert, q32 at 16 and 32
-     * (bench/results/hip-int4-tiles-2026-12-01.md; now the warp-specialized
-     * qw32 at 5-24 rows, below); the persistent
+    /* Measured on the H200: q8 best at 2 and 4 rows per expert, q32 at 16
+     * and 32 (bench/results/hip-int4-tiles-2026-12-01.md; now the
+     * warp-specialized qw32 at 5-24 rows, below); the persistent
      * warp-specialized tiles from 25 rows: qw64, then qw128 from 96 to 128
      * rows and q256 to 1023 (bench/results/hip-2026-12-04-queued.md; q256
      * had been 16-19% faster than q128 at 128 rows:
-     * bench/results/hip-2026-12-04-q256-v2.md);
-     * from 1024 rows the expansion to BF16 and the BF16 wgmma tile (-1
-     * here; mi4_hip_choose_tile) (Mixtral, 512 / 640 / 768 / 896 rows: q256 8.6 / 6.5 / 3.4 / 1.7%
-     * faster, bench/results/hip-2026-12-05-s26.md; 1024 rows: 5.5% slower,
+     * bench/results/hip-2026-12-04-q256-v2.md); from 1024 rows the
+     * expansion to BF16 and the BF16 wgmma tile (-1 here; Mixtral, 512 /
+     * 640 / 768 / 896 rows: q256 8.6 / 6.5 / 3.4 / 1.7% faster,
+     * bench/results/hip-2026-12-05-s26.md; 1024 rows: 5.5% slower,
      * hip-2026-12-05-s25.md). MOEINT4_HIP_INT4_PREFILL=q256 at prepare
      * keeps q256 from 1024 rows too: no expansion workspace. */
     /* the routed decode GEMVs (d8) where experts see up to 4 rows:
@@ -128,7 +128,8 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
      * 128): the int4 grouped GEMMs or the routed decode GEMVs, no BF16 copy
      * of the weights, up to the rows where the expansion takes over */
     if (int4_gemm) {
-        const int tile = mi4_hip_int4_gemm_tile(rows_per_expert, w->int4_routed, w->int4_ws_prefill);
+        const int tile =
+            mi4_hip_int4_gemm_tile(rows_per_expert, w->int4_routed, w->int4_ws_prefill);
         if (tile >= 0)
             return (mi4_hip_tile_config)tile;
     }
