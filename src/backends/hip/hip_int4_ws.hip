@@ -1,9 +1,9 @@
-/* The warp-specialized int4 grouped GEMMs for 13 rows an expert and more
+/* The warp-specialized int4 grouped GEMMs for 5 rows an expert and more
  * (sm_90a; other builds keep a stub): persistent, the weights dequantized
  * into registers, no BF16 copy of them anywhere. One kernel, four tile
- * heights: qw32 (MI4_TILE_QW32, 13-24 rows an expert: gemm2 only, two
- * blocks an SM), qw64 (25 or 41 to 95), qw128 (96-128) and q256 (129-511;
- * hip_tiles.hip).
+ * heights: qw32 (MI4_TILE_QW32, 5-24 rows an expert, two blocks an SM),
+ * qw64 (25 to 95), qw128 (96-128) and q256 (129-1023, or more where the
+ * prepare keeps it; mi4_hip_int4_gemm_tile in hip_tiles.hip).
  *
  * A block computes 128 weight rows x up to T token rows of one expert,
  * transposed as the q tiles (hip_int4_grouped_gemm.hip) are: wgmma
