@@ -111,10 +111,10 @@ mi4_hip_tile_config mi4_hip_choose_tile(int64_t tokens, int64_t slots, const mi4
     /* Measured on the H200 (bench/results/hip-*.md): the direct GEMVs (no
      * routing, no combine) while there are no more slots than local experts
      * (one token, or Qwen3's 128 experts up to 8 tokens) and the experts
-     * they read twice stay few (direct_extra_bytes, measured on an H100:
-     * Mixtral's 8 experts at 2 int4 tokens, not 3 or 4, nor 2 in BF16);
-     * past that, on
-     * sm_90a builds, the persistent wgmma tiles, 64 x 256 while experts see
+     * they read twice stay few (direct_extra_bytes, measured on an H100,
+     * M = 3 and 4 also on the H200: Mixtral's 8 experts at 2 int4 tokens,
+     * not 3 or 4, nor 2 in BF16); past that, on sm_90a builds, the
+     * persistent wgmma tiles, 64 x 256 while experts see
      * fewer than 64 rows (less padding), else 128 x 256 (faster than the
      * GEMV from two rows per expert up). Elsewhere (AMD, other NVIDIA
      * targets): the routed register-streaming GEMV while experts see about
