@@ -187,6 +187,15 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                          : q.codes,
                              code_src[i] != nullptr);
             }
+#if MI4_QW_ARRIVE_ON_COPIES
+            /* the stage is full once every producer thread's copies landed */
+            mi4_mbar_arrive_on_copies(&sh.full[stage]);
+        }
+    }
+    mi4_copy_commit(); /* none in flight once the producer returns */
+    mi4_copy_wait<0>();
+    (void)signal_all;
+#else
             mi4_copy_commit();
             if (step - signaled >= C::lag) {
                 mi4_copy_wait<C::lag>();
@@ -199,6 +208,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
             signal_all();
     }
     signal_all();
+#endif
 }
 
 /* A tile's epilogue from the consumers' accumulators: acc[4 jj + i] is
@@ -320,7 +330,8 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     const int steps = q.inner_padded / C::k_inputs;
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::stages; s++) {
-            mi4_mbar_init(&sh.full[s], QW_PRODUCERS / 32 + (TOKEN_TMA ? 1 : 0));
+            mi4_mbar_init(&sh.full[s], (MI4_QW_ARRIVE_ON_COPIES ? QW_PRODUCERS : QW_PRODUCERS / 32) +
+                                           (TOKEN_TMA ? 1 : 0));
             mi4_mbar_init(&sh.empty[s], QW_CONSUMERS / 32);
         }
         for (int b = 0; b < 2; b++) {

@@ -44,6 +44,13 @@ constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) ho
 #ifndef MI4_QW32_LAG
 #define MI4_QW32_LAG 2
 #endif
+/* MI4_QW_ARRIVE_ON_COPIES=1: each producer thread's copies of a stage
+ * arrive on its `full` barrier as they land (cp.async.mbarrier.arrive),
+ * with no lag and no wait on its own copies; the consumers make the copies
+ * visible to wgmma after the wait. 0: signalled `lag` steps later. */
+#ifndef MI4_QW_ARRIVE_ON_COPIES
+#define MI4_QW_ARRIVE_ON_COPIES 0
+#endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights

@@ -173,6 +173,15 @@ MI4_DEVICE void mi4_mbar_arrive(uint64_t *bar)
                      (unsigned)__cvta_generic_to_shared(bar))
                  : "memory");
 }
+/* One arrival on bar, made once this thread's cp.async copies issued so
+ * far have landed (the thread goes on at once); counted in the barrier's
+ * expected arrivals (.noinc). */
+MI4_DEVICE void mi4_mbar_arrive_on_copies(uint64_t *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(bar))
+                 : "memory");
+}
 MI4_DEVICE void mi4_mbar_wait(uint64_t *bar, unsigned parity)
 {
     asm volatile("{\n.reg .pred done;\nretry:\n"
