@@ -90,7 +90,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                            int out_tiles, int64_t my_tiles, int steps)
 {
     typedef qw_config<T> C;
-    const int ptid = (int)threadIdx.x - QW_CONSUMERS, lane = ptid % 32;
+    const int ptid = (int)threadIdx.x - QW_CONSUMERS;
     /* token copies: 16-byte piece `piece` of rows first_row + 16 i (a warp
      * copies four whole 128-byte rows a copy; rows 8 apart share the swizzle) */
     const int piece = ptid % 8, first_row = ptid / 8;
@@ -99,18 +99,7 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
      * bytes of its half) of block rows code_row + 32 i */
     const int code_piece = ptid % 4, code_row = ptid / 4;
     constexpr int code_row_bytes = C::k_inputs / 2;
-    auto signal = [&](qw_step s) { /* this warp's copies of step s landed */
-        mi4_fence_proxy_async();
-        __syncwarp();
-        if (lane == 0)
-            mi4_mbar_arrive(&sh.full[qw_slot<T>(s)]);
-    };
-    qw_step step = 0, signaled = 0; /* steps issued, steps signalled */
-    auto signal_all = [&]() { /* every step issued so far */
-        mi4_copy_wait<0>();
-        while (signaled < step)
-            signal(signaled++);
-    };
+    qw_step step = 0; /* steps issued */
     for (int64_t j = 0; j < my_tiles; j++) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
@@ -187,28 +176,16 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                          : q.codes,
                              code_src[i] != nullptr);
             }
-#if MI4_QW_ARRIVE_ON_COPIES
-            /* the stage is full once every producer thread's copies landed */
+            /* the stage is full once every producer thread's copies have
+             * landed: each thread's arrival is made as its copies land, so
+             * the producer never waits for its own copies (a stage signalled
+             * some steps later, after a wait for its copies, held the
+             * consumers up: bench/results/hip-2026-12-06-s35.md) */
             mi4_mbar_arrive_on_copies(&sh.full[stage]);
         }
     }
     mi4_copy_commit(); /* none in flight once the producer returns */
     mi4_copy_wait<0>();
-    (void)signal_all;
-#else
-            mi4_copy_commit();
-            if (step - signaled >= C::lag) {
-                mi4_copy_wait<C::lag>();
-                signal(signaled++);
-            }
-        }
-        /* a tile of fewer stages than the lag: its steps are signalled now,
-         * else the next table would wait for consumers that wait for them */
-        if (steps <= C::lag)
-            signal_all();
-    }
-    signal_all();
-#endif
 }
 
 /* A tile's epilogue from the consumers' accumulators: acc[4 jj + i] is
@@ -330,8 +307,7 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     const int steps = q.inner_padded / C::k_inputs;
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::stages; s++) {
-            mi4_mbar_init(&sh.full[s], (MI4_QW_ARRIVE_ON_COPIES ? QW_PRODUCERS : QW_PRODUCERS / 32) +
-                                           (TOKEN_TMA ? 1 : 0));
+            mi4_mbar_init(&sh.full[s], QW_PRODUCERS + (TOKEN_TMA ? 1 : 0));
             mi4_mbar_init(&sh.empty[s], QW_CONSUMERS / 32);
         }
         for (int b = 0; b < 2; b++) {

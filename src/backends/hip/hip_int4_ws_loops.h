@@ -78,9 +78,7 @@ template <int T> struct qw_codes {
     {
         const int stage = (int)qw_slot<T>(at);
         mi4_mbar_wait(&sh.full[stage], qw_parity<T>(at));
-#if MI4_QW_ARRIVE_ON_COPIES
         mi4_fence_proxy_async(); /* the producer's copies, before wgmma reads them */
-#endif
         /* the slot reused, not sh.stage(at): ptxas then serialized q256's
          * gemm2 wgmmas (C7511, register pressure) */
         typedef qw_config<T> C;

@@ -12,44 +12,25 @@ namespace mi4_int4_ws {
 using namespace mi4_gemm;
 
 constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) holds */
-/* Each tile's ring: stages, and the lag at which the producer signals a stage
- * (q256: MI4_QW_*, the qw tiles: MI4_QW<T>_*), macros for tuning builds
- * (-DMI4_QW32_LAG=3); lag + 2 <= stages, and the stages must fit shared
- * memory (static_asserts below). Lags 1, 1, 2, 2 (q256, qw128, qw64,
- * qw32) were 0.5-6.7% faster than 3, 3, 6, 4 at every point these tiles
- * serve on an H100, and 2, 2, 4, 3 half as much
- * (bench/results/hip-2026-12-05-s29.md); q256's lag 4 was 12-16% slower in
- * its gemm13 than 3 (hip-2026-12-05-s28.md). */
+/* Each tile's ring depth (q256: MI4_QW_STAGES, the qw tiles:
+ * MI4_QW<T>_STAGES), macros for tuning builds; the stages must fit shared
+ * memory (static_asserts below). A stage is full once each producer
+ * thread's copies of it have landed (cp.async.mbarrier.arrive: no thread
+ * waits for its own copies). The producer used to wait for a stage's
+ * copies and signal it `lag` steps later (lags 1, 1, 2, 2 for q256, qw128,
+ * qw64, qw32: bench/results/hip-2026-12-05-s29.md); arriving as the copies
+ * land was up to 11% faster (hip-2026-12-06-s35.md). */
 #ifndef MI4_QW_STAGES
 #define MI4_QW_STAGES 6
-#endif
-#ifndef MI4_QW_LAG
-#define MI4_QW_LAG 1
 #endif
 #ifndef MI4_QW128_STAGES
 #define MI4_QW128_STAGES 5
 #endif
-#ifndef MI4_QW128_LAG
-#define MI4_QW128_LAG 1
-#endif
 #ifndef MI4_QW64_STAGES
 #define MI4_QW64_STAGES 9
 #endif
-#ifndef MI4_QW64_LAG
-#define MI4_QW64_LAG 2
-#endif
 #ifndef MI4_QW32_STAGES
 #define MI4_QW32_STAGES 6
-#endif
-#ifndef MI4_QW32_LAG
-#define MI4_QW32_LAG 2
-#endif
-/* MI4_QW_ARRIVE_ON_COPIES=1: each producer thread's copies of a stage
- * arrive on its `full` barrier as they land (cp.async.mbarrier.arrive),
- * with no lag and no wait on its own copies; the consumers make the copies
- * visible to wgmma after the wait. 0: signalled `lag` steps later. */
-#ifndef MI4_QW_ARRIVE_ON_COPIES
-#define MI4_QW_ARRIVE_ON_COPIES 0
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
 
@@ -74,12 +55,6 @@ template <int T> struct qw_config {
                                   : T == 128 ? MI4_QW128_STAGES
                                   : T == 64  ? MI4_QW64_STAGES
                                              : MI4_QW32_STAGES;
-    /* a stage is signalled once the copies of the `lag` steps after it are
-     * issued: lag + 1 stages of copies in flight a producer thread */
-    static constexpr int lag = T == 256   ? MI4_QW_LAG
-                               : T == 128 ? MI4_QW128_LAG
-                               : T == 64  ? MI4_QW64_LAG
-                                          : MI4_QW32_LAG;
     /* setmaxnreg: producer x 128 + consumer x 256 within the launch's
      * registers a block (the consumers' raise waits for what the producer
      * gives back); the producer keeps its token rows (16 at most) in
@@ -108,10 +83,8 @@ template <int T> struct qw_config {
     static constexpr int rows_at = tables_at + 2 * table_bytes;
     static constexpr int bars_at = rows_at + 16;
     static constexpr int smem = bars_at + (2 * stages + 4) * 8 + 1024; /* + alignment */
-    /* the consumers release a stage once the next has landed, which the
-     * producer signals `lag` steps later: more would wait for a stage not
-     * yet released */
-    static_assert(lag + 2 <= stages, "the producer must not wait for its own signal");
+    /* the consumers hold a stage until the next has landed */
+    static_assert(stages >= 2, "a stage in use and one landing");
     static_assert(half_bytes % 1024 == 0 && stage_bytes % 1024 == 0,
                   "token blocks on the 128B swizzle's 1024-byte pattern");
     static_assert(smem * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024,
