@@ -16,10 +16,12 @@ using namespace mi4_gemm;
 /* The producer is threads 256..383 and copies both operands; no block-wide
  * barrier sits in the consumers' k loop (ncu on hip_wgmma_gemm.hip's
  * kernel: dispatch stalls and fixed-latency waits were half its time,
- * 2026-12-03). A stage is `full`
- * once each producer warp's copies of it have landed and been fenced for
- * the async proxy (WS_LAG steps after it issued them) and `empty` once every
- * consumer warp's wgmmas on it have completed: one arrival a warp. */
+ * 2026-12-03). A stage is `full` once each producer thread's copies of it
+ * have landed (cp.async.mbarrier.arrive: no producer thread waits for its
+ * own copies; the consumers fence them for the async proxy after the wait)
+ * and `empty` once every consumer warp's wgmmas on it have completed: one
+ * arrival a warp. Until session 35 the producer waited for a stage's copies
+ * and signalled it a step later, as hip_int4_ws.hip's did. */
 constexpr int WS_PRODUCERS = 128, WS_THREADS = WG_THREADS + WS_PRODUCERS;
 /* setmaxnreg: the consumers' raise waits for what the producer gives back,
  * so 128 x 104 + 256 x 200 must not exceed the launch's 384 x 168 (at 56
@@ -27,9 +29,6 @@ constexpr int WS_PRODUCERS = 128, WS_THREADS = WG_THREADS + WS_PRODUCERS;
  * 2026-12-04: the row numbers re-read from shared memory each k tile at
  * 120 + 192 (no spills) made the GEMMs 11-29% slower. */
 constexpr int WS_PRODUCER_REGS = 104, WS_CONSUMER_REGS = 200;
-/* a stage is signalled once the copies of the step after it are issued
- * (two steps after: 2-6% slower on the H200, 2026-12-04) */
-constexpr int WS_LAG = 1;
 
 template <int BM, int BN> constexpr int ws_smem()
 {
@@ -42,17 +41,10 @@ MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, u
                                uint16_t *smem_b, uint64_t *full, uint64_t *empty, int row_tiles,
                                int out_tiles, int64_t my_tiles, int k_tiles)
 {
-    static_assert(WS_LAG < WG_STAGES, "a stage is released before its next fill is waited for");
     constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
-    const int ptid = (int)threadIdx.x - WG_THREADS, lane = ptid % 32;
+    const int ptid = (int)threadIdx.x - WG_THREADS;
     const uint16_t *a_rows[BM / 16], *b_rows[TMA ? 1 : BN / 16];
     int b_first = 0; /* TMA: the tile's first weight row (of all experts' rows) */
-    auto signal = [&](int64_t s) { /* this warp's copies of step s landed */
-        mi4_fence_proxy_async();
-        __syncwarp();
-        if (lane == 0)
-            mi4_mbar_arrive(&full[s & (WG_STAGES - 1)]);
-    };
     int64_t step = 0;
     for (int64_t j = 0; j < my_tiles; j++) {
         int tile, out_tile, slot;
@@ -91,16 +83,11 @@ MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, u
                 else
                     mi4_tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
             }
-            mi4_copy_commit();
-            if (step >= WS_LAG) {
-                mi4_copy_wait<WS_LAG>();
-                signal(step - WS_LAG);
-            }
+            mi4_mbar_arrive_on_copies(&full[stage]);
         }
     }
+    mi4_copy_commit(); /* none in flight once the producer returns */
     mi4_copy_wait<0>();
-    for (int64_t s = step > WS_LAG ? step - WS_LAG : 0; s < step; s++)
-        signal(s);
 }
 #endif
 
@@ -128,7 +115,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) {
-            mi4_mbar_init(&full[s], WS_PRODUCERS / 32 + (TMA ? 1 : 0));
+            mi4_mbar_init(&full[s], WS_PRODUCERS + (TMA ? 1 : 0));
             mi4_mbar_init(&empty[s], WG_THREADS / 32);
         }
         mi4_mbar_init_fence();
@@ -152,6 +139,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         for (int k_tile = 0; k_tile < k_tiles; k_tile++, step++) {
             const int stage = (int)(step & (WG_STAGES - 1));
             mi4_mbar_wait(&full[stage], (unsigned)((step / WG_STAGES) & 1));
+            mi4_fence_proxy_async(); /* the producer's copies, before wgmma reads them */
             uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
             uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
             mi4_wgmma_fence();
