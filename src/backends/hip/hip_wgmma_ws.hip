@@ -16,12 +16,13 @@ using namespace mi4_gemm;
 /* The producer is threads 256..383 and copies both operands; no block-wide
  * barrier sits in the consumers' k loop (ncu on hip_wgmma_gemm.hip's
  * kernel: dispatch stalls and fixed-latency waits were half its time,
- * 2026-12-03). A stage is `full` once each producer thread's copies of it
- * have landed (cp.async.mbarrier.arrive: no producer thread waits for its
- * own copies; the consumers fence them for the async proxy after the wait)
- * and `empty` once every consumer warp's wgmmas on it have completed: one
- * arrival a warp. Until session 35 the producer waited for a stage's copies
- * and signalled it a step later, as hip_int4_ws.hip's did. */
+ * 2026-12-03). A stage is `empty` once every consumer warp's wgmmas on it
+ * have completed (one arrival a warp) and `full` once its copies have
+ * landed: ARRIVE, each producer thread's arrival is made as its copies land
+ * (cp.async.mbarrier.arrive; the consumers fence them for the async proxy
+ * after the wait), as in hip_int4_ws.hip; else each producer warp waits for
+ * its copies of a stage, fences them and arrives WS_LAG steps later.
+ * ws_arrives says which. */
 constexpr int WS_PRODUCERS = 128, WS_THREADS = WG_THREADS + WS_PRODUCERS;
 /* setmaxnreg: the consumers' raise waits for what the producer gives back,
  * so 128 x 104 + 256 x 200 must not exceed the launch's 384 x 168 (at 56
@@ -29,6 +30,9 @@ constexpr int WS_PRODUCERS = 128, WS_THREADS = WG_THREADS + WS_PRODUCERS;
  * 2026-12-04: the row numbers re-read from shared memory each k tile at
  * 120 + 192 (no spills) made the GEMMs 11-29% slower. */
 constexpr int WS_PRODUCER_REGS = 104, WS_CONSUMER_REGS = 200;
+/* !ARRIVE: a stage is signalled once the copies of the step after it are
+ * issued (two steps after: 2-6% slower on the H200, 2026-12-04) */
+constexpr int WS_LAG = 1;
 
 template <int BM, int BN> constexpr int ws_smem()
 {
@@ -36,15 +40,22 @@ template <int BM, int BN> constexpr int ws_smem()
 }
 
 #if defined(MI4_HAVE_WGMMA)
-template <int BM, int BN, bool GATED, bool TMA>
+template <int BM, int BN, bool GATED, bool TMA, bool ARRIVE>
 MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, uint16_t *smem_a,
                                uint16_t *smem_b, uint64_t *full, uint64_t *empty, int row_tiles,
                                int out_tiles, int64_t my_tiles, int k_tiles)
 {
+    static_assert(WS_LAG < WG_STAGES, "a stage is released before its next fill is waited for");
     constexpr int WGC = wgmma_shape<BM, BN>::wg_cols;
-    const int ptid = (int)threadIdx.x - WG_THREADS;
+    const int ptid = (int)threadIdx.x - WG_THREADS, lane = ptid % 32;
     const uint16_t *a_rows[BM / 16], *b_rows[TMA ? 1 : BN / 16];
     int b_first = 0; /* TMA: the tile's first weight row (of all experts' rows) */
+    auto signal = [&](int64_t s) { /* !ARRIVE: this warp's copies of step s landed */
+        mi4_fence_proxy_async();
+        __syncwarp();
+        if (lane == 0)
+            mi4_mbar_arrive(&full[s & (WG_STAGES - 1)]);
+    };
     int64_t step = 0;
     for (int64_t j = 0; j < my_tiles; j++) {
         int tile, out_tile, slot;
@@ -83,18 +94,29 @@ MI4_DEVICE void produce_stages(const gemm_params &p, const CUtensorMap *map_b, u
                 else
                     mi4_tma_load_box(dst, map_b, k * WG_BK, b_first, &full[stage]);
             }
-            mi4_mbar_arrive_on_copies(&full[stage]);
+            if (ARRIVE) {
+                mi4_mbar_arrive_on_copies(&full[stage]);
+            } else {
+                mi4_copy_commit();
+                if (step >= WS_LAG) {
+                    mi4_copy_wait<WS_LAG>();
+                    signal(step - WS_LAG);
+                }
+            }
         }
     }
     mi4_copy_commit(); /* none in flight once the producer returns */
     mi4_copy_wait<0>();
+    if (!ARRIVE)
+        for (int64_t s = step > WS_LAG ? step - WS_LAG : 0; s < step; s++)
+            signal(s);
 }
 #endif
 
 /* Persistent, one block an SM, tiles in the order of wgmma_gemm; the
  * consumers' epilogue of one tile runs while the producer fills the next
  * tile's stages. */
-template <int BM, int BN, bool GATED, bool TMA>
+template <int BM, int BN, bool GATED, bool TMA, bool ARRIVE>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     wgmma_gemm_ws(gemm_params p, const __grid_constant__ CUtensorMap map_b)
 {
@@ -115,7 +137,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const int k_tiles = (p.inner + WG_BK - 1) / WG_BK;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) {
-            mi4_mbar_init(&full[s], WS_PRODUCERS + (TMA ? 1 : 0));
+            mi4_mbar_init(&full[s],
+                          (ARRIVE ? WS_PRODUCERS : WS_PRODUCERS / 32) + (TMA ? 1 : 0));
             mi4_mbar_init(&empty[s], WG_THREADS / 32);
         }
         mi4_mbar_init_fence();
@@ -123,8 +146,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     __syncthreads();
     if ((int)threadIdx.x >= WG_THREADS) {
         mi4_regs_lower<WS_PRODUCER_REGS>();
-        produce_stages<BM, BN, GATED, TMA>(p, &map_b, smem_a, smem_b, full, empty, row_tiles,
-                                           out_tiles, my_tiles, k_tiles);
+        produce_stages<BM, BN, GATED, TMA, ARRIVE>(p, &map_b, smem_a, smem_b, full, empty,
+                                                   row_tiles, out_tiles, my_tiles, k_tiles);
         return;
     }
     mi4_regs_raise<WS_CONSUMER_REGS>();
@@ -139,7 +162,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         for (int k_tile = 0; k_tile < k_tiles; k_tile++, step++) {
             const int stage = (int)(step & (WG_STAGES - 1));
             mi4_mbar_wait(&full[stage], (unsigned)((step / WG_STAGES) & 1));
-            mi4_fence_proxy_async(); /* the producer's copies, before wgmma reads them */
+            if (ARRIVE)
+                mi4_fence_proxy_async(); /* the producer's copies, before wgmma reads them */
             uint64_t desc_a = mi4_wgmma_desc(smem_a + stage * BM * WG_BK + wg_row * WG_BK);
             uint64_t desc_b = mi4_wgmma_desc(smem_b + stage * BN * WG_BK + wg_col * WG_BK);
             mi4_wgmma_fence();
@@ -186,6 +210,17 @@ bool ws_serves(bool gated, bool tma)
     return !gated || tma;
 }
 
+/* Whether a GEMM's producer arrives as its copies land (ARRIVE): gemm13
+ * with TMA weight rows over at most 2048 inputs. On an H100 (BF16 mode,
+ * bench/results/hip-2026-12-06-s35.md, call 5) that was Qwen3's gemm13
+ * (2048 inputs) 4.5% faster at M = 1024 and 12% at 4096, and Mixtral's
+ * (4096 inputs) 6-7% slower; gemm2 moved by -6% to +2%. */
+constexpr int WS_ARRIVE_MAX_INNER = 2048;
+bool ws_arrives(const gemm_params &p, bool gated, bool tma)
+{
+    return gated && tma && p.inner <= WS_ARRIVE_MAX_INNER;
+}
+
 /* The weight rows as a TMA descriptor (boxes of 64 inputs by the rows the
  * producer asks for at once); false where TMA cannot take them. */
 template <int BM, int BN, bool GATED>
@@ -202,14 +237,14 @@ hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init, bool *launched)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
     if (init) {
-        hipError_t e = hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED, false>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize,
-                                           ws_smem<BM, BN>());
-        return e == hipSuccess
-                   ? hipFuncSetAttribute((const void *)wgmma_gemm_ws<BM, BN, GATED, true>,
-                                         hipFuncAttributeMaxDynamicSharedMemorySize,
-                                         ws_smem<BM, BN>())
-                   : e;
+        const void *kernels[3] = { (const void *)wgmma_gemm_ws<BM, BN, GATED, false, false>,
+                                   (const void *)wgmma_gemm_ws<BM, BN, GATED, true, false>,
+                                   (const void *)wgmma_gemm_ws<BM, BN, GATED, true, GATED> };
+        hipError_t e = hipSuccess;
+        for (int i = 0; i < 3 && e == hipSuccess; i++)
+            e = hipFuncSetAttribute(kernels[i], hipFuncAttributeMaxDynamicSharedMemorySize,
+                                    ws_smem<BM, BN>());
+        return e;
     }
     const gemm_params p = make_params(a, GATED);
     const unsigned blocks = wgmma_grid(a, wgmma_out_tiles(p.out_cols, BN, GATED));
@@ -224,10 +259,13 @@ hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init, bool *launched)
     if (!ws_serves(GATED, tma))
         return hipSuccess;
     *launched = true;
+    if (ws_arrives(p, GATED, tma)) /* gemm13 only: no gemm2 instance of it */
+        return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, true, GATED>, dim3(blocks),
+                          dim3(WS_THREADS), ws_smem<BM, BN>(), a->stream, p, map);
     if (tma)
-        return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, true>, dim3(blocks), dim3(WS_THREADS),
-                          ws_smem<BM, BN>(), a->stream, p, map);
-    return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, false>, dim3(blocks), dim3(WS_THREADS),
+        return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, true, false>, dim3(blocks),
+                          dim3(WS_THREADS), ws_smem<BM, BN>(), a->stream, p, map);
+    return mi4_launch(wgmma_gemm_ws<BM, BN, GATED, false, false>, dim3(blocks), dim3(WS_THREADS),
                       ws_smem<BM, BN>(), a->stream, p, map);
 #else
     (void)a;
