@@ -235,6 +235,47 @@ static void test_int4_grouped_gemm_tiles(void **state)
     moeint4_context_destroy(ctx);
 }
 
+/* The warp-specialized exact tiles on rows of 8 and 16 scale groups
+ * (inputs 1024 and 2048, group 128): qw32 and qw128 then take their scales
+ * (and zero points) from a ring their producer fills, 8 chunks a copy
+ * (qw_stages_scales); qw64, whose ring leaves no room for it, loads them
+ * itself. On a grid of 2 persistent blocks too, so the scale ring turns
+ * over within and across many tiles. */
+static void test_ws_staged_scales(void **state)
+{
+    (void)state;
+    const char *tiles[] = { "qw32", "qw64", "qw128" };
+    const moeint4_format formats[] = { MOEINT4_FORMAT_GPTQ_ASYM, MOEINT4_FORMAT_GPTQ_SYM };
+    const int64_t sizes[] = { 3, 40, 203 };
+    moeint4_context *ctx = hip_test_context("mma");
+    uint64_t seed = 900;
+    for (int f = 0; f < 2; f++) {
+        tk_layer layer;
+        moeint4_weights *w =
+            hip_test_prepare(ctx, &layer, formats[f], 4, 2048, 1024, 128, f, 61 + (uint64_t)f);
+        for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
+            setenv("MOEINT4_HIP_TILE", tiles[t], 1);
+            for (int capped = 0; capped < 2; capped++) {
+                if (capped)
+                    setenv("MOEINT4_HIP_Q256_BLOCKS", "2", 1);
+                for (int i = 0; i < 3; i++) {
+                    hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 3, seed++);
+                    c.on_input = i == 1;
+                    print_message("format %d, tile %s, inputs 2048 / 1024, M = %lld%s\n",
+                                  (int)formats[f], tiles[t], (long long)sizes[i],
+                                  capped ? ", 2 blocks" : "");
+                    assert_true(hip_test_error(ctx, w, &layer, &c) <= HIP_TOLERANCE);
+                }
+            }
+            unsetenv("MOEINT4_HIP_Q256_BLOCKS");
+        }
+        unsetenv("MOEINT4_HIP_TILE");
+        moeint4_weights_release(w);
+        tk_layer_free(&layer);
+    }
+    moeint4_context_destroy(ctx);
+}
+
 /* The GEMM tiles that read BF16 (the grouped tiles 16 .. 256 and, on
  * sm_90a, the wgmma tiles w64 .. w256) over int4 weights dequantized into
  * their shared weight tiles (MOEINT4_HIP_INT4_PREFILL=dequant, read at
@@ -797,6 +838,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_and_tiles),
         cmocka_unit_test(test_int4_grouped_gemm_tiles),
+        cmocka_unit_test(test_ws_staged_scales),
         cmocka_unit_test(test_int4_routed_decode),
         cmocka_unit_test(test_int4_tile_dequant),
         cmocka_unit_test(test_decode_rings_and_grids),

@@ -84,7 +84,7 @@ MI4_DEVICE void qw_fill_table(const gemm_params &p, const qw_shared<T> &sh, int 
  * intermediate, contiguous): a stage's token rows are one TMA box (T rows
  * x 64 inputs) of token_map, issued by thread 0, instead of T / 16
  * cp.async a thread. */
-template <int T, bool GATED, bool TOKEN_TMA>
+template <int T, bool GATED, bool TOKEN_TMA, bool STAGED_SCALES>
 MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                            const qw_shared<T> &sh, const CUtensorMap *token_map, int row_tiles,
                            int out_tiles, int64_t my_tiles, int steps)
@@ -132,9 +132,25 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                                                            (size_t)expert * q.rows + wr) +
                                        16 * code_piece;
         }
+        /* STAGED_SCALES: this thread's row of the block (its weight row,
+         * or -1), whose scales it copies every 8 chunks */
+        const int scale_row = STAGED_SCALES ? q_weight_row<GATED>(p, out_tile, ptid) : -1;
         for (int k = 0; k < steps; k++, step++) {
             const int stage = (int)qw_slot<T>(step);
             mi4_mbar_wait(&sh.empty[stage], qw_parity<T>(step) ^ 1u);
+            if (STAGED_SCALES && k % QW_SCALE_CHUNKS == 0) {
+                /* chunks k .. k + 7 (groups of one chunk, 8 | groups): the
+                 * consumers have left this buffer 8 x (QW_SCALE_BUFS - 1)
+                 * chunks ago, more than the ring holds; this stage's
+                 * barrier covers the copies */
+                char *buf = sh.scales + (step / QW_SCALE_CHUNKS % QW_SCALE_BUFS) * QW_SCALE_BUF_BYTES;
+                const size_t at =
+                    ((size_t)expert * q.rows + (scale_row < 0 ? 0 : scale_row)) * q.groups + k;
+                mi4_copy16(buf + ptid * 16, q.scales + at, scale_row >= 0);
+                if (q.zeros != nullptr)
+                    qw_copy8(buf + Q_ROWS * QW_SCALE_CHUNKS * 2 + ptid * 8, q.zeros + at,
+                             scale_row >= 0);
+            }
             char *base = sh.stage(step);
             uint16_t *tokens = (uint16_t *)base;
             if (TOKEN_TMA) {
@@ -225,7 +241,7 @@ MI4_DEVICE void qw_store(const gemm_params &p, const float (&acc)[T / 2], const 
     }
 }
 
-template <int T, bool GATED>
+template <int T, bool GATED, bool STAGED_SCALES>
 MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
                            const qw_shared<T> &sh, int row_tiles, int out_tiles, int64_t my_tiles,
                            int steps)
@@ -249,19 +265,23 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
     };
     /* a tile's first scales are loaded before the epilogue of the tile
      * before it, so their latency (after the tile's expert number's) hides
-     * behind that epilogue */
-    qw_rows rows = rows_of(0);
-    qw_scale_bits first_bits = qw_load_scales(q, rows, 0);
+     * behind that epilogue (STAGED_SCALES: the producer copies them) */
+    qw_rows rows{};
+    qw_scale_bits first_bits{};
+    if (!STAGED_SCALES) {
+        rows = rows_of(0);
+        first_bits = qw_load_scales(q, rows, 0);
+    }
     qw_step step = 0;
     for (int64_t j = 0; j < my_tiles; j++, step += steps) {
         int tile, out_tile;
         tile_coords(blockIdx.x + j * gridDim.x, row_tiles, out_tiles, &tile, &out_tile);
         const int buf = (int)(j & 1);
-        qw_codes<T> codes{q, sh, rows, first_bits, row_lo, t};
+        qw_codes<T, STAGED_SCALES> codes{q, sh, rows, first_bits, row_lo, t};
         mi4_mbar_wait(&sh.table_full[buf], (unsigned)((j >> 1) & 1));
         const int valid = sh.rows[buf];
         qw_tile_loop<T>(acc, codes, valid, steps, step);
-        if (j + 1 < my_tiles) {
+        if (!STAGED_SCALES && j + 1 < my_tiles) {
             rows = rows_of(j + 1);
             first_bits = qw_load_scales(q, rows, 0);
         }
@@ -281,7 +301,7 @@ MI4_DEVICE void qw_consume(const gemm_params &p, const mi4_hip_int4_matrix &q,
 
 #endif
 
-template <int T, bool GATED, bool TOKEN_TMA>
+template <int T, bool GATED, bool TOKEN_TMA, bool STAGED_SCALES>
 __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     int4_ws_gemm(gemm_params p, mi4_hip_int4_matrix q, const __grid_constant__ CUtensorMap token_map)
 {
@@ -291,6 +311,7 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     char *base = (char *)(((uintptr_t)qw_smem_raw + 1023) & ~(uintptr_t)1023);
     qw_shared<T> sh;
     sh.stages = base;
+    sh.scales = base + C::scales_at;
     sh.tables = base + C::tables_at;
     sh.rows = (int *)(base + C::rows_at);
     sh.full = (uint64_t *)(base + C::bars_at);
@@ -319,12 +340,12 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
     __syncthreads();
     if ((int)threadIdx.x >= QW_CONSUMERS) {
         mi4_regs_lower<C::producer_regs>();
-        qw_produce<T, GATED, TOKEN_TMA>(p, q, sh, &token_map, row_tiles, out_tiles, my_tiles,
-                                        steps);
+        qw_produce<T, GATED, TOKEN_TMA, STAGED_SCALES>(p, q, sh, &token_map, row_tiles,
+                                                       out_tiles, my_tiles, steps);
         return;
     }
     mi4_regs_raise<C::consumer_regs>();
-    qw_consume<T, GATED>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
+    qw_consume<T, GATED, STAGED_SCALES>(p, q, sh, row_tiles, out_tiles, my_tiles, steps);
 #else
     (void)p;
     (void)q;
@@ -335,21 +356,73 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
 
 #endif
 
+#if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+/* Whether the producer stages the scales (STAGED_SCALES, the exact tiles
+ * whose ring leaves room: qw32, qw128): groups of one chunk, 8 to a
+ * 16-byte copy of a row's scales (8 bytes of its zero points). Else each
+ * consumer thread loads its rows' scales from global memory a chunk ahead. */
+template <int T> bool qw_stages_scales(const mi4_hip_int4_matrix &q)
+{
+    return qw_config<T>::can_stage_scales && q.group_size == Q_CHUNK &&
+           q.groups % QW_SCALE_CHUNKS == 0 && (uintptr_t)q.scales % 16 == 0 &&
+           (q.zeros == nullptr || (uintptr_t)q.zeros % 8 == 0);
+}
+
+/* int4_ws_gemm's instance and its shared bytes. */
+template <int T, bool GATED, bool TOKEN_TMA, bool STAGED_SCALES> struct qw_instance {
+    static constexpr auto kernel = int4_ws_gemm<T, GATED, TOKEN_TMA, STAGED_SCALES>;
+    static constexpr int smem =
+        STAGED_SCALES ? qw_config<T>::smem_staged : qw_config<T>::smem;
+    static hipError_t init()
+    {
+        return hipFuncSetAttribute((const void *)kernel,
+                                   hipFuncAttributeMaxDynamicSharedMemorySize, smem);
+    }
+    static hipError_t launch(unsigned blocks, hipStream_t stream, const gemm_params &p,
+                             const mi4_hip_int4_matrix &q, const CUtensorMap &token_map)
+    {
+        return mi4_launch(kernel, dim3(blocks), dim3(QW_THREADS), smem, stream, p, q, token_map);
+    }
+};
+
+template <int T, bool GATED, bool TOKEN_TMA>
+hipError_t launch_qw_instance(bool staged, bool init, unsigned blocks, hipStream_t stream,
+                              const gemm_params &p, const mi4_hip_int4_matrix &q,
+                              const CUtensorMap &token_map)
+{
+    typedef qw_instance<T, GATED, TOKEN_TMA, false> plain;
+    if constexpr (qw_config<T>::can_stage_scales) {
+        typedef qw_instance<T, GATED, TOKEN_TMA, true> staged_scales;
+        if (init) {
+            const hipError_t e = plain::init();
+            return e == hipSuccess ? staged_scales::init() : e;
+        }
+        if (staged)
+            return staged_scales::launch(blocks, stream, p, q, token_map);
+    } else if (init) {
+        return plain::init();
+    }
+    (void)staged;
+    return plain::launch(blocks, stream, p, q, token_map);
+}
+#endif
+
 template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-    typedef qw_config<T> C;
-    if (init) {
-        hipError_t e = hipFuncSetAttribute((const void *)int4_ws_gemm<T, GATED, false>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize, C::smem);
-        return e == hipSuccess && !GATED
-                   ? hipFuncSetAttribute((const void *)int4_ws_gemm<T, false, true>,
-                                         hipFuncAttributeMaxDynamicSharedMemorySize, C::smem)
-                   : e;
-    }
     gemm_params p = make_params(a, GATED);
     p.b = nullptr; /* the weights are q */
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
+    CUtensorMap token_map;
+    memset(&token_map, 0, sizeof token_map);
+    if (init) {
+        const hipError_t e = launch_qw_instance<T, GATED, false>(false, true, 0, nullptr, p, q,
+                                                                 token_map);
+        return e == hipSuccess && !GATED
+                   ? launch_qw_instance<T, false, true>(false, true, 0, nullptr, p, q, token_map)
+                   : e;
+    }
+    typedef qw_config<T> C;
     const size_t tiles = (size_t)a->routing->max_tiles * (size_t)q_out_tiles(p.out_cols, GATED);
     const size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
     const size_t resident = sms * (size_t)C::blocks_per_sm; /* persistent */
@@ -361,17 +434,16 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
         blocks = (size_t)atoi(cap);
     if (blocks == 0)
         return hipSuccess;
+    const bool staged = qw_stages_scales<T>(q);
     /* gemm2's token rows (the intermediate, max_tiles x T rows) by TMA */
-    CUtensorMap token_map;
-    memset(&token_map, 0, sizeof token_map);
     const bool token_tma = !GATED && mi4_tma_wanted() &&
                            mi4_tma_map_bf16(&token_map, p.a, (uint64_t)p.inner,
                                             (uint64_t)a->routing->max_tiles * T, QW_HALF, T);
     if (token_tma)
-        return mi4_launch(int4_ws_gemm<T, false, true>, dim3((unsigned)blocks), dim3(QW_THREADS),
-                          C::smem, a->stream, p, q, token_map);
-    return mi4_launch(int4_ws_gemm<T, GATED, false>, dim3((unsigned)blocks), dim3(QW_THREADS),
-                      C::smem, a->stream, p, q, token_map);
+        return launch_qw_instance<T, false, true>(staged, false, (unsigned)blocks, a->stream, p,
+                                                  q, token_map);
+    return launch_qw_instance<T, GATED, false>(staged, false, (unsigned)blocks, a->stream, p, q,
+                                               token_map);
 #else
     (void)a;
     (void)init;

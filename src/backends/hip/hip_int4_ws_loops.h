@@ -42,6 +42,22 @@ MI4_DEVICE uint4 qw_load_shared16(const char *at)
     return v;
 }
 
+/* 2 bytes and 1 byte of shared memory by shared-space loads. */
+MI4_DEVICE uint16_t qw_load_shared_u16(const char *at)
+{
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];\n"
+                 : "=h"(v)
+                 : "r"((unsigned)__cvta_generic_to_shared(at)));
+    return v;
+}
+MI4_DEVICE int qw_load_shared_u8(const char *at)
+{
+    unsigned v;
+    asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"((unsigned)__cvta_generic_to_shared(at)));
+    return (int)v;
+}
+
 /* Scales and zero points of chunk `chunk` (128 inputs) of a tile's rows. */
 MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_rows &r, int chunk)
 {
@@ -60,7 +76,7 @@ MI4_DEVICE qw_scale_bits qw_load_scales(const mi4_hip_int4_matrix &q, const qw_r
  * of the stage taken last (16 bytes of a whole chunk; q256: the 8 of its
  * half), and the scales of its chunk (exact: and of the chunk before it,
  * which the tile's accumulators still take). */
-template <int T> struct qw_codes {
+template <int T, bool STAGED_SCALES = false> struct qw_codes {
     const mi4_hip_int4_matrix &q;
     const qw_shared<T> &sh;
     const qw_rows &rows;
@@ -100,16 +116,30 @@ template <int T> struct qw_codes {
                 before_lo = scale_lo;
                 before_hi = scale_hi;
             }
-            scale_lo = int4_scale_of(q, bits.lo);
-            scale_hi = int4_scale_of(q, bits.hi);
-            if constexpr (!C::exact) {
-                split_lo = q_split(scale_lo);
-                split_hi = q_split(scale_hi);
+            if constexpr (STAGED_SCALES) {
+                /* chunk `at` (the exact tiles: a stage a chunk), in the
+                 * buffer the producer filled with this stage's 8 before */
+                const char *buf = sh.scales + (at / QW_SCALE_CHUNKS % QW_SCALE_BUFS) *
+                                                  QW_SCALE_BUF_BYTES;
+                const int c = (int)(at % QW_SCALE_CHUNKS);
+                const char *zeros = buf + Q_ROWS * QW_SCALE_CHUNKS * 2;
+                scale_lo = int4_scale_of(q, qw_load_shared_u16(buf + row_lo * 16 + 2 * c));
+                scale_hi = int4_scale_of(q, qw_load_shared_u16(buf + (row_lo + 8) * 16 + 2 * c));
+                bias_lo = int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + row_lo * 8 + c) : 8);
+                bias_hi =
+                    int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + (row_lo + 8) * 8 + c) : 8);
+            } else {
+                scale_lo = int4_scale_of(q, bits.lo);
+                scale_hi = int4_scale_of(q, bits.hi);
+                if constexpr (!C::exact) {
+                    split_lo = q_split(scale_lo);
+                    split_hi = q_split(scale_hi);
+                }
+                bias_lo = int4_bias_pair(bits.zero_lo);
+                bias_hi = int4_bias_pair(bits.zero_hi);
+                if (k + stages_a_chunk < steps) /* used a chunk later */
+                    bits = qw_load_scales(q, rows, (k + stages_a_chunk) / stages_a_chunk);
             }
-            bias_lo = int4_bias_pair(bits.zero_lo);
-            bias_hi = int4_bias_pair(bits.zero_hi);
-            if (k + stages_a_chunk < steps) /* used a chunk later */
-                bits = qw_load_scales(q, rows, (k + stages_a_chunk) / stages_a_chunk);
         }
     }
     /* k step s (0 .. k_steps - 1) of the taken stage (q_fragment: word s / 2
@@ -193,14 +223,14 @@ MI4_DEVICE void qw_add_chunk(float (&acc)[W], float (&part)[W], float scale_lo, 
  * without a bound check (TAIL false), and a stage's descriptor is the
  * ring's first plus its slot's offset (ncu: computed afresh, descriptors
  * and checks took half of the loop's instructions). */
-template <int T, int WIDTH> struct qw_exact_loop {
+template <int T, int WIDTH, typename Codes> struct qw_exact_loop {
     typedef qw_config<T> C;
     static_assert(C::k_steps == 8, "a stage is a chunk");
     static constexpr uint64_t STAGE_DESC = C::stage_bytes >> 4;
     float (&d)[WIDTH / 2];
     float (&part)[WIDTH / 2];
     uint32_t (&frag)[4][4];
-    qw_codes<T> &codes;
+    Codes &codes;
     const int steps, total; /* stages (chunks), k steps */
     const qw_step step;
     const uint64_t ring_desc; /* of slot 0 */
@@ -250,8 +280,8 @@ template <int T, int WIDTH> struct qw_exact_loop {
     }
 };
 
-template <int T, int WIDTH>
-MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int steps,
+template <int T, int WIDTH, typename Codes>
+MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], Codes &codes, int steps,
                                   qw_step step)
 {
     float(&d)[WIDTH / 2] = *reinterpret_cast<float(*)[WIDTH / 2]>(&acc);
@@ -261,7 +291,7 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
 #pragma unroll
     for (int i = 0; i < WIDTH / 2; i++)
         d[i] = 0.0f;
-    const qw_exact_loop<T, WIDTH> loop{d,    part, frag, codes, steps, total, step,
+    const qw_exact_loop<T, WIDTH, Codes> loop{d,    part, frag, codes, steps, total, step,
                                        mi4_wgmma_desc(codes.sh.stages)};
     codes.take(0, step, steps);
     codes.fragment(frag[0], 0);
@@ -282,8 +312,8 @@ MI4_DEVICE void qw_mainloop_exact(float (&acc)[T / 2], qw_codes<T> &codes, int s
 
 /* The k loop of a tile of `valid` token rows: wgmmas as wide as its rows
  * rounded up (q256: to 64; the qw tiles: to 16). */
-template <int T>
-MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], qw_codes<T> &codes, int valid, int steps,
+template <int T, typename Codes>
+MI4_DEVICE void qw_tile_loop(float (&acc)[T / 2], Codes &codes, int valid, int steps,
                              qw_step step)
 {
     if constexpr (qw_config<T>::exact) {

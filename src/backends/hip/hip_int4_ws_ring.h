@@ -33,6 +33,10 @@ constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) ho
 #define MI4_QW32_STAGES 6
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
+/* Staged scales: a buffer holds 8 chunks' scales and zero points of the
+ * block's 128 rows (producer thread r copies row r's: 16 and 8 bytes). */
+constexpr int QW_SCALE_CHUNKS = 8, QW_SCALE_BUFS = 4;
+constexpr int QW_SCALE_BUF_BYTES = Q_ROWS * QW_SCALE_CHUNKS * 3;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
  * to BF16 once (the BF16 mode's bits); qw32, qw64 and qw128 (16, 24 and 40 KB
@@ -83,6 +87,14 @@ template <int T> struct qw_config {
     static constexpr int rows_at = tables_at + 2 * table_bytes;
     static constexpr int bars_at = rows_at + 16;
     static constexpr int smem = bars_at + (2 * stages + 4) * 8 + 1024; /* + alignment */
+    /* STAGED_SCALES (qw_scales_staged): after the barriers, a ring of
+     * QW_SCALE_BUFS buffers, each 8 chunks' scales ([row][8] f16 / bf16
+     * bits) then their zero points ([row][8] bytes) of the block's rows */
+    static constexpr int scales_at = (bars_at + (2 * stages + 4) * 8 + 15) / 16 * 16;
+    static constexpr int smem_staged = scales_at + QW_SCALE_BUFS * QW_SCALE_BUF_BYTES + 1024;
+    static constexpr bool can_stage_scales =
+        exact && stages <= 8 * (QW_SCALE_BUFS - 1) &&
+        smem_staged * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024;
     /* the consumers hold a stage until the next has landed */
     static_assert(stages >= 2, "a stage in use and one landing");
     static_assert(half_bytes % 1024 == 0 && stage_bytes % 1024 == 0,
@@ -110,6 +122,7 @@ struct qw_table {
 
 template <int T> struct qw_shared {
     char *stages;
+    char *scales; /* STAGED_SCALES: the scale ring */
     char *tables;                       /* [2] */
     int *rows;                          /* [2]: valid token rows */
     uint64_t *full, *empty;             /* [stages] */
