@@ -410,18 +410,20 @@ hipError_t launch_qw_instance(bool staged, bool init, unsigned blocks, hipStream
 template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
+    CUtensorMap token_map;
+    memset(&token_map, 0, sizeof token_map);
+    if (init) { /* `a` holds nothing else then */
+        const gemm_params none{};
+        const mi4_hip_int4_matrix no_q{};
+        const hipError_t e =
+            launch_qw_instance<T, GATED, false>(false, true, 0, nullptr, none, no_q, token_map);
+        return e == hipSuccess && !GATED ? launch_qw_instance<T, false, true>(
+                                               false, true, 0, nullptr, none, no_q, token_map)
+                                         : e;
+    }
     gemm_params p = make_params(a, GATED);
     p.b = nullptr; /* the weights are q */
     const mi4_hip_int4_matrix q = GATED ? a->weights->q13 : a->weights->q2;
-    CUtensorMap token_map;
-    memset(&token_map, 0, sizeof token_map);
-    if (init) {
-        const hipError_t e = launch_qw_instance<T, GATED, false>(false, true, 0, nullptr, p, q,
-                                                                 token_map);
-        return e == hipSuccess && !GATED
-                   ? launch_qw_instance<T, false, true>(false, true, 0, nullptr, p, q, token_map)
-                   : e;
-    }
     typedef qw_config<T> C;
     const size_t tiles = (size_t)a->routing->max_tiles * (size_t)q_out_tiles(p.out_cols, GATED);
     const size_t sms = a->multiprocessors > 0 ? (size_t)a->multiprocessors : 1;
