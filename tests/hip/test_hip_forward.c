@@ -236,11 +236,11 @@ static void test_int4_grouped_gemm_tiles(void **state)
 }
 
 /* The warp-specialized exact tiles on rows of 8 and 16 scale groups
- * (inputs 1024 and 2048, group 128): qw32 and qw128 then take their scales
- * (and zero points) from a ring their producer fills, 8 chunks a copy
- * (qw_stages_scales); qw64, whose ring leaves no room for it, loads them
- * itself. On a grid of 2 persistent blocks too, so the scale ring turns
- * over within and across many tiles. */
+ * (inputs 1024 and 2048, group 128): qw32 then takes its scales (and zero
+ * points) from a ring its producer fills, 8 chunks a copy
+ * (qw_stages_scales); qw64 and qw128 load them themselves. On a grid of 2
+ * persistent blocks too, so the scale ring turns over within and across
+ * many tiles. */
 static void test_ws_staged_scales(void **state)
 {
     (void)state;

@@ -143,7 +143,8 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                  * consumers have left this buffer 8 x (QW_SCALE_BUFS - 1)
                  * chunks ago, more than the ring holds; this stage's
                  * barrier covers the copies */
-                char *buf = sh.scales + (step / QW_SCALE_CHUNKS % QW_SCALE_BUFS) * QW_SCALE_BUF_BYTES;
+                char *buf =
+                    sh.scales + (step / QW_SCALE_CHUNKS % QW_SCALE_BUFS) * QW_SCALE_BUF_BYTES;
                 const size_t at =
                     ((size_t)expert * q.rows + (scale_row < 0 ? 0 : scale_row)) * q.groups + k;
                 mi4_copy16(buf + ptid * 16, q.scales + at, scale_row >= 0);
@@ -357,8 +358,8 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
 #endif
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-/* Whether the producer stages the scales (STAGED_SCALES, the exact tiles
- * whose ring leaves room: qw32, qw128): groups of one chunk, 8 to a
+/* Whether the producer stages the scales (STAGED_SCALES, qw32:
+ * qw_config::can_stage_scales): groups of one chunk, 8 to a
  * 16-byte copy of a row's scales (8 bytes of its zero points). Else each
  * consumer thread loads its rows' scales from global memory a chunk ahead. */
 template <int T> bool qw_stages_scales(const mi4_hip_int4_matrix &q)

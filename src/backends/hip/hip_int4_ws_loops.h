@@ -54,7 +54,9 @@ MI4_DEVICE uint16_t qw_load_shared_u16(const char *at)
 MI4_DEVICE int qw_load_shared_u8(const char *at)
 {
     unsigned v;
-    asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"((unsigned)__cvta_generic_to_shared(at)));
+    asm volatile("ld.shared.u8 %0, [%1];\n"
+                 : "=r"(v)
+                 : "r"((unsigned)__cvta_generic_to_shared(at)));
     return (int)v;
 }
 

@@ -87,13 +87,16 @@ template <int T> struct qw_config {
     static constexpr int rows_at = tables_at + 2 * table_bytes;
     static constexpr int bars_at = rows_at + 16;
     static constexpr int smem = bars_at + (2 * stages + 4) * 8 + 1024; /* + alignment */
-    /* STAGED_SCALES (qw_scales_staged): after the barriers, a ring of
+    /* STAGED_SCALES (qw_stages_scales): after the barriers, a ring of
      * QW_SCALE_BUFS buffers, each 8 chunks' scales ([row][8] f16 / bf16
      * bits) then their zero points ([row][8] bytes) of the block's rows */
     static constexpr int scales_at = (bars_at + (2 * stages + 4) * 8 + 15) / 16 * 16;
     static constexpr int smem_staged = scales_at + QW_SCALE_BUFS * QW_SCALE_BUF_BYTES + 1024;
+    /* qw32 only: on an H100 (bench/results/hip-2026-12-06-s35.md, call 8)
+     * its gemm13 took 10% less time (Mixtral M = 64: 229 -> 207 us), where
+     * qw128 moved by -0.9% and +1.2%; qw64's ring leaves no room */
     static constexpr bool can_stage_scales =
-        exact && stages <= 8 * (QW_SCALE_BUFS - 1) &&
+        T == 32 && stages <= 8 * (QW_SCALE_BUFS - 1) &&
         smem_staged * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024;
     /* the consumers hold a stage until the next has landed */
     static_assert(stages >= 2, "a stage in use and one landing");
