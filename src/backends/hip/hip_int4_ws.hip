@@ -359,13 +359,15 @@ __global__ void __launch_bounds__(QW_THREADS, qw_config<T>::blocks_per_sm)
 
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
 /* Whether the producer stages the scales (STAGED_SCALES, qw32:
- * qw_config::can_stage_scales): groups of one chunk, 8 to a
- * 16-byte copy of a row's scales (8 bytes of its zero points). Else each
- * consumer thread loads its rows' scales from global memory a chunk ahead. */
+ * qw_config::can_stage_scales): groups of one chunk (a stage each, so that
+ * every tile's steps start a buffer), 8 to a 16-byte copy of a row's scales
+ * (8 bytes of its zero points). Else each consumer thread loads its rows'
+ * scales from global memory a chunk ahead. */
 template <int T> bool qw_stages_scales(const mi4_hip_int4_matrix &q)
 {
     return qw_config<T>::can_stage_scales && q.group_size == Q_CHUNK &&
-           q.groups % QW_SCALE_CHUNKS == 0 && (uintptr_t)q.scales % 16 == 0 &&
+           q.groups * Q_CHUNK == q.inner_padded && q.groups % QW_SCALE_CHUNKS == 0 &&
+           (uintptr_t)q.scales % 16 == 0 &&
            (q.zeros == nullptr || (uintptr_t)q.zeros % 8 == 0);
 }
 
