@@ -143,13 +143,12 @@ MI4_DEVICE void qw_produce(const gemm_params &p, const mi4_hip_int4_matrix &q,
                  * consumers have left this buffer 8 x (QW_SCALE_BUFS - 1)
                  * chunks ago, more than the ring holds; this stage's
                  * barrier covers the copies */
-                char *buf =
-                    sh.scales + (step / QW_SCALE_CHUNKS % QW_SCALE_BUFS) * QW_SCALE_BUF_BYTES;
+                char *buf = sh.scale_buffer(step);
                 const size_t at =
                     ((size_t)expert * q.rows + (scale_row < 0 ? 0 : scale_row)) * q.groups + k;
-                mi4_copy16(buf + ptid * 16, q.scales + at, scale_row >= 0);
+                mi4_copy16(buf + ptid * QW_SCALE_ROW_BYTES, q.scales + at, scale_row >= 0);
                 if (q.zeros != nullptr)
-                    qw_copy8(buf + Q_ROWS * QW_SCALE_CHUNKS * 2 + ptid * 8, q.zeros + at,
+                    qw_copy8(buf + QW_ZEROS_AT + ptid * QW_ZERO_ROW_BYTES, q.zeros + at,
                              scale_row >= 0);
             }
             char *base = sh.stage(step);
@@ -381,48 +380,42 @@ template <int T, bool GATED, bool TOKEN_TMA, bool STAGED_SCALES> struct qw_insta
         return hipFuncSetAttribute((const void *)kernel,
                                    hipFuncAttributeMaxDynamicSharedMemorySize, smem);
     }
-    static hipError_t launch(unsigned blocks, hipStream_t stream, const gemm_params &p,
-                             const mi4_hip_int4_matrix &q, const CUtensorMap &token_map)
-    {
-        return mi4_launch(kernel, dim3(blocks), dim3(QW_THREADS), smem, stream, p, q, token_map);
-    }
 };
 
+/* The shared bytes of the instances launch_qw_kernel may take. */
+template <int T, bool GATED, bool TOKEN_TMA> hipError_t init_qw_kernels()
+{
+    hipError_t e = qw_instance<T, GATED, TOKEN_TMA, false>::init();
+    if constexpr (qw_config<T>::can_stage_scales)
+        if (e == hipSuccess)
+            e = qw_instance<T, GATED, TOKEN_TMA, true>::init();
+    return e;
+}
+
 template <int T, bool GATED, bool TOKEN_TMA>
-hipError_t launch_qw_instance(bool staged, bool init, unsigned blocks, hipStream_t stream,
-                              const gemm_params &p, const mi4_hip_int4_matrix &q,
-                              const CUtensorMap &token_map)
+hipError_t launch_qw_kernel(bool staged, unsigned blocks, hipStream_t stream,
+                            const gemm_params &p, const mi4_hip_int4_matrix &q,
+                            const CUtensorMap &token_map)
 {
     typedef qw_instance<T, GATED, TOKEN_TMA, false> plain;
     if constexpr (qw_config<T>::can_stage_scales) {
         typedef qw_instance<T, GATED, TOKEN_TMA, true> staged_scales;
-        if (init) {
-            const hipError_t e = plain::init();
-            return e == hipSuccess ? staged_scales::init() : e;
-        }
         if (staged)
-            return staged_scales::launch(blocks, stream, p, q, token_map);
-    } else if (init) {
-        return plain::init();
+            return mi4_launch(staged_scales::kernel, dim3(blocks), dim3(QW_THREADS),
+                              staged_scales::smem, stream, p, q, token_map);
     }
     (void)staged;
-    return plain::launch(blocks, stream, p, q, token_map);
+    return mi4_launch(plain::kernel, dim3(blocks), dim3(QW_THREADS), plain::smem, stream, p, q,
+                      token_map);
 }
 #endif
 
 template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bool init)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
-    CUtensorMap token_map;
-    memset(&token_map, 0, sizeof token_map);
     if (init) { /* `a` holds nothing else then */
-        const gemm_params none{};
-        const mi4_hip_int4_matrix no_q{};
-        const hipError_t e =
-            launch_qw_instance<T, GATED, false>(false, true, 0, nullptr, none, no_q, token_map);
-        return e == hipSuccess && !GATED ? launch_qw_instance<T, false, true>(
-                                               false, true, 0, nullptr, none, no_q, token_map)
-                                         : e;
+        const hipError_t e = init_qw_kernels<T, GATED, false>();
+        return e == hipSuccess && !GATED ? init_qw_kernels<T, false, true>() : e;
     }
     gemm_params p = make_params(a, GATED);
     p.b = nullptr; /* the weights are q */
@@ -441,14 +434,16 @@ template <int T, bool GATED> hipError_t launch_qw(const mi4_hip_gemm_args *a, bo
         return hipSuccess;
     const bool staged = qw_stages_scales<T>(q);
     /* gemm2's token rows (the intermediate, max_tiles x T rows) by TMA */
+    CUtensorMap token_map;
+    memset(&token_map, 0, sizeof token_map);
     const bool token_tma = !GATED && mi4_tma_wanted() &&
                            mi4_tma_map_bf16(&token_map, p.a, (uint64_t)p.inner,
                                             (uint64_t)a->routing->max_tiles * T, QW_HALF, T);
     if (token_tma)
-        return launch_qw_instance<T, false, true>(staged, false, (unsigned)blocks, a->stream, p,
-                                                  q, token_map);
-    return launch_qw_instance<T, GATED, false>(staged, false, (unsigned)blocks, a->stream, p, q,
-                                               token_map);
+        return launch_qw_kernel<T, false, true>(staged, (unsigned)blocks, a->stream, p, q,
+                                                token_map);
+    return launch_qw_kernel<T, GATED, false>(staged, (unsigned)blocks, a->stream, p, q,
+                                             token_map);
 #else
     (void)a;
     (void)init;

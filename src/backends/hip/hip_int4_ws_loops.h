@@ -121,15 +121,14 @@ template <int T, bool STAGED_SCALES = false> struct qw_codes {
             if constexpr (STAGED_SCALES) {
                 /* chunk `at` (the exact tiles: a stage a chunk), in the
                  * buffer the producer filled with this stage's 8 before */
-                const char *buf = sh.scales + (at / QW_SCALE_CHUNKS % QW_SCALE_BUFS) *
-                                                  QW_SCALE_BUF_BYTES;
+                const char *buf = sh.scale_buffer(at), *zeros = buf + QW_ZEROS_AT;
                 const int c = (int)(at % QW_SCALE_CHUNKS);
-                const char *zeros = buf + Q_ROWS * QW_SCALE_CHUNKS * 2;
-                scale_lo = int4_scale_of(q, qw_load_shared_u16(buf + row_lo * 16 + 2 * c));
-                scale_hi = int4_scale_of(q, qw_load_shared_u16(buf + (row_lo + 8) * 16 + 2 * c));
-                bias_lo = int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + row_lo * 8 + c) : 8);
+                constexpr int S = QW_SCALE_ROW_BYTES, Z = QW_ZERO_ROW_BYTES;
+                scale_lo = int4_scale_of(q, qw_load_shared_u16(buf + row_lo * S + 2 * c));
+                scale_hi = int4_scale_of(q, qw_load_shared_u16(buf + (row_lo + 8) * S + 2 * c));
+                bias_lo = int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + row_lo * Z + c) : 8);
                 bias_hi =
-                    int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + (row_lo + 8) * 8 + c) : 8);
+                    int4_bias_pair(q.zeros ? qw_load_shared_u8(zeros + (row_lo + 8) * Z + c) : 8);
             } else {
                 scale_lo = int4_scale_of(q, bits.lo);
                 scale_hi = int4_scale_of(q, bits.hi);

@@ -33,10 +33,13 @@ constexpr int QW_HALF = 64; /* inputs a 128B-swizzled token block (a TMA box) ho
 #define MI4_QW32_STAGES 6
 #endif
 constexpr int QW_CONSUMERS = 256, QW_PRODUCERS = 128, QW_THREADS = QW_CONSUMERS + QW_PRODUCERS;
-/* Staged scales: a buffer holds 8 chunks' scales and zero points of the
- * block's 128 rows (producer thread r copies row r's: 16 and 8 bytes). */
+/* Staged scales: a buffer holds 8 chunks' scales ([row][8] f16 / bf16
+ * bits) and then their zero points ([row][8] bytes) of the block's 128
+ * rows (producer thread r copies row r's: 16 and 8 bytes). */
 constexpr int QW_SCALE_CHUNKS = 8, QW_SCALE_BUFS = 4;
-constexpr int QW_SCALE_BUF_BYTES = Q_ROWS * QW_SCALE_CHUNKS * 3;
+constexpr int QW_SCALE_ROW_BYTES = QW_SCALE_CHUNKS * 2, QW_ZERO_ROW_BYTES = QW_SCALE_CHUNKS;
+constexpr int QW_ZEROS_AT = Q_ROWS * QW_SCALE_ROW_BYTES;
+constexpr int QW_SCALE_BUF_BYTES = QW_ZEROS_AT + Q_ROWS * QW_ZERO_ROW_BYTES;
 
 /* A tile of T token rows: q256 (T = 256, 36 KB stages) rounds the weights
  * to BF16 once (the BF16 mode's bits); qw32, qw64 and qw128 (16, 24 and 40 KB
@@ -88,15 +91,14 @@ template <int T> struct qw_config {
     static constexpr int bars_at = rows_at + 16;
     static constexpr int smem = bars_at + (2 * stages + 4) * 8 + 1024; /* + alignment */
     /* STAGED_SCALES (qw_stages_scales): after the barriers, a ring of
-     * QW_SCALE_BUFS buffers, each 8 chunks' scales ([row][8] f16 / bf16
-     * bits) then their zero points ([row][8] bytes) of the block's rows */
+     * QW_SCALE_BUFS buffers of QW_SCALE_BUF_BYTES */
     static constexpr int scales_at = (bars_at + (2 * stages + 4) * 8 + 15) / 16 * 16;
     static constexpr int smem_staged = scales_at + QW_SCALE_BUFS * QW_SCALE_BUF_BYTES + 1024;
     /* qw32 only: on an H100 (bench/results/hip-2026-12-06-s35.md, call 8)
      * its gemm13 took 10% less time (Mixtral M = 64: 229 -> 207 us), where
      * qw128 moved by -0.9% and +1.2%; qw64's ring leaves no room */
     static constexpr bool can_stage_scales =
-        T == 32 && stages <= 8 * (QW_SCALE_BUFS - 1) &&
+        T == 32 && stages <= QW_SCALE_CHUNKS * (QW_SCALE_BUFS - 1) &&
         smem_staged * blocks_per_sm <= 227 * 1024 - (blocks_per_sm - 1) * 1024;
     /* the consumers hold a stage until the next has landed */
     static_assert(stages >= 2, "a stage in use and one landing");
@@ -138,6 +140,11 @@ template <int T> struct qw_shared {
     MI4_DEVICE char *stage(qw_step s) const
     {
         return stages + qw_slot<T>(s) * qw_config<T>::stage_bytes;
+    }
+    /* STAGED_SCALES: the buffer that holds step s's scales (a step a chunk) */
+    MI4_DEVICE char *scale_buffer(qw_step s) const
+    {
+        return scales + (s / QW_SCALE_CHUNKS % QW_SCALE_BUFS) * QW_SCALE_BUF_BYTES;
     }
 };
 

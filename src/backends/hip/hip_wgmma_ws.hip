@@ -237,11 +237,12 @@ hipError_t launch_ws(const mi4_hip_gemm_args *a, bool init, bool *launched)
 {
 #if defined(MI4_PLATFORM_NVIDIA) && defined(MOEINT4_HIP_WGMMA)
     if (init) {
+        /* the arriving instance (ws_arrives) exists for gemm13 only */
         const void *kernels[3] = { (const void *)wgmma_gemm_ws<BM, BN, GATED, false, false>,
                                    (const void *)wgmma_gemm_ws<BM, BN, GATED, true, false>,
                                    (const void *)wgmma_gemm_ws<BM, BN, GATED, true, GATED> };
         hipError_t e = hipSuccess;
-        for (int i = 0; i < 3 && e == hipSuccess; i++)
+        for (int i = 0; i < (GATED ? 3 : 2) && e == hipSuccess; i++)
             e = hipFuncSetAttribute(kernels[i], hipFuncAttributeMaxDynamicSharedMemorySize,
                                     ws_smem<BM, BN>());
         return e;
