@@ -10,9 +10,9 @@
 O=$OUT/s36c1
 . bench/hip/device_call.sh build-packs34 tr34
 . bench/hip/device_call.sh build-packs36 hd
-hip bash -c 'cd build-hd && timeout 200 ctest --timeout 190 -j4 -R "^(test_hip_|hip_conformance_)" -E "memory" --output-on-failure' > $O/tests.log 2>&1
+hip bash -c 'cd build-hd && timeout 150 ctest --timeout 140 -j4 -R "^(test_hip_|hip_conformance_)" -E "memory" --output-on-failure' > $O/tests.log 2>&1
 grep -hE "tests passed|\*\*\*|Failed|Total Test|FAILED|ERROR" $O/tests.log | tail -8
-hip bash -c 'cd build-hd && timeout 90 ctest --timeout 85 -j1 -R "^test_hip_memory" --output-on-failure' > $O/tests-memory.log 2>&1
+hip bash -c 'cd build-hd && timeout 60 ctest --timeout 55 -j1 -R "^test_hip_memory" --output-on-failure' > $O/tests-memory.log 2>&1
 grep -hE "tests passed|\*\*\*|Failed|Total Test" $O/tests-memory.log | tail -4
 hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=4096 WEIGHTS=int4,bf16 ROUNDS=2 \
   VARIANTS="main=lib:build-ks/lib head=lib:build-hd/lib" PROFILE_POINTS="qwen3-30b-a3b:4096" \
@@ -20,7 +20,7 @@ hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=4096 WEIGHTS=int4,bf16 ROUNDS=2 \
 cat $O/ab/ab-table.md || tail -20 $O/ab.log
 hip env OUT=$O/ab2 DEPS=build-hipdeps TOKENS=1,20,32,48,64 WEIGHTS=int4 ROUNDS=2 \
   VARIANTS="main=lib:build-ks/lib head=lib:build-hd/lib" PROFILE_POINTS="mixtral-8x7b:64" \
-  timeout 120 bash bench/hip/ab_bench.sh > $O/ab2.log 2>&1
+  timeout 180 bash bench/hip/ab_bench.sh > $O/ab2.log 2>&1
 cat $O/ab2/ab-table.md || tail -20 $O/ab2.log
 grep -h "copy .* GB/s" $O/ab.log | head -1
 tar czf $OUT/call1.tgz -C $O .
