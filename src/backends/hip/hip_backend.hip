@@ -108,6 +108,26 @@ moeint4_status read_gemm_variant(int *use_mma, char *err, size_t cap)
     return MOEINT4_INVALID_ARGUMENT;
 }
 
+/* MOEINT4_HIP_MULTIPROCESSORS=N (a bench knob, default: all of them):
+ * size the persistent grids for N of the device's SMs, so that an SM's
+ * share of the memory bandwidth grows (on an H100 at N = 66, more than an
+ * H200's SM gets with all 132). */
+moeint4_status read_multiprocessor_cap(int *multiprocessors, char *err, size_t cap)
+{
+    const char *v = getenv("MOEINT4_HIP_MULTIPROCESSORS");
+    if (v == nullptr || *v == '\0')
+        return MOEINT4_SUCCESS;
+    char *end = nullptr;
+    const long n = strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > *multiprocessors) {
+        snprintf(err, cap, "MOEINT4_HIP_MULTIPROCESSORS = \"%s\" is not a count from 1 to %d", v,
+                 *multiprocessors);
+        return MOEINT4_INVALID_ARGUMENT;
+    }
+    *multiprocessors = (int)n;
+    return MOEINT4_SUCCESS;
+}
+
 moeint4_status hip_context_create(void *user_data, const moeint4_context_options *options,
                                   void **backend_context, char *err, size_t err_cap)
 {
@@ -132,6 +152,9 @@ moeint4_status hip_context_create(void *user_data, const moeint4_context_options
     e = hipDeviceGetAttribute(&multiprocessors, hipDeviceAttributeMultiprocessorCount, device);
     if (e != hipSuccess)
         return mi4_hip_failure(err, err_cap, "querying the multiprocessor count", e);
+    st = read_multiprocessor_cap(&multiprocessors, err, err_cap);
+    if (st != MOEINT4_SUCCESS)
+        return st;
     mi4_hip_context *ctx = (mi4_hip_context *)calloc(1, sizeof *ctx);
     if (ctx == nullptr) {
         snprintf(err, err_cap, "hip: out of host memory for a context");
