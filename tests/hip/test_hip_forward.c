@@ -795,21 +795,21 @@ static void test_unaligned_input_and_empty_batch(void **state)
     moeint4_context_destroy(ctx);
 }
 
-/* An unknown MOEINT4_HIP_GEMM value is refused with its name. */
-static void test_bad_gemm_variant(void **state)
+/* The status of a context made with environment variable `name` = `value`
+ * (and, where the core makes backend contexts lazily, of a prepare on it),
+ * its message in `message`; `name` is unset afterwards. */
+static moeint4_status context_with_knob(const char *name, const char *value, char *message,
+                                        size_t cap)
 {
-    (void)state;
-    setenv("MOEINT4_HIP_GEMM", "wmma", 1);
+    setenv(name, value, 1);
     moeint4_context_options options;
     memset(&options, 0, sizeof options);
     options.struct_size = sizeof options;
     options.backend = MOEINT4_BACKEND_HIP;
     moeint4_context *ctx = NULL;
     moeint4_status status = moeint4_context_create(&options, &ctx);
-    char message[512];
-    snprintf(message, sizeof message, "%s", moeint4_last_error());
+    snprintf(message, cap, "%s", moeint4_last_error());
     if (status == MOEINT4_SUCCESS) {
-        /* the core may create backend contexts lazily: prepare then fails */
         tk_layer layer;
         tk_rng rng;
         tk_rng_seed(&rng, 81);
@@ -820,15 +820,71 @@ static void test_bad_gemm_variant(void **state)
         moeint4_weights *w = NULL;
         status = moeint4_weights_prepare(ctx, &desc, &w);
         /* read before the next calls clear it */
-        snprintf(message, sizeof message, "%s", moeint4_last_error());
+        snprintf(message, cap, "%s", moeint4_last_error());
         moeint4_weights_release(w);
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);
     }
-    print_message("MOEINT4_HIP_GEMM=wmma: %s: %s\n", moeint4_status_string(status), message);
-    assert_int_not_equal(status, MOEINT4_SUCCESS);
-    assert_non_null(strstr(message, "MOEINT4_HIP_GEMM"));
+    unsetenv(name);
+    print_message("%s=%s: %s: %s\n", name, value, moeint4_status_string(status), message);
+    return status;
+}
+
+/* Unknown values of the context's knobs are refused with the knob's name. */
+static void test_bad_knobs(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name, *value;
+    } bad[] = {
+        { "MOEINT4_HIP_GEMM", "wmma" },
+        { "MOEINT4_HIP_MULTIPROCESSORS", "0" },
+        { "MOEINT4_HIP_MULTIPROCESSORS", "-4" },
+        { "MOEINT4_HIP_MULTIPROCESSORS", "12abc" },
+        { "MOEINT4_HIP_MULTIPROCESSORS", "100000" },
+    };
+    char message[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(context_with_knob(bad[i].name, bad[i].value, message, sizeof message),
+                             MOEINT4_SUCCESS);
+        assert_non_null(strstr(message, bad[i].name));
+    }
     setenv("MOEINT4_HIP_GEMM", "mma", 1);
+}
+
+/* MOEINT4_HIP_MULTIPROCESSORS=3: the persistent grids sized for 3 SMs
+ * (every block walks many items and tiles) give the double reference's
+ * results: each size's own tiles (direct decode, warp-specialized GEMMs),
+ * then the routed decode forced with staged and ring token rows. */
+static void test_few_multiprocessors(void **state)
+{
+    (void)state;
+    setenv("MOEINT4_HIP_MULTIPROCESSORS", "3", 1);
+    moeint4_context *ctx = hip_test_context("mma");
+    tk_layer layer;
+    moeint4_weights *w = hip_test_prepare(ctx, &layer, MOEINT4_FORMAT_GPTQ_ASYM, 12, 512, 384,
+                                          128, 1, 91);
+    unsetenv("MOEINT4_HIP_MULTIPROCESSORS"); /* read by then, however lazily */
+    const int64_t sizes[] = { 1, 6, 40, 300 };
+    for (int i = 0; i < 4; i++) {
+        hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 3, 700 + (uint64_t)i);
+        print_message("3 SMs, M = %lld\n", (long long)sizes[i]);
+        assert_true(hip_test_error(ctx, w, &layer, &c) <= HIP_TOLERANCE);
+    }
+    const char *x_modes[] = { "staged", "ring" };
+    setenv("MOEINT4_HIP_TILE", "d8", 1);
+    for (int i = 1; i < 3; i++)
+        for (int x = 0; x < 2; x++) {
+            setenv("MOEINT4_HIP_ROUTED_X", x_modes[x], 1);
+            hip_test_case c = default_case(MOEINT4_DTYPE_BF16, sizes[i], 3, 710 + (uint64_t)i);
+            print_message("3 SMs, d8, x %s, M = %lld\n", x_modes[x], (long long)sizes[i]);
+            assert_true(hip_test_error(ctx, w, &layer, &c) <= HIP_TOLERANCE);
+        }
+    unsetenv("MOEINT4_HIP_ROUTED_X");
+    unsetenv("MOEINT4_HIP_TILE");
+    moeint4_weights_release(w);
+    tk_layer_free(&layer);
+    moeint4_context_destroy(ctx);
 }
 
 int main(void)
@@ -850,7 +906,8 @@ int main(void)
         cmocka_unit_test(test_caller_workspace),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_unaligned_input_and_empty_batch),
-        cmocka_unit_test(test_bad_gemm_variant),
+        cmocka_unit_test(test_bad_knobs),
+        cmocka_unit_test(test_few_multiprocessors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
