@@ -19,12 +19,14 @@
 # WEIGHTS_name (e.g. WEIGHTS_main=bf16,int4) times other weights modes for
 # one variant than $WEIGHTS: the BF16 mode once, next to int4 variants;
 # TOKENS_name other batch sizes than $TOKENS (e.g. the BF16 mode at two sizes only).
+# PRESETS: the layers timed (hip_bench.py --presets; default both).
 set -u
 OUT=${OUT:-$PWD/out-ab}
 DEPS=${DEPS:-build-hipdeps}
 TOKENS=${TOKENS:-1,8}
 ROUNDS=${ROUNDS:-2}
 WEIGHTS=${WEIGHTS:-int4}
+PRESETS=${PRESETS:-qwen3-30b-a3b,mixtral-8x7b}
 PROFILE_POINTS=${PROFILE_POINTS:-mixtral-8x7b:1 qwen3-30b-a3b:1}
 mkdir -p "$OUT"
 # shellcheck source=bench/hip/nvidia_build.sh
@@ -69,7 +71,8 @@ for ((r = 0; r < ROUNDS; r++)); do
     # shellcheck disable=SC2046 # ENV_name: one VAR=value a word
     env $(per_variant ENV "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
       --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(per_variant WEIGHTS "$name" "$WEIGHTS")" \
-      --tokens "$(per_variant TOKENS "$name" "$TOKENS")" 2>&1 | grep -E " graph " | sed "s/^/[$name] /"
+      --tokens "$(per_variant TOKENS "$name" "$TOKENS")" --presets "$PRESETS" 2>&1 |
+      grep -E " graph " | sed "s/^/[$name] /"
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
 done
