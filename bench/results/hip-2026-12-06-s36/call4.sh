@@ -11,7 +11,8 @@
 #    graph test (eager and replays bit-identical), then int4 M = 4, 8, 16
 #    with all SMs and with 66 (where the SMs bound it, as on the H200).
 # 3. On an H200 only, while time is left: main before session 35 (build-ks)
-#    against main's head (build-hd) at M = 4096, both modes (s35's call 7).
+#    against main's head (build-hd) at M = 4096, both modes (what session
+#    35's call 7, never run and now removed, was for).
 O=$OUT/s37c4
 . bench/hip/device_call.sh build-packs37 mn kb ch
 hip bash -c 'cd build-mn && timeout 100 ctest --timeout 95 -R "^test_hip_forward_int4$" --output-on-failure' > $O/tests-forward.log 2>&1
