@@ -124,7 +124,9 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
                           float (&acc)[4])
 {
     const int lane = mi4_lane(), g = lane >> 2, t = lane & 3;
-    float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    /* two chains of 4 dependent MMAs, not one of 8: 0.5-2% faster at
+     * Mixtral M = 4-16 (bench/results/hip-2026-12-06-s37.md) */
+    float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, e[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         const uint4 raw = x[token_piece_at(g, 4 * t + w)];
@@ -133,8 +135,11 @@ MI4_DEVICE void chunk_mma(const uint4 &code_lo, const uint4 &code_hi, uint32_t b
         dequant_word(int4_word_of(code_lo, w), bias_lo, pl);
         dequant_word(int4_word_of(code_hi, w), bias_hi, ph);
         mma_16816(d, pl[0], ph[0], pl[1], ph[1], xv.x, xv.y);
-        mma_16816(d, pl[2], ph[2], pl[3], ph[3], xv.z, xv.w);
+        mma_16816(e, pl[2], ph[2], pl[3], ph[3], xv.z, xv.w);
     }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        d[i] += e[i];
     acc[0] = fmaf(d[0], scale_lo, acc[0]);
     acc[1] = fmaf(d[1], scale_lo, acc[1]);
     acc[2] = fmaf(d[2], scale_hi, acc[2]);
