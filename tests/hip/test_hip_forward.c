@@ -797,10 +797,14 @@ static void test_unaligned_input_and_empty_batch(void **state)
 
 /* The status of a context made with environment variable `name` = `value`
  * (and, where the core makes backend contexts lazily, of a prepare on it),
- * its message in `message`; `name` is unset afterwards. */
+ * its message in `message`; `name` gets its earlier value (or none) back. */
 static moeint4_status context_with_knob(const char *name, const char *value, char *message,
                                         size_t cap)
 {
+    char earlier[64] = "";
+    const char *was = getenv(name);
+    if (was != NULL)
+        snprintf(earlier, sizeof earlier, "%s", was);
     setenv(name, value, 1);
     moeint4_context_options options;
     memset(&options, 0, sizeof options);
@@ -825,7 +829,10 @@ static moeint4_status context_with_knob(const char *name, const char *value, cha
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);
     }
-    unsetenv(name);
+    if (was != NULL)
+        setenv(name, earlier, 1);
+    else
+        unsetenv(name);
     print_message("%s=%s: %s: %s\n", name, value, moeint4_status_string(status), message);
     return status;
 }
@@ -849,7 +856,6 @@ static void test_bad_knobs(void **state)
                              MOEINT4_SUCCESS);
         assert_non_null(strstr(message, bad[i].name));
     }
-    setenv("MOEINT4_HIP_GEMM", "mma", 1);
 }
 
 /* MOEINT4_HIP_MULTIPROCESSORS=3: the persistent grids sized for 3 SMs
