@@ -1,0 +1,80 @@
+// Where a persistent grid's blocks land: does a grid sized for N of the
+// GPU's SMs (MOEINT4_HIP_MULTIPROCESSORS=N: N x blocks-an-SM blocks) run
+// on N SMs, or spread one block an SM over all of them? Each block takes
+// `shared` bytes of shared memory (so that `per_sm` blocks fit an SM, as
+// the routed decode's 2), records the SM it runs on (%smid) and waits
+// until every block has started or a time limit passes, so all are
+// resident together. Prints, per grid, how many SMs hold 0, 1, 2, ...
+// blocks.
+//   nvcc -O3 -arch=sm_90a -o /tmp/sm_placement bench/hip/sm_placement.cu && /tmp/sm_placement
+#include <cstdio>
+#include <vector>
+
+__global__ void place(int *smid_of_block, int *started, long long spin_cycles)
+{
+    extern __shared__ unsigned char pad[];
+    if (threadIdx.x == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        smid_of_block[blockIdx.x] = (int)smid;
+        pad[0] = (unsigned char)smid;
+        atomicAdd(started, 1);
+        const long long t0 = clock64();
+        while (atomicAdd(started, 0) < (int)gridDim.x && clock64() - t0 < spin_cycles) {
+        }
+    }
+    __syncthreads();
+}
+
+static int check(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+        return 1;
+    }
+    return 0;
+}
+
+int main()
+{
+    cudaDeviceProp prop;
+    if (check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"))
+        return 1;
+    const int sms = prop.multiProcessorCount;
+    const size_t shared = 100 * 1024; // two blocks an SM, as the routed decode
+    if (check(cudaFuncSetAttribute(place, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)shared),
+              "cudaFuncSetAttribute"))
+        return 1;
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, place, 256, shared);
+    printf("%s: %d SMs, %d blocks of 256 threads and %zu KB an SM\n", prop.name, sms, per_sm,
+           shared / 1024);
+    int *d_smid = nullptr, *d_started = nullptr;
+    if (check(cudaMalloc(&d_smid, sizeof(int) * sms * per_sm), "cudaMalloc") ||
+        check(cudaMalloc(&d_started, sizeof(int)), "cudaMalloc"))
+        return 1;
+    const int sized_for[] = { sms / 2, sms };
+    for (int n : sized_for) {
+        const int grid = n * per_sm;
+        cudaMemset(d_started, 0, sizeof(int));
+        place<<<grid, 256, shared>>>(d_smid, d_started, 2000000000LL);
+        if (check(cudaDeviceSynchronize(), "place"))
+            return 1;
+        std::vector<int> smid(grid), blocks_on(sms, 0);
+        cudaMemcpy(smid.data(), d_smid, sizeof(int) * grid, cudaMemcpyDeviceToHost);
+        int started = 0;
+        cudaMemcpy(&started, d_started, sizeof(int), cudaMemcpyDeviceToHost);
+        for (int s : smid)
+            if (s >= 0 && s < sms)
+                blocks_on[s]++;
+        std::vector<int> histogram(per_sm + 2, 0);
+        for (int b : blocks_on)
+            histogram[b <= per_sm ? b : per_sm + 1]++;
+        printf("grid sized for %d SMs (%d blocks, %d started):", n, grid, started);
+        for (int b = 0; b <= per_sm; b++)
+            printf(" %d SMs hold %d,", histogram[b], b);
+        printf(" %d hold more\n", histogram[per_sm + 1]);
+    }
+    return 0;
+}
