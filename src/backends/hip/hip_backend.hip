@@ -109,9 +109,10 @@ moeint4_status read_gemm_variant(int *use_mma, char *err, size_t cap)
 }
 
 /* MOEINT4_HIP_MULTIPROCESSORS=N (a bench knob, default: all of them):
- * size the persistent grids for N of the device's SMs, so that an SM's
- * share of the memory bandwidth grows (on an H100 at N = 66, more than an
- * H200's SM gets with all 132). */
+ * size the persistent grids as if the device had N SMs. The hardware still
+ * spreads the blocks over every SM (an H100 put a grid of 66 x 2 blocks
+ * one an SM on all 132, bench/hip/sm_placement.cu), so below the SM count
+ * it lowers the blocks an SM holds, not the SMs in use. */
 moeint4_status read_multiprocessor_cap(int *multiprocessors, char *err, size_t cap)
 {
     const char *v = getenv("MOEINT4_HIP_MULTIPROCESSORS");
