@@ -19,7 +19,10 @@
   graph     (--graph) MOEINT4_FORWARD_ASYNC forwards on a caller workspace:
             GRAPH_FORWARDS of them captured in one CUDA graph (torch.cuda.graph),
             each replay timed with events, L2 flushed before each replay,
-            time / GRAPH_FORWARDS per forward (graph_ms)
+            time / GRAPH_FORWARDS per forward (graph_ms); with
+            MOEINT4_BENCH_HOLD_SMS=n (and MOEINT4_BENCH_SM_HOLDER=the path of
+            libsm_holder.so, bench/hip/sm_holder.cu) n SMs are held while the
+            replays run, so the forward gets the others (held_sms in each record)
 
 Writes one JSON list of records with the CPU bench's fields (preset, format,
 backend, M, median_ms, min_ms, max_ms, floor_ms, ratio_to_floor, baseline_ms,
@@ -102,8 +105,22 @@ def forward_args(M, topk, x, out, ids, w, stream):
     return a
 
 
-def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
-    """ms per forward of GRAPH_FORWARDS async forwards captured in one graph."""
+def sm_holder():
+    """(library, n) when MOEINT4_BENCH_HOLD_SMS asks for n held SMs, else None."""
+    n = int(os.environ.get("MOEINT4_BENCH_HOLD_SMS", "0") or 0)
+    if n == 0:
+        return None
+    path = os.environ.get("MOEINT4_BENCH_SM_HOLDER")
+    if not path:
+        raise RuntimeError("MOEINT4_BENCH_HOLD_SMS needs MOEINT4_BENCH_SM_HOLDER (libsm_holder.so)")
+    holder = C.CDLL(path)
+    holder.sm_holder_start.argtypes = [C.c_int, C.c_char_p, C.c_size_t]
+    return holder, n
+
+
+def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush, holder):
+    """ms per forward of GRAPH_FORWARDS async forwards captured in one graph;
+    holder: (library, n) holds n SMs while the replays run, else None."""
     size = C.c_size_t()
     check(lib, lib.moeint4_forward_workspace_size(weights, M, topk, DTYPE_BF16, C.byref(size)),
           "forward_workspace_size")
@@ -124,16 +141,26 @@ def time_graph(lib, ctx, weights, sets, x, out, M, topk, replays, flush):
         for a in structs:
             check(lib, lib.moeint4_forward(ctx, weights, C.byref(a)), "async forward (capture)")
     times = []
-    for r in range(replays + 2):  # replay() runs on the current stream: time it there
-        flush.zero_()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        if r >= 2:
-            times.append(start.elapsed_time(end) / GRAPH_FORWARDS)
+    # while SMs are held the whole device never idles: wait on the stream only
+    sync = torch.cuda.current_stream().synchronize if holder else torch.cuda.synchronize
+    if holder:
+        err = C.create_string_buffer(256)
+        if holder[0].sm_holder_start(holder[1], err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+    try:
+        for r in range(replays + 2):  # replay() runs on the current stream: time it there
+            flush.zero_()
+            sync()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            if r >= 2:
+                times.append(start.elapsed_time(end) / GRAPH_FORWARDS)
+    finally:
+        if holder and holder[0].sm_holder_stop() != 0:
+            raise RuntimeError("sm_holder_stop failed")
     check(lib, lib.moeint4_forward_check(ctx, weights, C.c_void_p(stream.cuda_stream)),
           "forward_check")
     del graph
@@ -350,7 +377,7 @@ def bench_preset(lib, name, p, tokens, hw, commit, gen, log, sweep, graph, basel
             t_graph = None
             if graph:
                 t_graph = time_graph(lib, ctx, weights, sets, x, out, M, topk,
-                                     20 if M <= 512 else 8, flush)
+                                     20 if M <= 512 else 8, flush, hw["holder"])
                 if not torch.isfinite(out.float()).all():
                     raise RuntimeError(f"{name} [{mode}] M={M}: non-finite output after graph")
             bytes_moved = hit * expert_bytes[mode] + 2 * M * K * 2
@@ -375,6 +402,7 @@ def bench_preset(lib, name, p, tokens, hw, commit, gen, log, sweep, graph, basel
                      graph_ms=graph_ms, graph_min_ms=min(t_graph) if t_graph else None,
                      graph_forwards=GRAPH_FORWARDS if t_graph else None,
                      graph_ratio_to_floor=graph_ms / floor if graph_ms else None,
+                     held_sms=hw["holder"][1] if hw["holder"] and t_graph else 0,
                      vllm_graph_ms=(VLLM_GRAPH_US.get(name, {}).get(M, float("nan")) if hw["h200"]
                                     else float("nan")) / 1e3,
                      timing="CUDA events around each synchronous moeint4_forward, 3 warm-ups, "
@@ -431,10 +459,12 @@ def main():
     gen.manual_seed(1)
     hw = dict(zip(("bandwidth", "copy", "read", "rate"), measure_floors()))
     hw["h200"] = "H200" in torch.cuda.get_device_name()
+    hw["holder"] = sm_holder()
     log(f"{torch.cuda.get_device_name()}: copy {hw['copy'] / 1e9:.0f} GB/s, read "
         f"{hw['read'] / 1e9:.0f} GB/s, dense bf16 {hw['rate'] / 1e12:.0f} TFLOP/s, "
         f"torch {torch.__version__}, "
-        f"_grouped_mm {'yes' if hasattr(torch, '_grouped_mm') else 'no'}")
+        f"_grouped_mm {'yes' if hasattr(torch, '_grouped_mm') else 'no'}"
+        + (f", graph replays with {hw['holder'][1]} SMs held" if hw["holder"] else ""))
     tokens = [int(t) for t in a.tokens.split(",")]
     records = []
     for name in a.presets.split(","):

@@ -5,10 +5,15 @@
 // the routed decode's 2), records the SM it runs on (%smid) and waits
 // until every block has started or a time limit passes, so all are
 // resident together. Prints, per grid, how many SMs hold 0, 1, 2, ...
-// blocks.
+// blocks. Then the same with HOLD SMs (argument 1, default 38) held by
+// sm_holder.cu and the grid sized for the rest: how many blocks landed on
+// a held SM (should be none).
 //   nvcc -O3 -arch=sm_90a -o /tmp/sm_placement bench/hip/sm_placement.cu && /tmp/sm_placement
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
+
+#include "sm_holder.cu"
 
 __global__ void place(int *smid_of_block, int *started, long long spin_cycles)
 {
@@ -35,7 +40,7 @@ static int check(cudaError_t e, const char *what)
     return 0;
 }
 
-int main()
+int main(int argc, char **argv)
 {
     cudaDeviceProp prop;
     if (check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"))
@@ -54,12 +59,29 @@ int main()
     if (check(cudaMalloc(&d_smid, sizeof(int) * sms * per_sm), "cudaMalloc") ||
         check(cudaMalloc(&d_started, sizeof(int)), "cudaMalloc"))
         return 1;
-    const int sized_for[] = { sms / 2, sms };
+    const int hold_count = argc > 1 ? atoi(argv[1]) : 38;
+    const int sized_for[] = { sms / 2, sms, sms - hold_count };
     for (int n : sized_for) {
+        const bool holding = n == sms - hold_count;
+        std::vector<int> held(sms, 0);
+        if (holding) {
+            char err[200];
+            if (sm_holder_start(hold_count, err, sizeof err) != 0) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
+            for (int b = 0; b < hold_count; b++)
+                held[sm_holder_sm(b)] = 1;
+        }
         const int grid = n * per_sm;
-        cudaMemset(d_started, 0, sizeof(int));
-        place<<<grid, 256, shared>>>(d_smid, d_started, 2000000000LL);
-        if (check(cudaDeviceSynchronize(), "place"))
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        cudaMemsetAsync(d_started, 0, sizeof(int), s);
+        place<<<grid, 256, shared, s>>>(d_smid, d_started, 2000000000LL);
+        if (check(cudaStreamSynchronize(s), "place"))
+            return 1;
+        cudaStreamDestroy(s);
+        if (holding && sm_holder_stop() != 0)
             return 1;
         std::vector<int> smid(grid), blocks_on(sms, 0);
         cudaMemcpy(smid.data(), d_smid, sizeof(int) * grid, cudaMemcpyDeviceToHost);
@@ -71,10 +93,17 @@ int main()
         std::vector<int> histogram(per_sm + 2, 0);
         for (int b : blocks_on)
             histogram[b <= per_sm ? b : per_sm + 1]++;
-        printf("grid sized for %d SMs (%d blocks, %d started):", n, grid, started);
+        int on_held = 0;
+        for (int s : smid)
+            on_held += s >= 0 && s < sms && held[s];
+        printf("grid sized for %d SMs (%d blocks, %d started%s):", n, grid, started,
+               holding ? ", the other SMs held" : "");
         for (int b = 0; b <= per_sm; b++)
             printf(" %d SMs hold %d,", histogram[b], b);
-        printf(" %d hold more\n", histogram[per_sm + 1]);
+        printf(" %d hold more", histogram[per_sm + 1]);
+        if (holding)
+            printf("; %d blocks on a held SM", on_held);
+        printf("\n");
     }
     return 0;
 }
