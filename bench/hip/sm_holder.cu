@@ -25,16 +25,17 @@ namespace
 {
 
 __global__ void __launch_bounds__(1024, 1)
-    hold(volatile int *release, int *smid_of_block, int *resident, long long limit_cycles)
+    hold(volatile int *release, volatile int *smid_of_block, long long limit_cycles)
 {
     extern __shared__ unsigned char held[];
     if (threadIdx.x == 0) {
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
         held[0] = (unsigned char)smid;
+        /* a plain store a block, no atomics: PCIe hosts need not have
+         * atomics on mapped host memory */
         smid_of_block[blockIdx.x] = (int)smid;
         __threadfence_system();
-        atomicAdd_system(resident, 1);
         const long long t0 = clock64();
         while (*release == 0 && clock64() - t0 < limit_cycles)
             __nanosleep(20000);
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(1024, 1)
 
 struct holder_state {
     cudaStream_t stream = nullptr;
-    int *host = nullptr; // [0] release, [1] resident, [2..] SM of each block
+    int *host = nullptr; // [0] release, [1..n] the SM of each block (-1: not started)
     int held = 0;
 };
 holder_state state; // one holder a process: the bench is single-threaded
@@ -83,34 +84,35 @@ extern "C" int sm_holder_start(int n, char *err, size_t cap)
                                          max_shared);
     if (e != cudaSuccess)
         return fail("cudaFuncSetAttribute", e, err, cap);
-    e = cudaHostAlloc(&state.host, sizeof(int) * (2 + n), cudaHostAllocMapped);
+    e = cudaHostAlloc(&state.host, sizeof(int) * (1 + n), cudaHostAllocMapped);
     if (e != cudaSuccess)
         return fail("cudaHostAlloc", e, err, cap);
-    memset(state.host, 0xff, sizeof(int) * (2 + n));
-    state.host[0] = state.host[1] = 0;
+    memset(state.host, 0xff, sizeof(int) * (1 + n));
+    state.host[0] = 0;
     int *device = nullptr;
     cudaHostGetDevicePointer(&device, state.host, 0);
     cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking);
     int clock_khz = 0;
     cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-    hold<<<n, 1024, max_shared, state.stream>>>(device, device + 2, device + 1,
-                                                60LL * clock_khz * 1000);
+    hold<<<n, 1024, max_shared, state.stream>>>(device, device + 1, 60LL * clock_khz * 1000);
     if ((e = cudaGetLastError()) != cudaSuccess) {
         sm_holder_stop();
         return fail("hold launch", e, err, cap);
     }
-    volatile int *resident = state.host + 1;
+    volatile int *smid_of_block = state.host + 1;
     const auto t0 = std::chrono::steady_clock::now();
-    while (*resident < n) {
-        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5)) {
-            sm_holder_stop();
-            snprintf(err, cap, "sm_holder_start: %d of %d blocks resident", *resident, n);
-            return 1;
+    for (int b = 0; b < n; b++) {
+        while (smid_of_block[b] < 0) {
+            if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5)) {
+                sm_holder_stop();
+                snprintf(err, cap, "sm_holder_start: block %d of %d never started", b, n);
+                return 1;
+            }
         }
     }
     std::vector<int> taken(sms, 0);
     for (int b = 0; b < n; b++) {
-        const int s = ((volatile int *)state.host)[2 + b];
+        const int s = smid_of_block[b];
         if (s < 0 || s >= sms || taken[s]++) {
             sm_holder_stop();
             snprintf(err, cap, "sm_holder_start: block %d on SM %d, not a distinct SM", b, s);
@@ -124,5 +126,5 @@ extern "C" int sm_holder_start(int n, char *err, size_t cap)
 // The SM that block b holds (after a successful start), else -1.
 extern "C" int sm_holder_sm(int b)
 {
-    return state.host != nullptr && b >= 0 && b < state.held ? state.host[2 + b] : -1;
+    return state.host != nullptr && b >= 0 && b < state.held ? state.host[1 + b] : -1;
 }
