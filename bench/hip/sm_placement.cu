@@ -60,9 +60,14 @@ int main(int argc, char **argv)
         check(cudaMalloc(&d_started, sizeof(int)), "cudaMalloc"))
         return 1;
     const int hold_count = argc > 1 ? atoi(argv[1]) : 38;
+    if (hold_count < 1 || hold_count >= sms) {
+        fprintf(stderr, "SMs to hold: 1 to %d\n", sms - 1);
+        return 1;
+    }
     const int sized_for[] = { sms / 2, sms, sms - hold_count };
-    for (int n : sized_for) {
-        const bool holding = n == sms - hold_count;
+    for (int c = 0; c < 3; c++) {
+        const int n = sized_for[c];
+        const bool holding = c == 2;
         std::vector<int> held(sms, 0);
         if (holding) {
             char err[200];
