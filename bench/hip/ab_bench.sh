@@ -66,13 +66,14 @@ done
 wait
 
 order=("${names[@]}")
+# each run's whole log is kept; the error lines also show why a variant timed nothing
 for ((r = 0; r < ROUNDS; r++)); do
   for name in "${order[@]}"; do
     # shellcheck disable=SC2046 # ENV_name: one VAR=value a word
     env $(per_variant ENV "$name") PYTHONUNBUFFERED=1 python3 bench/hip/hip_bench.py --lib "$(lib_of "$name")" \
       --json "$OUT/$name-round$r.json" --commit "$name" --no-baselines --graph --weights "$(per_variant WEIGHTS "$name" "$WEIGHTS")" \
       --tokens "$(per_variant TOKENS "$name" "$TOKENS")" --presets "$PRESETS" 2>&1 |
-      grep -E " graph " | sed "s/^/[$name] /"
+      tee "$OUT/$name-round$r.log" | grep -E " graph |Error" | sed "s/^/[$name] /"
   done
   mapfile -t order < <(printf '%s\n' "${order[@]}" | tac) # next round reversed: drift cancels
 done
