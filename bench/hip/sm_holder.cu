@@ -24,13 +24,20 @@
 namespace
 {
 
+// The SM the calling thread runs on (sm_placement.cu uses it too).
+__device__ unsigned current_smid()
+{
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    return smid;
+}
+
 __global__ void __launch_bounds__(1024, 1)
     hold(volatile int *release, volatile int *smid_of_block, long long limit_cycles)
 {
     extern __shared__ unsigned char held[];
     if (threadIdx.x == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        const unsigned smid = current_smid();
         held[0] = (unsigned char)smid;
         /* a plain store a block, no atomics: PCIe hosts need not have
          * atomics on mapped host memory */

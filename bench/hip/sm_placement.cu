@@ -19,8 +19,7 @@ __global__ void place(int *smid_of_block, int *started, long long spin_cycles)
 {
     extern __shared__ unsigned char pad[];
     if (threadIdx.x == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        const unsigned smid = current_smid();
         smid_of_block[blockIdx.x] = (int)smid;
         pad[0] = (unsigned char)smid;
         atomicAdd(started, 1);

@@ -32,6 +32,23 @@ int hip_test_weights_env_is(const char *mode)
     return v != NULL && strcasecmp(v, mode) == 0;
 }
 
+char *hip_test_env_save(const char *name)
+{
+    const char *value = getenv(name);
+    char *saved = value ? strdup(value) : NULL;
+    assert_true(value == NULL || saved != NULL);
+    return saved;
+}
+
+void hip_test_env_restore(const char *name, char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
 moeint4_context *hip_test_context(const char *gemm)
 {
     if (gemm)

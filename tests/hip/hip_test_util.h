@@ -27,6 +27,14 @@ int hip_test_available(void);
  * the backend reads it). */
 int hip_test_weights_env_is(const char *mode);
 
+/* A copy of environment variable `name`'s value (NULL when unset), so that
+ * a test that changes it can give it back with hip_test_env_restore. */
+char *hip_test_env_save(const char *name);
+
+/* Gives `name` the value hip_test_env_save copied (unsets it when that was
+ * NULL) and frees the copy. */
+void hip_test_env_restore(const char *name, char *saved);
+
 /* A context forced to the HIP backend with MOEINT4_HIP_GEMM = gemm ("mma" or
  * "fma"; NULL leaves the variable alone). Fails the test on error. */
 moeint4_context *hip_test_context(const char *gemm);

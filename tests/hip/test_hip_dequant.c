@@ -195,7 +195,6 @@ static void check_format(plugin *p, moeint4_format format, int zero_offset, int 
 static void test_act_order(void **state)
 {
     plugin *p = *state;
-    const char *mode = getenv("MOEINT4_HIP_WEIGHTS");
     held_as in_this_context = hip_test_weights_env_is("bf16") ? HELD_AS_BF16 : HELD_AS_SORTED_INT4;
     check_layer_held(p, p->context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3000, 1,
                      in_this_context);
@@ -203,7 +202,7 @@ static void test_act_order(void **state)
                      in_this_context);
 
     /* An AUTO context (no option, no environment) holds them as int4. */
-    char *saved = mode ? strdup(mode) : NULL;
+    char *saved = hip_test_env_save("MOEINT4_HIP_WEIGHTS");
     unsetenv("MOEINT4_HIP_WEIGHTS");
     moeint4_context_options options;
     memset(&options, 0, sizeof options);
@@ -216,10 +215,7 @@ static void test_act_order(void **state)
     check_layer_held(p, auto_context, MOEINT4_FORMAT_GPTQ_ASYM, 1, 32, MOEINT4_DTYPE_F16, 3002, 1,
                      HELD_AS_SORTED_INT4);
     p->iface->context_destroy(p->iface->user_data, auto_context);
-    if (saved) {
-        setenv("MOEINT4_HIP_WEIGHTS", saved, 1);
-        free(saved);
-    }
+    hip_test_env_restore("MOEINT4_HIP_WEIGHTS", saved);
 }
 
 static void test_every_format_and_group(void **state)

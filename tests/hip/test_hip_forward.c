@@ -801,10 +801,7 @@ static void test_unaligned_input_and_empty_batch(void **state)
 static moeint4_status context_with_knob(const char *name, const char *value, char *message,
                                         size_t cap)
 {
-    char earlier[64] = "";
-    const char *was = getenv(name);
-    if (was != NULL)
-        snprintf(earlier, sizeof earlier, "%s", was);
+    char *earlier = hip_test_env_save(name);
     setenv(name, value, 1);
     moeint4_context_options options;
     memset(&options, 0, sizeof options);
@@ -829,10 +826,7 @@ static moeint4_status context_with_knob(const char *name, const char *value, cha
         tk_layer_free(&layer);
         moeint4_context_destroy(ctx);
     }
-    if (was != NULL)
-        setenv(name, earlier, 1);
-    else
-        unsetenv(name);
+    hip_test_env_restore(name, earlier);
     print_message("%s=%s: %s: %s\n", name, value, moeint4_status_string(status), message);
     return status;
 }

@@ -59,8 +59,7 @@ static size_t device_bytes_with(int gpu_weights, const char *env, size_t struct_
 static void test_option_and_environment(void **state)
 {
     (void)state;
-    const char *saved = getenv("MOEINT4_HIP_WEIGHTS");
-    char *restore = saved ? strdup(saved) : NULL;
+    char *restore = hip_test_env_save("MOEINT4_HIP_WEIGHTS");
     const size_t full = sizeof(moeint4_context_options);
     const size_t weights = (size_t)4 * 3 * 256 * 128;    /* weights of the layer */
     const size_t bf16 = weights * 2, int4 = weights / 2; /* plus scales and the map */
@@ -110,10 +109,7 @@ static void test_option_and_environment(void **state)
     assert_null(ctx);
     assert_non_null(strstr(moeint4_last_error(), "options->gpu_weights = 7"));
     assert_int_equal(create(-1, full, &ctx), MOEINT4_INVALID_ARGUMENT);
-    if (restore) {
-        setenv("MOEINT4_HIP_WEIGHTS", restore, 1);
-        free(restore);
-    }
+    hip_test_env_restore("MOEINT4_HIP_WEIGHTS", restore);
 }
 
 /* Checkpoint bytes of a layer's int4 arrays: qweight, scales, qzeros. */
