@@ -10,28 +10,35 @@
 # first (no block may land on a held SM), then main against main94 at both
 # presets, int4, M = 1, 8, 64 (AB_TOKENS), two rounds; the prediction for
 # the H200 is main94's time x 94/132, checked against session 32's pairs.
-# CALL_LIMIT (the call's seconds, default 570) gates each step.
+# CALL_LIMIT (the call's seconds, default 570) gates each step. SHORT=1 (a
+# call of under 8 minutes): on the H200 the table alone, without the small
+# batches and the profiles, and no tests; elsewhere M = 1 and 8 only.
 O=$OUT/s39c1
 . bench/hip/device_call.sh build-packs39 h39
 left() { echo $(( ${CALL_LIMIT:-570} - SECONDS )); }
 if grep -q H200 $O/gpu.txt; then
+  variants="main=lib:build-h39/lib small=@main"
+  profiles="qwen3-30b-a3b:1 mixtral-8x7b:8 mixtral-8x7b:64 qwen3-30b-a3b:4096"
   tab=$(( $(left) - 150 )); [ $tab -gt 300 ] && tab=300
+  [ -n "$SHORT" ] && variants="main=lib:build-h39/lib" profiles= tab=$(( $(left) - 15 ))
   hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 TOKENS_small=4,16,32 \
-    WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=2 \
-    VARIANTS="main=lib:build-h39/lib small=@main" \
-    PROFILE_POINTS="qwen3-30b-a3b:1 mixtral-8x7b:8 mixtral-8x7b:64 qwen3-30b-a3b:4096" \
+    WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=2 VARIANTS="$variants" PROFILE_POINTS="$profiles" \
     timeout $tab bash bench/hip/ab_bench.sh > $O/table.log 2>&1
   cat $O/table/ab-table.md || tail -20 $O/table.log
-  t=$(( $(left) - 10 )); [ $t -gt 300 ] && t=300
-  hip bash -c "cd build-h39 && timeout $t ctest --timeout $((t - 5)) -j3 -R '^(test_hip_|hip_conformance_)' -E memory --output-on-failure" > $O/tests.log 2>&1
-  grep -hE "tests passed|\*\*\*|Failed|Total Test" $O/tests.log | tail -6
+  t=$(( $(left) - 10 )); [ $t -gt 300 ] && t=300; [ -n "$SHORT" ] && t=0
+  tests="ctest --timeout $((t - 5)) -j3 -R '^(test_hip_|hip_conformance_)' -E memory"
+  [ $t -gt 60 ] && hip bash -c "cd build-h39 && timeout $t $tests --output-on-failure" \
+    > $O/tests.log 2>&1
+  grep -hE "tests passed|\*\*\*|Failed|Total Test" $O/tests.log 2>/dev/null | tail -6
 else
   build-packs39/sm_placement 38 | tee $O/sm_placement.txt
   hold="MOEINT4_HIP_MULTIPROCESSORS=94 MOEINT4_BENCH_HOLD_SMS=38"
   hold="$hold MOEINT4_BENCH_SM_HOLDER=$PWD/build-packs39/libsm_holder.so"
-  hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=${AB_TOKENS:-1,8,64} WEIGHTS=int4 ROUNDS=2 \
+  tokens=${AB_TOKENS:-1,8,64} profiles=mixtral-8x7b:8
+  [ -n "$SHORT" ] && tokens=${AB_TOKENS:-1,8} profiles=
+  hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=$tokens WEIGHTS=int4 ROUNDS=2 \
     ENV_main94="$hold" VARIANTS="main=lib:build-h39/lib main94=@main" \
-    PROFILE_POINTS="mixtral-8x7b:8" timeout $(( $(left) - 15 )) \
+    PROFILE_POINTS="$profiles" timeout $(( $(left) - 15 )) \
     bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
   cat $O/ab/ab-table.md || tail -20 $O/ab.log
 fi
