@@ -13,6 +13,8 @@
 # CALL_LIMIT (the call's seconds, default 570) gates each step. SHORT=1 (a
 # call of under 8 minutes): on the H200 the table alone, without the small
 # batches and the profiles, and no tests; elsewhere M = 1 and 8 only.
+# TABLE_TOKENS and ROUNDS narrow it further (a call of 3-4 minutes:
+# TABLE_TOKENS=1,4096 ROUNDS=1 AB_TOKENS=1,8).
 O=$OUT/s39c1
 . bench/hip/device_call.sh build-packs39 h39
 left() { echo $(( ${CALL_LIMIT:-570} - SECONDS )); }
@@ -21,8 +23,8 @@ if grep -q H200 $O/gpu.txt; then
   profiles="qwen3-30b-a3b:1 mixtral-8x7b:8 mixtral-8x7b:64 qwen3-30b-a3b:4096"
   tab=$(( $(left) - 150 )); [ $tab -gt 300 ] && tab=300
   [ -n "$SHORT" ] && variants="main=lib:build-h39/lib" profiles= tab=$(( $(left) - 15 ))
-  hip env OUT=$O/table DEPS=build-hipdeps TOKENS=1,8,64,256,512,4096 TOKENS_small=4,16,32 \
-    WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=2 VARIANTS="$variants" PROFILE_POINTS="$profiles" \
+  hip env OUT=$O/table DEPS=build-hipdeps TOKENS=${TABLE_TOKENS:-1,8,64,256,512,4096} TOKENS_small=4,16,32 \
+    WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=${ROUNDS:-2} VARIANTS="$variants" PROFILE_POINTS="$profiles" \
     timeout $tab bash bench/hip/ab_bench.sh > $O/table.log 2>&1
   cat $O/table/ab-table.md || tail -20 $O/table.log
   t=$(( $(left) - 10 )); [ $t -gt 300 ] && t=300; [ -n "$SHORT" ] && t=0
@@ -36,7 +38,7 @@ else
   hold="$hold MOEINT4_BENCH_SM_HOLDER=$PWD/build-packs39/libsm_holder.so"
   tokens=${AB_TOKENS:-1,8,64} profiles=mixtral-8x7b:8
   [ -n "$SHORT" ] && tokens=${AB_TOKENS:-1,8} profiles=
-  hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=$tokens WEIGHTS=int4 ROUNDS=2 \
+  hip env OUT=$O/ab DEPS=build-hipdeps TOKENS=$tokens WEIGHTS=int4 ROUNDS=${ROUNDS:-2} \
     ENV_main94="$hold" VARIANTS="main=lib:build-h39/lib main94=@main" \
     PROFILE_POINTS="$profiles" timeout $(( $(left) - 15 )) \
     bash bench/hip/ab_bench.sh > $O/ab.log 2>&1
