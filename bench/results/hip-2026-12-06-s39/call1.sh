@@ -23,8 +23,9 @@ if grep -q H200 $O/gpu.txt; then
   profiles="qwen3-30b-a3b:1 mixtral-8x7b:8 mixtral-8x7b:64 qwen3-30b-a3b:4096"
   tab=$(( $(left) - 150 )); [ $tab -gt 300 ] && tab=300
   [ -n "$SHORT" ] && variants="main=lib:build-h39/lib" profiles= tab=$(( $(left) - 15 ))
-  hip env OUT=$O/table DEPS=build-hipdeps TOKENS=${TABLE_TOKENS:-1,8,64,256,512,4096} TOKENS_small=4,16,32 \
-    WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=${ROUNDS:-2} VARIANTS="$variants" PROFILE_POINTS="$profiles" \
+  hip env OUT=$O/table DEPS=build-hipdeps TOKENS=${TABLE_TOKENS:-1,8,64,256,512,4096} \
+    TOKENS_small=4,16,32 WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=${ROUNDS:-2} \
+    VARIANTS="$variants" PROFILE_POINTS="$profiles" \
     timeout $tab bash bench/hip/ab_bench.sh > $O/table.log 2>&1
   cat $O/table/ab-table.md || tail -20 $O/table.log
   t=$(( $(left) - 10 )); [ $t -gt 300 ] && t=300; [ -n "$SHORT" ] && t=0
