@@ -23,6 +23,7 @@ if grep -q H200 $O/gpu.txt; then
   profiles="qwen3-30b-a3b:1 mixtral-8x7b:8 mixtral-8x7b:64 qwen3-30b-a3b:4096"
   tab=$(( $(left) - 150 )); [ $tab -gt 300 ] && tab=300
   [ -n "$SHORT" ] && variants="main=lib:build-h39/lib" profiles= tab=$(( $(left) - 15 ))
+  [ $tab -lt 30 ] && tab=30 # timeout takes no negative limit
   hip env OUT=$O/table DEPS=build-hipdeps TOKENS=${TABLE_TOKENS:-1,8,64,256,512,4096} \
     TOKENS_small=4,16,32 WEIGHTS=bf16,int4 WEIGHTS_small=int4 ROUNDS=${ROUNDS:-2} \
     VARIANTS="$variants" PROFILE_POINTS="$profiles" \
