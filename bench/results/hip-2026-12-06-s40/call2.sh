@@ -5,14 +5,16 @@
 # (call 1): is the tile the rows-per-expert rule picks still the fastest
 # there? qw32 took 5-24 rows an expert from q16 after H100 measurements
 # (session 34); d8 serves up to 4. Forced with MOEINT4_HIP_TILE against the
-# default, int4, both presets, M = 12-64, two rounds; then the one-token
-# decode's knobs (MOEINT4_HIP_DECODE_ITEM, _X) at M = 1.
+# default, int4, both presets, M = 12-64, two rounds (and the routed
+# decode's gemm13 with its token rows in the ring, M = 8-16); then the
+# one-token decode's knobs (MOEINT4_HIP_DECODE_ITEM, _X) at M = 1.
 O=$OUT/s40c2
 . bench/hip/device_call.sh build-packs39 h39
 left() { echo $(( ${CALL_LIMIT:-570} - SECONDS )); }
 hip env OUT=$O/tiles DEPS=build-hipdeps TOKENS=${TILE_TOKENS:-12,16,20,24,32,48,64} WEIGHTS=int4 \
-  ROUNDS=2 VARIANTS="main=lib:build-h39/lib d8=@main q16=@main q32=@main qw64=@main" \
-  ENV_d8=MOEINT4_HIP_TILE=d8 ENV_q16=MOEINT4_HIP_TILE=q16 ENV_q32=MOEINT4_HIP_TILE=q32 \
+  ROUNDS=2 VARIANTS="main=lib:build-h39/lib d8=@main q16=@main q32=@main qw64=@main xring=@main" \
+  ENV_xring=MOEINT4_HIP_ROUTED_X=ring TOKENS_xring=8,12,16 ENV_d8=MOEINT4_HIP_TILE=d8 \
+  ENV_q16=MOEINT4_HIP_TILE=q16 ENV_q32=MOEINT4_HIP_TILE=q32 \
   ENV_qw64=MOEINT4_HIP_TILE=qw64 PROFILE_POINTS="mixtral-8x7b:32 mixtral-8x7b:64" \
   timeout $(( $(left) - 100 )) bash bench/hip/ab_bench.sh > $O/tiles.log 2>&1
 cat $O/tiles/ab-table.md || tail -20 $O/tiles.log
